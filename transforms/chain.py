@@ -1,0 +1,168 @@
+"""A chain: decode -> transforms -> encode, with error results instead of crashes.
+
+The same :class:`Chain` runs in ``cdc-smt convert``, the Faust worker and the
+Spark backfill. Every input record ends up either as output records or as a
+:class:`DeadLetter` carrying the original record, the stage that failed, the
+transform name, the exception class and its message: nothing is dropped
+silently. With ``tolerance="none"`` the first failure raises
+:class:`ChainHalted` (carrying that dead letter) instead, as Kafka Connect's
+``errors.tolerance=none`` stops the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol, Sequence
+
+from transforms.errors import CdcSmtError
+from transforms.formats.base import Codec
+from transforms.model import ChangeEvent, Record
+
+ERROR_HEADER_PREFIX = "cdc_smt.error."
+TOLERANCES = ("none", "all")
+
+
+class Transform(Protocol):
+    """What the chain needs of a transform (see ``transforms.smt.base``)."""
+
+    name: str
+
+    def apply_batch(self, events: list[ChangeEvent]) -> list[ChangeEvent]: ...
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    """A record the chain could not process, and why."""
+
+    record: Record
+    stage: str  # decode | transform | encode
+    error_class: str
+    message: str
+    transform: str | None = None
+
+    def error_headers(self) -> list[tuple[str, bytes]]:
+        """``cdc_smt.error.*`` headers, as the hosts attach them on the dead-letter topic."""
+        r = self.record
+        fields = {
+            "stage": self.stage,
+            "transform": self.transform or "",
+            "class": self.error_class,
+            "message": self.message,
+            "topic": r.topic or "",
+            "partition": "" if r.partition is None else str(r.partition),
+            "offset": "" if r.offset is None else str(r.offset),
+        }
+        return [(ERROR_HEADER_PREFIX + k, v.encode("utf-8")) for k, v in fields.items()]
+
+    def to_record(self, topic: str | None = None) -> Record:
+        """The dead-letter record: original key, value and headers plus error headers."""
+        r = self.record
+        return Record(
+            value=r.value,
+            key=r.key,
+            topic=topic,
+            timestamp=r.timestamp,
+            headers=list(r.headers) + self.error_headers(),
+        )
+
+    def describe(self) -> str:
+        where = f" in {self.transform}" if self.transform else ""
+        return f"{self.stage}{where} failed: {self.error_class}: {self.message}"
+
+
+class ChainHalted(CdcSmtError):
+    """Raised with ``tolerance="none"``: processing must stop at ``dead_letter``."""
+
+    def __init__(self, dead_letter: DeadLetter) -> None:
+        self.dead_letter = dead_letter
+        super().__init__(f"{dead_letter.record.where()}: {dead_letter.describe()}")
+
+
+@dataclass(slots=True)
+class ChainResult:
+    outputs: list[Record] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+    def extend(self, other: "ChainResult") -> None:
+        self.outputs.extend(other.outputs)
+        self.dead_letters.extend(other.dead_letters)
+
+
+class Chain:
+    """decode -> transforms -> encode for one stream (one source partition or file)."""
+
+    def __init__(
+        self,
+        decoder: Codec,
+        encoder: Codec,
+        transforms: Sequence[Transform] = (),
+        tolerance: str = "none",
+    ) -> None:
+        if tolerance not in TOLERANCES:
+            raise ValueError(f"errors.tolerance must be one of {TOLERANCES}, got {tolerance!r}")
+        self.decoder = decoder
+        self.encoder = encoder
+        self.transforms = list(transforms)
+        self.tolerance = tolerance
+
+    def process(self, record: Record) -> ChainResult:
+        result = ChainResult()
+        self._one(record, result)
+        return result
+
+    def process_batch(self, records: Iterable[Record]) -> ChainResult:
+        """Process records in order; outputs keep input order."""
+        result = ChainResult()
+        for record in records:
+            self._one(record, result)
+        return result
+
+    def flush(self) -> ChainResult:
+        """End of stream: transform and encode events the decoder still held back."""
+        result = ChainResult()
+        events = self.decoder.flush()
+        if events:
+            self._rest(events, events[0].record or Record(value=None), result)
+        return result
+
+    # -- internals -----------------------------------------------------------
+    def _one(self, record: Record, result: ChainResult) -> None:
+        try:
+            events = self.decoder.decode(record)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a dead letter
+            self._fail(record, "decode", None, exc, result)
+            return
+        for e in events:
+            if e.record is None:
+                e.record = record
+        self._rest(events, record, result)
+
+    def _rest(self, events: list[ChangeEvent], record: Record, result: ChainResult) -> None:
+        for t in self.transforms:
+            if not events:
+                return
+            try:
+                events = t.apply_batch(events)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(record, "transform", t.name, exc, result)
+                return
+        out: list[Record] = []
+        try:
+            for e in events:
+                out.extend(self.encoder.encode(e))
+        except Exception as exc:  # noqa: BLE001
+            self._fail(record, "encode", None, exc, result)
+            return
+        result.outputs.extend(out)
+
+    def _fail(self, record: Record, stage: str, transform: str | None, exc: Exception, result: ChainResult) -> None:
+        dl = DeadLetter(
+            record=record,
+            stage=stage,
+            error_class=type(exc).__name__,
+            message=str(exc) or repr(exc),
+            transform=transform,
+        )
+        if self.tolerance == "none":
+            raise ChainHalted(dl) from exc
+        result.dead_letters.append(dl)

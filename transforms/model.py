@@ -1,0 +1,231 @@
+"""The canonical change-event model every codec decodes into and encodes from.
+
+One row change (or one control event: DDL, heartbeat, watermark, transaction
+marker) is one :class:`ChangeEvent`. Kafka-level data lives in :class:`Record`.
+Hot-path objects are msgspec Structs: cheap to build, slotted, comparable.
+
+Row values
+----------
+``before``/``after`` are ordered ``column -> value`` dicts. Values are either
+*typed* (Python objects chosen from the column's MySQL type, see
+``transforms.types``) or still in the *raw form* of the format they were read
+from (``event.values`` names that form). Keeping the raw form lets a codec skip
+conversion when source and target encode values the same way (Canal strings to
+Canal strings); anything that needs real values calls :meth:`ChangeEvent.typed`
+(or :func:`materialize`) first.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transforms.types import MySQLType
+
+
+class Op(str, enum.Enum):
+    """What happened. Row ops carry images; the rest are control events."""
+
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+    READ = "read"  # snapshot read (Debezium "r", Canal INIT)
+    TRUNCATE = "truncate"
+    DDL = "ddl"
+    HEARTBEAT = "heartbeat"
+    WATERMARK = "watermark"
+    BEGIN = "begin"
+    COMMIT = "commit"
+
+    @property
+    def is_row(self) -> bool:
+        return self in _ROW_OPS
+
+
+_ROW_OPS = frozenset({Op.INSERT, Op.UPDATE, Op.DELETE, Op.READ})
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: name, full MySQL type text (with parameters), nullability, key."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    primary_key: bool = False
+    default: str | None = None
+    comment: str | None = None
+
+    @property
+    def mysql(self) -> "MySQLType":
+        from transforms.types import parse_type
+
+        return parse_type(self.type)
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """Ordered columns of one table plus its primary key.
+
+    Frozen and hashable so codecs can cache derived artefacts (Connect schemas,
+    type maps) per schema object.
+    """
+
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = ()
+
+    @cached_property
+    def by_name(self) -> dict[str, Column]:
+        return {c.name: c for c in self.columns}
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column | None:
+        return self.by_name.get(name)
+
+    def __hash__(self) -> int:  # cached_property needs a __dict__, so no slots here
+        return hash((self.columns, self.primary_key))
+
+
+class SourcePosition(msgspec.Struct, kw_only=True, gc=False):
+    """Where the change came from, as precisely as the source format says."""
+
+    db_type: str | None = None  # mysql, tidb, mariadb, oracle, postgres
+    database: str | None = None
+    schema: str | None = None  # Postgres/Oracle schema; None for MySQL
+    table: str | None = None
+    server_id: int | None = None
+    binlog_file: str | None = None
+    binlog_pos: int | None = None
+    gtid: str | None = None
+    commit_ts: int | None = None  # TiDB TSO of the transaction
+    scn: int | None = None  # Oracle SCN
+    sequence_id: str | None = None  # DataWorks / CloudCanal sequence
+    txid: str | None = None
+    row: int | None = None  # row index within the binlog event
+
+
+class ValueForm(Protocol):
+    """The raw encoding of row values of one format (e.g. Canal's strings)."""
+
+    name: str
+
+    def to_python(self, column: Column, raw: Any) -> Any: ...
+
+
+class ChangeEvent(msgspec.Struct, kw_only=True):
+    """One canonical change.
+
+    ``changed``: names of columns known to have changed (``None`` = unknown).
+    ``extra``: format-specific fields keyed by field name, valid when
+    ``origin`` names the format that produced them; the encoder of that same
+    format uses them to reproduce the original message.
+    ``timezone``: the IANA zone in which naive DATETIME/TIMESTAMP values of this
+    event are expressed (the decoder's ``source_timezone``).
+    ``values``: ``None`` when row values are typed, else the raw form they are in.
+    ``partial``: the images are incomplete (TiCDC handle-key-only / claim-check).
+    ``topic``/``key``/``headers``: routing set by transforms; ``None`` = default.
+    ``record``: the Kafka record this event was decoded from, when known.
+    """
+
+    op: Op
+    source: SourcePosition = msgspec.field(default_factory=SourcePosition)
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    changed: tuple[str, ...] | None = None
+    schema: TableSchema | None = None
+    pk: tuple[str, ...] = ()
+    ddl: str | None = None
+    ddl_kind: str | None = None
+    ts_ms: int | None = None
+    processing_ts_ms: int | None = None
+    timezone: str = "UTC"
+    values: ValueForm | None = None
+    partial: bool = False
+    origin: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    topic: str | None = None
+    key: dict[str, Any] | None = None
+    headers: list[tuple[str, bytes]] | None = None
+    record: "Record | None" = None
+
+    # -- convenience -----------------------------------------------------
+    @property
+    def database(self) -> str | None:
+        return self.source.database
+
+    @property
+    def table(self) -> str | None:
+        return self.source.table
+
+    @property
+    def row(self) -> dict[str, Any] | None:
+        """The image that identifies the row now: after, else before."""
+        return self.after if self.after is not None else self.before
+
+    def typed(self) -> "ChangeEvent":
+        """Convert raw row values to typed Python values in place; return self."""
+        form = self.values
+        if form is None:
+            return self
+        schema = self.schema
+        if schema is None:
+            raise ValueError(f"cannot type values of {self.source.database}.{self.source.table}: no table schema")
+        by_name = schema.by_name
+        for image in (self.before, self.after):
+            if image:
+                for name, raw in image.items():
+                    col = by_name.get(name)
+                    if col is not None and raw is not None:
+                        image[name] = form.to_python(col, raw)
+        self.values = None
+        return self
+
+    def key_values(self) -> dict[str, Any]:
+        """The Kafka key fields: an explicit key, else the primary key columns."""
+        if self.key is not None:
+            return self.key
+        image = self.row or {}
+        return {k: image.get(k) for k in self.pk}
+
+
+def materialize(event: ChangeEvent) -> ChangeEvent:
+    """Typed view of ``event`` (in place). Kept as a function for pipelines."""
+    return event.typed()
+
+
+class Record(msgspec.Struct, kw_only=True, gc=False):
+    """The Kafka-level unit: what a topic partition holds at one offset."""
+
+    value: bytes | None
+    key: bytes | None = None
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    timestamp: int | None = None  # ms
+    headers: list[tuple[str, bytes]] = msgspec.field(default_factory=list)
+
+    def where(self) -> str:
+        """Human-readable coordinates for error messages."""
+        if self.topic is None and self.offset is None:
+            return "record"
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+__all__ = [
+    "ChangeEvent",
+    "Column",
+    "Op",
+    "Record",
+    "SourcePosition",
+    "TableSchema",
+    "ValueForm",
+    "materialize",
+]
