@@ -23,7 +23,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from transforms.formats.canal_json import float32, java_float_text
+from transforms.formats.canal_json import java_float_text
+from transforms.types import float32
 from transforms.model import ChangeEvent, Op
 
 Field = tuple[str, str]  # (column name, Flink/Paimon type name)

@@ -12,7 +12,7 @@ silently. With ``tolerance="none"`` the first failure raises
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 from transforms.errors import CdcSmtError
 from transforms.formats.base import Codec
@@ -97,6 +97,7 @@ class Chain:
         encoder: Codec,
         transforms: Sequence[Transform] = (),
         tolerance: str = "none",
+        catalog: Any = None,
     ) -> None:
         if tolerance not in TOLERANCES:
             raise ValueError(f"errors.tolerance must be one of {TOLERANCES}, got {tolerance!r}")
@@ -104,6 +105,10 @@ class Chain:
         self.encoder = encoder
         self.transforms = list(transforms)
         self.tolerance = tolerance
+        # The schema catalog learns from every decoded event (DDL, typed
+        # messages) before transforms run; codecs given the same catalog use it
+        # to name and type values of formats that carry none.
+        self.catalog = catalog if catalog is not None else getattr(decoder, "catalog", None)
 
     def process(self, record: Record) -> ChainResult:
         result = ChainResult()
@@ -121,6 +126,7 @@ class Chain:
         """End of stream: transform and encode events the decoder still held back."""
         result = ChainResult()
         events = self.decoder.flush()
+        self._observe(events)
         if events:
             self._rest(events, events[0].record or Record(value=None), result)
         return result
@@ -135,7 +141,14 @@ class Chain:
         for e in events:
             if e.record is None:
                 e.record = record
+        self._observe(events)
         self._rest(events, record, result)
+
+    def _observe(self, events: list[ChangeEvent]) -> None:
+        catalog = self.catalog
+        if catalog is not None:
+            for e in events:
+                catalog.observe(e)
 
     def _rest(self, events: list[ChangeEvent], record: Record, result: ChainResult) -> None:
         for t in self.transforms:
@@ -146,10 +159,8 @@ class Chain:
             except Exception as exc:  # noqa: BLE001
                 self._fail(record, "transform", t.name, exc, result)
                 return
-        out: list[Record] = []
         try:
-            for e in events:
-                out.extend(self.encoder.encode(e))
+            out = self.encoder.encode_batch(events)
         except Exception as exc:  # noqa: BLE001
             self._fail(record, "encode", None, exc, result)
             return

@@ -35,7 +35,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import enum
+import math
 import re
+import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -479,6 +481,19 @@ def format_decimal(v: Decimal, scale: int | None = None) -> str:
     return format(v, "f")
 
 
+def float32(v: float) -> float:
+    """``v`` rounded to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+def is_single_precision(mtype: MySQLType) -> bool:
+    """MySQL FLOAT / FLOAT(p<=24) store 32-bit floats; FLOAT(M,D) and p>24 store doubles."""
+    return mtype.base == "float" and mtype.scale is None and (mtype.precision is None or mtype.precision <= 24)
+
+
 def format_float(v: float) -> str:
     if v == int(v) and abs(v) < 1e16:
         return repr(float(v))
@@ -508,7 +523,7 @@ def from_text(mtype: MySQLType, s: str) -> Any:
     if kind is Kind.DECIMAL:
         return Decimal(s)
     if kind is Kind.FLOAT:
-        return float(s)
+        return float32(float(s)) if is_single_precision(mtype) else float(s)
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
         return parse_datetime(s)
     if kind is Kind.DATE:
@@ -576,7 +591,9 @@ __all__ = [
     "TypeParseError",
     "format_date",
     "format_datetime",
+    "float32",
     "format_decimal",
+    "is_single_precision",
     "format_time",
     "from_text",
     "parse_date",

@@ -144,7 +144,7 @@ class JsonCodec(Codec):
         except DecodeError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise DecodeError(f"not a valid {self.name} message: {_describe(exc)}", format=self.name) from None
+            raise DecodeError(f"not a valid {self.name} message: {describe_error(exc)}", format=self.name) from None
         return events
 
     def decode_tombstone(self, record: Record) -> list[ChangeEvent]:
@@ -160,7 +160,7 @@ class JsonCodec(Codec):
         except EncodeError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise EncodeError(f"cannot encode {event.op.value} event: {_describe(exc)}", format=self.name) from None
+            raise EncodeError(f"cannot encode {event.op.value} event: {describe_error(exc)}", format=self.name) from None
         if out is None:
             return []
         objs = out if isinstance(out, list) else [out]
@@ -201,7 +201,8 @@ def json_default(v: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """A short reason for a parsing exception (``missing field 'type'``)."""
     if isinstance(exc, KeyError):
         return f"missing field {exc.args[0]!r}"
     return f"{type(exc).__name__}: {exc}"

@@ -65,7 +65,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, _describe
+from transforms.formats.base import Capabilities, JsonCodec, describe_error
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
 from transforms.sqltext import rebase, text_of
@@ -74,6 +74,7 @@ from transforms.types import (
     Kind,
     MySQLType,
     TypeParseError,
+    float32,
     format_decimal,
     from_text,
     parse_type,
@@ -93,14 +94,6 @@ _MISSING = object()
 # ---------------------------------------------------------------------------
 # numbers as Java and Go print them
 # ---------------------------------------------------------------------------
-
-
-def float32(v: float) -> float:
-    """``v`` rounded to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
 
 
 def _shortest(v: float, single: bool) -> str:
@@ -629,7 +622,7 @@ class CanalJson(JsonCodec):
         except EncodeError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise EncodeError(f"cannot encode {group[0].op.value} rows: {_describe(exc)}", format=self.name) from None
+            raise EncodeError(f"cannot encode {group[0].op.value} rows: {describe_error(exc)}", format=self.name) from None
         keys = {self.encode_key(e) for e in group}
         first = group[0]
         return Record(
@@ -1017,7 +1010,6 @@ __all__ = [
     "ROW_TYPES",
     "canal_sql_type",
     "ddl_type",
-    "float32",
     "go_float_text",
     "java_float_text",
 ]
