@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 
-import orjson
+import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,20 +51,30 @@ def strip_comments(text: str) -> str:
     return "\n".join(out_lines)
 
 
+# Numbers are kept exact: a JSON number beyond double precision (a DECIMAL(40,3)
+# written as a bare number) must reach the codec with all its digits.
+_DECODER = msgspec.json.Decoder(float_hook=Decimal)
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
+
+
 def read_messages(path: Path) -> list[bytes]:
-    """The messages of one corpus file, each as compact JSON bytes."""
+    """The messages of one corpus file, each as JSON bytes.
+
+    Each message is compacted (comments and whitespace dropped) with its
+    numbers' digits kept.
+    """
     text = strip_comments(path.read_text(encoding="utf-8")).strip()
     if not text:
         return []
     try:  # one document (possibly pretty-printed)
-        return [orjson.dumps(orjson.loads(text))]
-    except orjson.JSONDecodeError:
+        return [_ENCODER.encode(_DECODER.decode(text))]
+    except msgspec.DecodeError:
         pass
     out = []
     for line in text.splitlines():
         line = line.strip()
         if line:
-            out.append(orjson.dumps(orjson.loads(line)))
+            out.append(_ENCODER.encode(_DECODER.decode(line)))
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import string
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import orjson
@@ -72,10 +72,11 @@ def _int_range(t) -> tuple[int, int]:
 def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
     int_digits = precision - scale
     bound = 10**precision - 1
-    edge = [Decimal(bound).scaleb(-scale), -Decimal(bound).scaleb(-scale), Decimal(0).scaleb(-scale)]
+    exact = Context(prec=100)  # the default 28 digits would round decimal(65,30) values
+    edge = [Decimal(bound).scaleb(-scale, exact), -Decimal(bound).scaleb(-scale, exact), Decimal(0).scaleb(-scale, exact)]
     return st.one_of(
         st.sampled_from(edge),
-        st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-scale)),
+        st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-scale, exact)),
     ) if int_digits >= 0 else st.just(Decimal(0))
 
 

@@ -139,9 +139,18 @@ def test_reencoding_reproduces_every_corpus_message(corpus, fmt):
         c = get_codec(fmt)
         events = c.decode(Record(value=msg)) + c.flush()
         out = [r.value for e in events for r in c.encode(e)]
-        assert out == [msg], where
+        if where in DOUBLE_ROUNDED:
+            # Documented loss: JSON numbers are read as doubles, so a bare
+            # number with more digits than a double holds comes back rounded.
+            assert out != [msg] and out == [orjson.dumps(orjson.loads(msg))], where
+        else:
+            assert out == [msg], where
         checked += 1
     assert checked
+
+
+#: Corpus messages with a bare JSON number beyond double precision.
+DOUBLE_ROUNDED = {"maxwell-test-user-insert.json#1", "maxwell-test-user-update.json#1"}
 
 
 @pytest.mark.parametrize("fmt", MINE)
@@ -158,7 +167,7 @@ def _other_messages(corpus: Path, fmt: str):
                 continue
             try:
                 messages = read_messages(path)
-            except orjson.JSONDecodeError:
+            except ValueError:  # a corpus sample that is not strict JSON
                 continue  # documentation blocks with non-JSON comments
             for i, msg in enumerate(messages):
                 yield f"{d.name}/{path.name}#{i + 1}", orjson.loads(msg)

@@ -134,7 +134,7 @@ def repaired_insert_sample(path: Path) -> bytes:
 
 def test_tdsql_insert_sample_deviates_from_json(corpus):
     path = corpus / "tdsql-binlog-json" / "tencent-docs-tdsql-dml-insert-event.jsonc"
-    with pytest.raises(orjson.JSONDecodeError):
+    with pytest.raises(ValueError):
         read_messages(path)
 
 
