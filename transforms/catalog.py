@@ -35,6 +35,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from transforms.errors import ConfigError
 from transforms.model import ChangeEvent, Column, Op, TableSchema
+from transforms.sqltext import classify_ddl  # lives with the other MySQL text helpers; re-exported
 from transforms.types import Kind, MySQLType, TypeParseError, parse_type
 
 log = logging.getLogger("cdc_smt.catalog")
@@ -559,28 +560,6 @@ def _schema_from_spec(spec: Any, path: str) -> TableSchema:
 # ---------------------------------------------------------------------------
 # DDL helpers
 # ---------------------------------------------------------------------------
-
-
-_KINDS = [
-    (re.compile(r"create\s+(?:temporary\s+)?table\b", re.I), "CREATE"),
-    (re.compile(r"alter\s+(?:online\s+|ignore\s+)*table\b", re.I), "ALTER"),
-    (re.compile(r"drop\s+(?:temporary\s+)?tables?\b", re.I), "ERASE"),
-    (re.compile(r"rename\s+tables?\b", re.I), "RENAME"),
-    (re.compile(r"truncate\b", re.I), "TRUNCATE"),
-    (re.compile(r"create\s+(?:unique\s+|fulltext\s+|spatial\s+|online\s+)*index\b", re.I), "CINDEX"),
-    (re.compile(r"drop\s+index\b", re.I), "DINDEX"),
-]
-_LEADING_NOISE = re.compile(r"^(?:\s+|/\*(?!!).*?\*/|--[^\n]*\n|#[^\n]*\n)*", re.S)
-
-
-def classify_ddl(sql: str) -> str:
-    """Canal's DDL type for a statement: CREATE, ALTER, ERASE, RENAME, TRUNCATE,
-    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...)."""
-    text = sql[_LEADING_NOISE.match(sql).end() :]
-    for pattern, kind in _KINDS:
-        if pattern.match(text):
-            return kind
-    return "QUERY"
 
 
 def split_statements(sql: str) -> list[str]:

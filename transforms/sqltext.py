@@ -1,4 +1,4 @@
-"""MySQL value text: SQL literals (TDSQL binlog JSON) and plain MySQL text (CKafka).
+"""MySQL text: SQL literals (TDSQL binlog JSON), plain MySQL value text (CKafka), statement kinds.
 
 Two raw value forms live here because several formats share them:
 
@@ -13,16 +13,19 @@ double-quoted strings with backslash escapes and doubled quotes, optional
 ``_charset`` introducers and ``N`` prefixes, decimal and exponent numbers,
 ``0x``/``X''`` hexadecimal and ``0b``/``b''`` bit-value literals, ``NULL``,
 ``TRUE``/``FALSE``.
+
+:func:`classify_ddl` names a DDL statement with Canal's DDL types, the
+vocabulary every format that labels DDL shares (Canal, DataWorks, CloudCanal,
+TDSQL, the schema catalog).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
-import zoneinfo
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any, Iterator
 
 from transforms.model import Column
@@ -36,8 +39,10 @@ from transforms.types import (
     format_float,
     format_time,
     from_text,
+    rebase_timestamp,
     set_labels_from_bits,
     to_text,
+    wall_clock,
 )
 
 
@@ -325,10 +330,7 @@ def _from_int(mtype: MySQLType, n: int, timezone: str) -> Any:
 def _epoch(seconds: Decimal, timezone: str) -> dt.datetime:
     whole = int(seconds)
     micros = int((seconds - whole) * 1_000_000)
-    utc = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=whole, microseconds=micros)
-    if timezone == "UTC":
-        return utc
-    return utc.replace(tzinfo=dt.timezone.utc).astimezone(zone(timezone)).replace(tzinfo=None)
+    return wall_clock(whole * 1_000_000 + micros, timezone)
 
 
 # ---------------------------------------------------------------------------
@@ -402,23 +404,6 @@ def text_of(v: Any, mtype: MySQLType | None) -> str:
     return str(v)
 
 
-# ---------------------------------------------------------------------------
-# time zones
-# ---------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def zone(name: str) -> zoneinfo.ZoneInfo:
-    return zoneinfo.ZoneInfo(name)
-
-
-def rebase(v: Any, src: str, dst: str) -> Any:
-    """A naive TIMESTAMP shown in zone ``src`` re-shown in zone ``dst``."""
-    if src == dst or not isinstance(v, dt.datetime):
-        return v
-    return v.replace(tzinfo=zone(src)).astimezone(zone(dst)).replace(tzinfo=None)
-
-
 def has_timestamp(schema: Any) -> bool:
     """Does a TableSchema hold TIMESTAMP columns (whose text depends on the zone)?"""
     return schema is not None and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns)
@@ -470,17 +455,17 @@ __all__ = [
     "event_ms",
     "passthrough",
     "render_image",
+    "text_images",
     "MySQLTextForm",
     "SqlLiteralForm",
+    "classify_ddl",
     "has_timestamp",
     "literal_value",
     "parse_literal",
     "quote_string",
-    "rebase",
     "scan_literals",
     "text_of",
     "to_literal",
-    "zone",
 ]
 
 
@@ -514,9 +499,20 @@ def render_image(event: Any, image: dict[str, Any], target_tz: str, render: Any)
         col = by_name.get(name)
         mtype = col.mysql if col is not None else None
         if mtype is not None and mtype.kind is Kind.TIMESTAMP and src_tz != target_tz:
-            v = rebase(v, src_tz, target_tz)
+            v = rebase_timestamp(v, src_tz, target_tz)
         out[name] = render(v, mtype)
     return out
+
+
+def text_images(event: Any, form_name: str, target_tz: str, render: Any = text_of) -> tuple[dict | None, dict | None]:
+    """``event.before`` and ``event.after`` in a text format's values: unchanged when
+    :func:`passthrough` allows it, else typed and rendered by :func:`render_image`."""
+    if passthrough(event, form_name, target_tz):
+        return event.before, event.after
+    event.typed()
+    before = None if event.before is None else render_image(event, event.before, target_tz, render)
+    after = None if event.after is None else render_image(event, event.after, target_tz, render)
+    return before, after
 
 
 def event_ms(event: Any) -> int | None:
@@ -527,3 +523,29 @@ def event_ms(event: Any) -> int | None:
         return event.processing_ts_ms
     record = event.record
     return record.timestamp if record is not None else None
+
+
+# ---------------------------------------------------------------------------
+# DDL statement -> Canal's DDL type
+# ---------------------------------------------------------------------------
+
+_DDL_KINDS = (
+    (re.compile(r"create\s+(?:temporary\s+)?table\b", re.I), "CREATE"),
+    (re.compile(r"alter\s+(?:online\s+|ignore\s+)*table\b", re.I), "ALTER"),
+    (re.compile(r"drop\s+(?:temporary\s+)?tables?\b", re.I), "ERASE"),
+    (re.compile(r"rename\s+tables?\b", re.I), "RENAME"),
+    (re.compile(r"truncate\b", re.I), "TRUNCATE"),
+    (re.compile(r"create\s+(?:unique\s+|fulltext\s+|spatial\s+|online\s+)*index\b", re.I), "CINDEX"),
+    (re.compile(r"drop\s+index\b", re.I), "DINDEX"),
+)
+_LEADING_NOISE = re.compile(r"^(?:\s+|/\*(?!!).*?\*/|--[^\n]*\n|#[^\n]*\n)*", re.S)
+
+
+def classify_ddl(sql: str) -> str:
+    """Canal's DDL type for a statement: CREATE, ALTER, ERASE, RENAME, TRUNCATE,
+    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...)."""
+    text = sql[_LEADING_NOISE.match(sql).end() :]
+    for pattern, kind in _DDL_KINDS:
+        if pattern.match(text):
+            return kind
+    return "QUERY"

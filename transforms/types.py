@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+from zoneinfo import ZoneInfo
 
 
 class Kind(str, enum.Enum):
@@ -583,6 +584,49 @@ def to_json_value(mtype: MySQLType, v: Any) -> Any:
     return to_text(mtype, v)
 
 
+# ---------------------------------------------------------------------------
+# Time zones: TIMESTAMP values are naive wall-clocks shown in a zone (see
+# CONTRIBUTING.md, "Time zones"); these are the only conversions codecs use.
+# ---------------------------------------------------------------------------
+
+_UTC = dt.timezone.utc
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=_UTC)
+_US = dt.timedelta(microseconds=1)
+
+
+@lru_cache(maxsize=64)
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone ``name`` (cached: codecs look zones up per value)."""
+    return ZoneInfo(name)
+
+
+def rebase_timestamp(value: Any, from_zone: str, to_zone: str) -> Any:
+    """A naive TIMESTAMP wall-clock of ``from_zone`` re-shown in ``to_zone``.
+
+    Anything that is not a datetime (``None``, :class:`InvalidTemporal` zero
+    dates, values of other types) is returned unchanged.
+    """
+    if from_zone == to_zone or not isinstance(value, dt.datetime):
+        return value
+    return value.replace(tzinfo=zone(from_zone)).astimezone(zone(to_zone)).replace(tzinfo=None)
+
+
+def wall_clock(epoch_us: int, zone_name: str) -> dt.datetime:
+    """The naive wall-clock in ``zone_name`` of an instant in epoch microseconds."""
+    utc = _EPOCH + epoch_us * _US
+    if zone_name == "UTC":
+        return utc
+    return utc.replace(tzinfo=_UTC).astimezone(zone(zone_name)).replace(tzinfo=None)
+
+
+def epoch_us(wall: dt.datetime, zone_name: str) -> int:
+    """Epoch microseconds of a naive wall-clock in ``zone_name`` (inverse of :func:`wall_clock`)."""
+    if zone_name == "UTC":
+        return (wall - _EPOCH) // _US
+    return (wall.replace(tzinfo=zone(zone_name)) - _EPOCH_UTC) // _US
+
+
 __all__ = [
     "InvalidTemporal",
     "Jdbc",
@@ -600,9 +644,13 @@ __all__ = [
     "parse_datetime",
     "parse_time",
     "parse_type",
+    "epoch_us",
+    "rebase_timestamp",
     "set_bits_from_labels",
     "set_labels_from_bits",
     "to_json_value",
     "to_text",
     "type_from_jdbc",
+    "wall_clock",
+    "zone",
 ]

@@ -4,7 +4,9 @@ A codec turns one Kafka :class:`Record` into zero or more canonical
 :class:`ChangeEvent` objects (``decode``) and back (``encode``). One codec
 instance serves one stream (one source partition, one file): codecs that need
 state across messages (schema catalog, update pairing) keep it on the instance
-and hand back anything still pending from :meth:`Codec.flush`.
+and hand back anything still pending from :meth:`Codec.flush`; hosts that
+checkpoint a stream persist that state through :meth:`Codec.pending_state` and
+:meth:`Codec.restore_state`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.model import ChangeEvent, Record
+from transforms.model import ChangeEvent, Record, TableSchema
 from transforms.options import Option, Options, check_timezone, merge, resolve
 
 def _positive(v: int) -> None:
@@ -73,9 +75,16 @@ class Codec:
     binary: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
     capabilities: ClassVar[Capabilities] = Capabilities()
+    #: Keep a schema catalog of its own when the host gives none (formats whose
+    #: rows only the catalog can name or type, fed by DDL in the same stream).
+    own_catalog: ClassVar[bool] = False
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, path: str = "", catalog: Any = None) -> None:
         self.opts: Options = resolve(self.all_options(), options or {}, path)
+        if catalog is None and self.own_catalog:
+            from transforms.catalog import SchemaCatalog  # sqlglot is heavy: only for these formats
+
+            catalog = SchemaCatalog()
         self.catalog = catalog
 
     @classmethod
@@ -93,6 +102,21 @@ class Codec:
         """Events held back waiting for a partner message (end of stream)."""
         return []
 
+    # -- per-stream state ----------------------------------------------------
+    def pending_state(self) -> dict:
+        """What this codec holds across messages, as plain JSON-able data.
+
+        The hook hosts use to persist per-stream codec state (a Faust table, a
+        checkpoint) so a restarted worker continues where it stopped: store the
+        dict after each committed batch and hand it to :meth:`restore_state` of
+        the next instance. Stateless codecs return ``{}``.
+        """
+        return {}
+
+    def restore_state(self, state: dict) -> None:
+        """Reload what :meth:`pending_state` returned, replacing the current state
+        (a no-op for stateless codecs)."""
+
     # -- batch variants (override for speed) ---------------------------------
     def decode_batch(self, records: Iterable[Record]) -> list[ChangeEvent]:
         out: list[ChangeEvent] = []
@@ -107,6 +131,12 @@ class Codec:
         return out
 
     # -- helpers -----------------------------------------------------------
+    def catalog_schema(self, database: str | None, table: str | None) -> TableSchema | None:
+        """The catalog's schema for a table, or ``None`` (no catalog / no table / unknown table)."""
+        if self.catalog is None or table is None:
+            return None
+        return self.catalog.get(database, table)
+
     def check_size(self, value: bytes) -> None:
         if len(value) > self.opts.max_message_bytes:
             raise DecodeError(
@@ -154,6 +184,27 @@ class JsonCodec(Codec):
     def decode_message(self, obj: dict, record: Record) -> list[ChangeEvent]:
         raise NotImplementedError
 
+    def require(self, obj: dict, name: str, types: type | tuple[type, ...], nullable: bool = False) -> Any:
+        """``obj[name]`` checked against ``types``; a DecodeError names the field otherwise
+        (``missing field 'type'``, ``field 'ts' must be an integer, got a string``).
+        ``bool`` is not accepted as an ``int`` unless listed."""
+        if name not in obj:
+            raise DecodeError(f"missing field {name!r}", format=self.name)
+        v = obj[name]
+        if v is None and nullable:
+            return None
+        allowed = types if isinstance(types, tuple) else (types,)
+        if not isinstance(v, allowed) or (isinstance(v, bool) and bool not in allowed):
+            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in allowed)
+            raise DecodeError(f"field {name!r} must be {expected}, got {_json_name(v)}", format=self.name)
+        return v
+
+    def optional(self, obj: dict, name: str, types: type | tuple[type, ...]) -> Any:
+        """Like :meth:`require` for fields that may be absent or null (``None`` then)."""
+        if obj.get(name) is None:
+            return None
+        return self.require(obj, name, types)
+
     def encode(self, event: ChangeEvent) -> list[Record]:
         try:
             out = self.encode_message(event)
@@ -180,6 +231,51 @@ class JsonCodec(Codec):
     @staticmethod
     def dumps(obj: Any) -> bytes:
         return orjson.dumps(obj, default=json_default)
+
+
+_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+
+
+def _json_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    return _TYPE_NAMES.get(type(v), type(v).__name__)
+
+
+def is_int(v: Any) -> bool:
+    """A JSON integer (``bool`` is not one)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def in_original_order(out: dict[str, Any], keys: Iterable[str] | None, empty: tuple = (None,)) -> dict[str, Any]:
+    """``out`` with the original message's key order and key set (same-format reproduction).
+
+    Keys the original did not have are appended only when their value is not
+    one of ``empty``, so a re-encoded message has exactly the original's fields
+    plus the facts it did not carry. No ``keys``: ``out`` as it is.
+    """
+    if not keys:
+        return out
+    result = {k: out[k] for k in keys if k in out}
+    for k, v in out.items():
+        if k not in result and v not in empty:
+            result[k] = v
+    return result
+
+
+def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A typed copy of one image of ``event`` (the event keeps its own value form)."""
+    if image is None or event.values is None:
+        return image
+    by_name = event.schema.by_name if event.schema is not None else {}
+    form = event.values
+    out = {}
+    for name, raw in image.items():
+        col = by_name.get(name)
+        out[name] = form.to_python(col, raw) if col is not None and raw is not None else raw
+    return out
 
 
 def json_default(v: Any) -> Any:

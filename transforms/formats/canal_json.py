@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 import struct
 import time
 from decimal import Decimal
@@ -68,7 +67,7 @@ from transforms.errors import DecodeError, EncodeError
 from transforms.formats.base import Capabilities, JsonCodec, describe_error
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
-from transforms.sqltext import rebase, text_of
+from transforms.sqltext import classify_ddl, text_of
 from transforms.types import (
     InvalidTemporal,
     Kind,
@@ -78,6 +77,7 @@ from transforms.types import (
     format_decimal,
     from_text,
     parse_type,
+    rebase_timestamp,
     set_bits_from_labels,
     set_labels_from_bits,
     to_text,
@@ -311,31 +311,11 @@ _CODES = {
 }  # fmt: skip
 
 
-# ---------------------------------------------------------------------------
-# DDL statement -> Canal type (as Canal's DruidDdlParser classifies them)
-# ---------------------------------------------------------------------------
-
-_DDL_PATTERNS = (
-    (re.compile(r"create\s+(?:temporary\s+)?table\b"), "CREATE"),
-    (re.compile(r"create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b"), "CINDEX"),
-    (re.compile(r"drop\s+index\b"), "DINDEX"),
-    (re.compile(r"drop\s+(?:temporary\s+)?table\b"), "ERASE"),
-    (re.compile(r"rename\s+tables?\b"), "RENAME"),
-    (re.compile(r"truncate\b"), "TRUNCATE"),
-    (re.compile(r"alter\s+table\b"), "ALTER"),
-)
-_LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)*", re.DOTALL)
-
-
 def ddl_type(sql: str | None, kind: str | None = None) -> str:
     """Canal's ``type`` for a DDL event: its own kind when that is a Canal type, else from the statement."""
     if kind and kind.upper() in DDL_TYPES:
         return kind.upper()
-    text = _LEADING_COMMENTS.sub("", sql or "", count=1).lower()
-    for pattern, typ in _DDL_PATTERNS:
-        if pattern.match(text):
-            return typ
-    return "QUERY"
+    return classify_ddl(sql or "")
 
 
 # ---------------------------------------------------------------------------
@@ -474,18 +454,28 @@ class CanalJson(JsonCodec):
         if sql is not None and not isinstance(sql, str):
             raise self._error(f"'sql' must be a string, got {_short(sql)}")
         schema = self._ddl_schema(obj)
-        return ChangeEvent(
-            op=Op.TRUNCATE if kind == "TRUNCATE" else Op.DDL,
-            source=self._source(obj),
+        return self.message_event(
+            obj,
+            Op.TRUNCATE if kind == "TRUNCATE" else Op.DDL,
+            self._source(obj),
             ddl=sql,
             ddl_kind=kind,
             schema=schema,
             pk=schema.primary_key if schema is not None else (),
+        )
+
+    def message_event(self, obj: dict, op: Op, source: SourcePosition, **fields: Any) -> ChangeEvent:
+        """An event that stands for the whole message (DDL, TiCDC watermark): the
+        message's times and zone, and the message itself for same-format reproduction."""
+        return ChangeEvent(
+            op=op,
+            source=source,
             ts_ms=self._ms(obj, "es"),
             processing_ts_ms=self._ms(obj, "ts"),
             timezone=self.opts.source_timezone,
             origin=self.name,
             extra={"message": dict(obj)},
+            **fields,
         )
 
     # -- decode hooks (TiCDC overrides) ---------------------------------------
@@ -753,7 +743,7 @@ class CanalJson(JsonCodec):
                 raw = out.get(n)
                 if raw is not None:
                     col = by_name[n]
-                    out[n] = self.form.to_text(col, rebase(form.to_python(col, raw), e.timezone, target_tz))
+                    out[n] = self.form.to_text(col, rebase_timestamp(form.to_python(col, raw), e.timezone, target_tz))
             return out
         out = {}
         for n, v in image.items():
@@ -767,7 +757,7 @@ class CanalJson(JsonCodec):
             if form is not None:
                 v = form.to_python(col, v)
             if shift and col.mysql.kind is Kind.TIMESTAMP:
-                v = rebase(v, e.timezone, target_tz)
+                v = rebase_timestamp(v, e.timezone, target_tz)
             out[n] = self.form.to_text(col, v)
         return out
 

@@ -19,9 +19,10 @@ from typing import Any
 import msgspec
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec
+from transforms.formats.base import Capabilities, JsonCodec, is_int
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.sqltext import MYSQL_TEXT, event_ms, passthrough, render_image, text_of, zone
+from transforms.sqltext import MYSQL_TEXT, event_ms, text_images
+from transforms.types import epoch_us, wall_clock
 
 _OPS = {"I": Op.INSERT, "U": Op.UPDATE, "D": Op.DELETE}
 _TYPES = {Op.INSERT: "I", Op.READ: "I", Op.UPDATE: "U", Op.DELETE: "D"}
@@ -35,6 +36,7 @@ class CKafkaJson(JsonCodec):
         "Tencent Cloud CKafka connector MySQL subscription, official format 1 "
         "(DML; values are strings) with Canal-shaped DDL in the same topic"
     )
+    own_catalog = True  # format 1 has no types: DDL in this stream names later rows
     capabilities = Capabilities(
         before_image="full",
         column_types=False,
@@ -47,10 +49,6 @@ class CKafkaJson(JsonCodec):
 
     def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
         super().__init__(options, path=path, catalog=catalog)
-        if self.catalog is None:
-            from transforms.catalog import SchemaCatalog
-
-            self.catalog = SchemaCatalog()  # DDL in this stream still names later rows
         self._canal_codec: Any = None
         self._time_cache: tuple[str, int] = ("", 0)
         self._partial: dict[tuple[int, tuple[str, ...]], tuple[TableSchema, TableSchema]] = {}
@@ -95,7 +93,7 @@ class CKafkaJson(JsonCodec):
             raise DecodeError("TYPE D with NEW_VALUES: a delete has no new row", format=self.name)
         server_id = obj.get("EVENT_SERVER_ID")
         extra: dict[str, Any] = {}
-        if server_id is not None and not _is_int(server_id):
+        if server_id is not None and not is_int(server_id):
             extra["EVENT_SERVER_ID"] = server_id
             server_id = None
         if obj.get("GROUP_ID") is not None:
@@ -179,7 +177,7 @@ class CKafkaJson(JsonCodec):
             local = dt.datetime.strptime(text, "%Y%m%d%H%M%S")
         except ValueError:
             raise DecodeError(f"TIME {text!r} is not a valid date and time", format=self.name) from None
-        ms = int(local.replace(tzinfo=zone(self.opts.source_timezone)).timestamp()) * 1000
+        ms = epoch_us(local, self.opts.source_timezone) // 1000
         self._time_cache = (text, ms)
         return ms
 
@@ -218,12 +216,7 @@ class CKafkaJson(JsonCodec):
 
     def _encode_dml(self, event: ChangeEvent, typ: str) -> dict[str, Any]:
         tz = self.opts.source_timezone
-        if passthrough(event, MYSQL_TEXT.name, tz):
-            old, new = event.before, event.after
-        else:
-            event.typed()
-            old = None if event.before is None else render_image(event, event.before, tz, text_of)
-            new = None if event.after is None else render_image(event, event.after, tz, text_of)
+        old, new = text_images(event, MYSQL_TEXT.name, tz)
         if typ == "I":
             old = None
         elif typ == "D":
@@ -263,17 +256,13 @@ class CKafkaJson(JsonCodec):
 _TYPE_NAMES = {str: "string", int: "integer"}
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _epoch_ms(raw: Any, fallback: int | None) -> int | None:
     """Epoch seconds or milliseconds -> ms (values below 1e11 are seconds: before 1973 in ms)."""
-    if not _is_int(raw):
+    if not is_int(raw):
         return fallback
     return raw * 1000 if abs(raw) < 100_000_000_000 else raw
 
 
 def _format_time(ms: int, tz: str) -> str:
-    when = dt.datetime.fromtimestamp(ms // 1000, zone(tz))
+    when = wall_clock(ms // 1000 * 1_000_000, tz)
     return f"{when.year:04d}{when.month:02d}{when.day:02d}{when.hour:02d}{when.minute:02d}{when.second:02d}"

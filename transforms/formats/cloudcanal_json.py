@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 
 from transforms.errors import DecodeError
-from transforms.formats.base import Capabilities, JsonCodec
+from transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
-from transforms.sqltext import event_ms, passthrough, render_image, text_of
+from transforms.sqltext import classify_ddl, event_ms, text_images
 from transforms.types import Kind, TypeParseError, from_text, parse_type
 
 _DML = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
@@ -154,7 +154,7 @@ class CloudCanalJson(JsonCodec):
         if not isinstance(types, dict) or not all(isinstance(v, str) for v in types.values()):
             raise DecodeError("dbValType must map column names to MySQL type names", format=self.name)
         jdbc = obj.get("jdbcType")
-        if jdbc is not None and (not isinstance(jdbc, dict) or not all(_is_int(v) for v in jdbc.values())):
+        if jdbc is not None and (not isinstance(jdbc, dict) or not all(is_int(v) for v in jdbc.values())):
             raise DecodeError("jdbcType must map column names to JDBC type codes", format=self.name)
         return types
 
@@ -163,10 +163,10 @@ class CloudCanalJson(JsonCodec):
         if pks is not None and (not isinstance(pks, list) or not all(isinstance(p, str) for p in pks)):
             raise DecodeError("pks must be a list of column names", format=self.name)
         if types is None:
-            return self.catalog.get(source.database, source.table) if self.catalog is not None else None
+            return self.catalog_schema(source.database, source.table)
         pk = tuple(pks or ())
-        if not pk and self.catalog is not None:
-            known = self.catalog.get(source.database, source.table)
+        if not pk:
+            known = self.catalog_schema(source.database, source.table)
             if known is not None:
                 pk = tuple(p for p in known.primary_key if p in types)
         key = (tuple(types.items()), pk)
@@ -236,8 +236,6 @@ class CloudCanalJson(JsonCodec):
             extra["jdbcType"] = obj["jdbcType"]
             extra["dbValType"] = obj.get("dbValType")
         _keep_pks(extra, obj, schema.primary_key if schema is not None else ())
-        from transforms.catalog import classify_ddl
-
         kind = classify_ddl(sql)
         return ChangeEvent(
             op=Op.TRUNCATE if kind == "TRUNCATE" else Op.DDL,
@@ -277,13 +275,7 @@ class CloudCanalJson(JsonCodec):
         action = _ACTIONS.get(op)
         if action is None:
             return None  # BEGIN, heartbeats and watermarks have no CloudCanal message
-        tz = self.opts.source_timezone
-        if passthrough(event, CLOUDCANAL_VALUES.name, tz):
-            before, after = event.before, event.after
-        else:
-            event.typed()
-            before = None if event.before is None else render_image(event, event.before, tz, text_of)
-            after = None if event.after is None else render_image(event, event.after, tz, text_of)
+        before, after = text_images(event, CLOUDCANAL_VALUES.name, self.opts.source_timezone)
         row = after if op is not Op.DELETE else before
         out = self._common(event, extra, action, "ROWDATA", False, row)
         if op is Op.DELETE and extra.get("delete_in") == "before":
@@ -295,16 +287,14 @@ class CloudCanalJson(JsonCodec):
         return self._finish(out, extra, mine)
 
     def _encode_ddl(self, event: ChangeEvent, extra: dict, mine: bool) -> dict[str, Any]:
-        from transforms.catalog import classify_ddl
-
         ddl = event.ddl or ""
         action = event.ddl_kind if mine and event.ddl_kind else classify_ddl(ddl)
         out = self._common(event, extra, action, "ROWDATA", True, None)
         out["before"], out["data"] = [], []
         out["sql"] = ddl
         schema = event.schema
-        if schema is None and action in ("CREATE", "ALTER") and self.catalog is not None:
-            schema = self.catalog.get(event.source.database, event.source.table)  # the table after this DDL
+        if schema is None and action in ("CREATE", "ALTER"):
+            schema = self.catalog_schema(event.source.database, event.source.table)  # the table after this DDL
         if mine and "tableChanges" in extra and schema is not None and self._table_changes(extra["tableChanges"]) == schema:
             out["tableChanges"] = extra["tableChanges"]
         elif schema is not None:
@@ -314,8 +304,8 @@ class CloudCanalJson(JsonCodec):
     def _common(self, event: ChangeEvent, extra: dict, action: str, entry: str, is_ddl: bool, row: dict | None) -> dict[str, Any]:
         src = event.source
         schema = event.schema
-        if schema is None and self.catalog is not None:
-            schema = self.catalog.get(src.database, src.table)
+        if schema is None:
+            schema = self.catalog_schema(src.database, src.table)
         names = list(row) if row is not None else (list(schema.names) if schema is not None else [])
         by_name = schema.by_name if schema is not None else {}
         jdbc = self._jdbc(event, extra, schema)
@@ -353,14 +343,7 @@ class CloudCanalJson(JsonCodec):
     @staticmethod
     def _finish(out: dict[str, Any], extra: dict, mine: bool) -> dict[str, Any]:
         """Keys in the original message's order and presence when reproducing it."""
-        keys = extra.get("keys") if mine else None
-        if not keys:
-            return out
-        ordered = {k: out[k] for k in keys if k in out}
-        for k, v in out.items():
-            if k not in ordered and v not in (None, [], {}, ""):
-                ordered[k] = v
-        return ordered
+        return in_original_order(out, extra.get("keys") if mine else None, empty=(None, [], {}, ""))
 
 
 def _keep_pks(extra: dict, obj: dict, pk: tuple[str, ...]) -> None:
@@ -391,10 +374,6 @@ def _bid(sequence_id: str | None) -> int:
     if sequence_id is not None and sequence_id.lstrip("-").isdigit():
         return int(sequence_id)
     return 0
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _table_changes_of(schema: TableSchema, action: str, jdbc: dict[str, int]) -> dict[str, Any]:

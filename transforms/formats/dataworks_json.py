@@ -35,8 +35,9 @@ other message, or still pending at :meth:`DataWorksJson.flush`, becomes an
 update with only a before-image (``partial=True``); an ``UPDATE_AFTER`` with no
 before-half becomes an update with only an after-image (``partial=True``).
 Replaying the two halves has the effect of the whole update. The pending half
-is exposed as a plain dict (:meth:`DataWorksJson.pending_state`) for the worker
-to persist.
+is exposed as a plain dict through the :class:`~transforms.formats.base.Codec`
+state hook (:meth:`DataWorksJson.pending_state` / ``restore_state``) for the
+worker to persist.
 """
 
 from __future__ import annotations
@@ -53,22 +54,16 @@ from typing import Any
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, json_default
-from transforms.formats.maxwell_json import (
-    catalog_schema,
-    infer_python_type,
-    merged_schema,
-    optional,
-    require,
-    typed_image,
-    zone,
-)
+from transforms.formats._schemaless import infer_python_type, merged_schema
+from transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
+from transforms.sqltext import classify_ddl
 from transforms.types import (
     InvalidTemporal,
     Kind,
     MySQLType,
+    epoch_us,
     format_datetime,
     format_decimal,
     format_time,
@@ -76,12 +71,10 @@ from transforms.types import (
     parse_datetime,
     parse_time,
     parse_type,
+    wall_clock,
 )
 
 _NAME = "dataworks-json"
-_UTC = dt.timezone.utc
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
-_MS = dt.timedelta(milliseconds=1)
 
 #: MySQL type used for each DataWorks type when no catalog knows the column.
 DEFAULT_TYPES = {
@@ -104,15 +97,6 @@ _CONTROL_OPS = {
 }
 _DDL_OPS = frozenset({"CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"})
 _OP_BY_CONTROL = {Op.BEGIN: "TRANSACTION_BEGIN", Op.COMMIT: "TRANSACTION_END", Op.HEARTBEAT: "MHEARTBEAT"}
-_DDL_PATTERNS = (
-    (re.compile(r"^\s*create\s+(unique\s+|fulltext\s+|spatial\s+)?index\b", re.I), "CINDEX"),
-    (re.compile(r"^\s*drop\s+index\b", re.I), "DINDEX"),
-    (re.compile(r"^\s*create\s+(temporary\s+)?table\b", re.I), "CREATE"),
-    (re.compile(r"^\s*alter\s+table\b", re.I), "ALTER"),
-    (re.compile(r"^\s*drop\s+(temporary\s+)?table\b", re.I), "ERASE"),
-    (re.compile(r"^\s*rename\s+table\b", re.I), "RENAME"),
-    (re.compile(r"^\s*truncate\b", re.I), "TRUNCATE"),
-)
 _DB_TYPES = {"mysql": "MySQL", "oracle": "Oracle", "postgres": "PostgreSQL", "sqlserver": "SQLServer", "mariadb": "MySQL", "tidb": "MySQL"}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
@@ -120,19 +104,6 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 # ---------------------------------------------------------------------------
 # Values
 # ---------------------------------------------------------------------------
-
-
-def epoch_ms_to_wall(ms: int, zone_name: str) -> dt.datetime:
-    """Naive wall-clock of an epoch-ms instant in ``zone_name``."""
-    if zone_name == "UTC":
-        return dt.datetime(1970, 1, 1) + ms * _MS
-    return (_EPOCH + ms * _MS).astimezone(zone(zone_name)).replace(tzinfo=None)
-
-
-def wall_to_epoch_ms(v: dt.datetime, zone_name: str) -> int:
-    """Epoch ms of a naive wall-clock in ``zone_name`` (sub-millisecond digits are floored)."""
-    aware = v.replace(tzinfo=_UTC if zone_name == "UTC" else zone(zone_name))
-    return (aware - _EPOCH) // _MS
 
 
 def dataworks_type(t: MySQLType) -> str:
@@ -154,7 +125,7 @@ def dataworks_type(t: MySQLType) -> str:
 def _primitive(dw: str, raw: Any, zone_name: str) -> Any:
     """The value a DataWorks type stands for, before the column's MySQL type is applied."""
     if dw == "DATE":
-        return epoch_ms_to_wall(raw, zone_name)
+        return wall_clock(raw * 1000, zone_name)  # epoch ms -> wall-clock
     if dw == "BYTES":
         return base64.b64decode(raw)
     if dw == "DOUBLE" and isinstance(raw, str):
@@ -303,7 +274,7 @@ class DataWorksJson(JsonCodec):
         return self._release()
 
     def pending_state(self) -> dict[str, Any]:
-        """The unpaired halves as a JSON-able dict (for a Faust table)."""
+        """The unpaired before-halves as a JSON-able dict (for a Faust table)."""
         return {"pending": {seq: _record_state(h.record) for seq, h in self._pending.items()}}
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -338,16 +309,16 @@ class DataWorksJson(JsonCodec):
 
     def _decode_one(self, obj: dict) -> tuple[str, str | None, ChangeEvent]:
         """One message as an event, with no pairing: (op code, sequenceId, event)."""
-        payload = require(obj, "payload", dict, self.name)
-        schema = require(obj, "schema", dict, self.name, nullable=True) or {}
-        code = require(payload, "op", str, self.name)
-        seq_raw = optional(payload, "sequenceId", (str, int), self.name)
+        payload = self.require(obj, "payload", dict)
+        schema = self.require(obj, "schema", dict, nullable=True) or {}
+        code = self.require(payload, "op", str)
+        seq_raw = self.optional(payload, "sequenceId", (str, int))
         seq = None if seq_raw is None else str(seq_raw)
-        source_obj = optional(schema, "source", dict, self.name) or {}
+        source_obj = self.optional(schema, "source", dict) or {}
         source = self._source(source_obj, payload, seq)
-        stamps = optional(payload, "timestamp", dict, self.name) or {}
-        event_time = optional(stamps, "eventTime", int, self.name)
-        system_time = optional(stamps, "systemTime", int, self.name)
+        stamps = self.optional(payload, "timestamp", dict) or {}
+        event_time = self.optional(stamps, "eventTime", int)
+        system_time = self.optional(stamps, "systemTime", int)
         event = ChangeEvent(
             op=Op.HEARTBEAT,
             source=source,
@@ -362,9 +333,9 @@ class DataWorksJson(JsonCodec):
         elif code in _CONTROL_OPS:
             event.op = _CONTROL_OPS[code]
         elif code in _DDL_OPS or code == "TRUNCATE":
-            ddl = optional(payload, "ddl", dict, self.name) or {}
+            ddl = self.optional(payload, "ddl", dict) or {}
             event.op = Op.TRUNCATE if code == "TRUNCATE" else Op.DDL
-            event.ddl = optional(ddl, "text", str, self.name)
+            event.ddl = self.optional(ddl, "text", str)
             event.ddl_kind = code
             if isinstance(schema.get("dataColumn"), list):
                 event.schema, _ = self._schema(schema, {}, source)
@@ -374,23 +345,23 @@ class DataWorksJson(JsonCodec):
         return code, seq, event
 
     def _source(self, src: dict, payload: dict, seq: str | None) -> SourcePosition:
-        scn_raw = optional(payload, "scn", (str, int), self.name)
+        scn_raw = self.optional(payload, "scn", (str, int))
         scn = int(scn_raw) if isinstance(scn_raw, int) or (isinstance(scn_raw, str) and scn_raw.isdigit()) else None
-        db_type = optional(src, "dbType", str, self.name)
+        db_type = self.optional(src, "dbType", str)
         return SourcePosition(
             db_type=db_type.lower() if db_type else None,
-            database=optional(src, "dbName", str, self.name),
-            schema=optional(src, "schemaName", str, self.name),
-            table=optional(src, "tableName", str, self.name),
+            database=self.optional(src, "dbName", str),
+            schema=self.optional(src, "schemaName", str),
+            table=self.optional(src, "tableName", str),
             sequence_id=seq,
             scn=scn,
         )
 
     def _image(self, payload: dict, name: str) -> dict | None:
-        holder = optional(payload, name, dict, self.name)
+        holder = self.optional(payload, name, dict)
         if holder is None:
             return None
-        return optional(holder, "dataColumn", dict, self.name)
+        return self.optional(holder, "dataColumn", dict)
 
     def _rows(self, event: ChangeEvent, code: str, schema: dict, payload: dict) -> None:
         before = self._image(payload, "before")
@@ -436,11 +407,11 @@ class DataWorksJson(JsonCodec):
                 if t == "double" or (t.startswith("decimal(65,") and parse_type(other.type).scale > parse_type(t).scale):
                     t = other.type
             columns.append((col.name, t))
-        return merged_schema(tuple(columns), a.primary_key, catalog_schema(self.catalog, source.database, source.table))
+        return merged_schema(tuple(columns), a.primary_key, self.catalog_schema(source.database, source.table))
 
     def _schema(self, schema: dict, images: dict[str, dict | None], source: SourcePosition) -> tuple[TableSchema, tuple]:
         """Event schema and the DataWorks type of every column (validating the values)."""
-        declared = optional(schema, "dataColumn", list, self.name) or []
+        declared = self.optional(schema, "dataColumn", list) or []
         types: dict[str, str] = {}
         for c in declared:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("type"), str):
@@ -461,11 +432,11 @@ class DataWorksJson(JsonCodec):
                     scale = _decimal_scale(v)
                     if current == "double" or scale > parse_type(current).scale:
                         mysql[name] = f"decimal(65,{scale})"
-        pk_raw = optional(schema, "primaryKey", list, self.name) or []
+        pk_raw = self.optional(schema, "primaryKey", list) or []
         if any(not isinstance(k, str) for k in pk_raw):
             raise DecodeError("schema.primaryKey must be an array of column names", format=self.name)
         table_schema = merged_schema(
-            tuple(mysql.items()), tuple(pk_raw), catalog_schema(self.catalog, source.database, source.table)
+            tuple(mysql.items()), tuple(pk_raw), self.catalog_schema(source.database, source.table)
         )
         return table_schema, tuple(types.items())
 
@@ -488,7 +459,7 @@ class DataWorksJson(JsonCodec):
         if op is Op.DDL or op is Op.TRUNCATE:
             code = _template_op(template) if template else None
             if code is None or (op is Op.TRUNCATE) != (code == "TRUNCATE"):
-                code = "TRUNCATE" if op is Op.TRUNCATE else (event.ddl_kind if event.ddl_kind in _DDL_OPS else _ddl_op(event.ddl or ""))
+                code = "TRUNCATE" if op is Op.TRUNCATE else (event.ddl_kind if event.ddl_kind in _DDL_OPS else classify_ddl(event.ddl or ""))
             msg = self._message(event, template, code)
             payload = msg["payload"]
             if event.ddl is not None or payload.get("ddl") is not None:
@@ -624,7 +595,8 @@ class DataWorksJson(JsonCodec):
                 return None  # zero dates have no instant (documented loss)
             if k is Kind.DATE:
                 v = dt.datetime(v.year, v.month, v.day)
-            return wall_to_epoch_ms(v, event_zone if k is Kind.TIMESTAMP else self.opts.source_timezone)
+            # epoch ms; sub-millisecond digits are floored
+            return epoch_us(v, event_zone if k is Kind.TIMESTAMP else self.opts.source_timezone) // 1000
         if k is Kind.INT or k is Kind.YEAR:
             return int(v)
         if k is Kind.DECIMAL:
@@ -677,13 +649,6 @@ def _template_op(template: dict | None) -> str | None:
 
 def _same_table(a: ChangeEvent, b: ChangeEvent) -> bool:
     return (a.source.database, a.source.schema, a.source.table) == (b.source.database, b.source.schema, b.source.table)
-
-
-def _ddl_op(sql: str) -> str:
-    for pattern, code in _DDL_PATTERNS:
-        if pattern.match(sql):
-            return code
-    return "QUERY"
 
 
 def _record_state(r: Record) -> dict[str, Any]:

@@ -57,15 +57,14 @@ import orjson
 
 from schemas import load_avro
 from transforms.errors import DecodeError, EncodeError
+from transforms.formats._schemaless import infer_python_type, merged_schema
 from transforms.formats.base import Capabilities, Codec, json_default
-from transforms.formats.maxwell_json import catalog_schema, infer_python_type, merged_schema, zone
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
-from transforms.types import InvalidTemporal, Kind, MySQLType, format_decimal, parse_type
+from transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
 
 _NAME = "dts-avro"
 _NS = "com.alibaba.dts.formats.avro."
 _UTC = dt.timezone.utc
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _US = dt.timedelta(microseconds=1)
 
 
@@ -314,7 +313,7 @@ class DtsValues:
         elif kind == "Timestamp":
             if d["timestamp"] == 0 and d["millis"] == 0:
                 return InvalidTemporal("0000-00-00 00:00:00")  # MySQL stores the zero TIMESTAMP as 0
-            v = self._wall(d["timestamp"] * 1_000_000 + d["millis"])
+            v = wall_clock(d["timestamp"] * 1_000_000 + d["millis"], self.zone)
         elif kind == "DateTime":
             v = self._datetime(t, d)
         elif kind == "TimestampWithTimeZone":
@@ -328,11 +327,6 @@ class DtsValues:
         else:  # EmptyObject NULL
             return None
         return _coerce(t, v)
-
-    def _wall(self, epoch_us: int) -> dt.datetime:
-        if self.zone == "UTC":
-            return dt.datetime(1970, 1, 1) + epoch_us * _US
-        return (_EPOCH + epoch_us * _US).astimezone(zone(self.zone)).replace(tzinfo=None)
 
     def _datetime(self, t: MySQLType, d: dict) -> Any:
         y, mo, day = d["year"] or 0, d["month"] or 0, d["day"] or 0
@@ -438,8 +432,7 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
     if k is Kind.TIMESTAMP:
         if isinstance(v, InvalidTemporal):
             return (_NS + "Timestamp", {"timestamp": 0, "millis": 0})
-        aware = v.replace(tzinfo=_UTC if event_zone == "UTC" else zone(event_zone))
-        us = (aware - _EPOCH) // _US
+        us = epoch_us(v, event_zone)
         return (_NS + "Timestamp", {"timestamp": us // 1_000_000, "millis": us % 1_000_000})
     if k is Kind.YEAR:
         return _datetime_value(year=int(v))
@@ -607,7 +600,7 @@ class DtsAvro(Codec):
         )
         pk = _pk_from_tags(obj["tags"])
         source = base["source"]
-        schema = merged_schema(columns, pk, catalog_schema(self.catalog, source.database, source.table))
+        schema = merged_schema(columns, pk, self.catalog_schema(source.database, source.table))
         frac_div = 1 if obj["source"]["sourceType"] in ("MySQL", "DRDS", "PostgreSQL", "PPAS") else 1000
         return ChangeEvent(
             op=op,

@@ -7,277 +7,24 @@ before-image is ``data`` overlaid with ``old``. Values are typed JSON: numbers
 stay numbers, DATETIME/TIMESTAMP/TIME are MySQL text, binary columns base64,
 SET columns JSON arrays and JSON columns embedded JSON. Messages carry no
 column types: the schema comes from the catalog when one is configured, else it
-is inferred per message from the JSON value types (see :func:`infer_type`).
+is inferred per message from the JSON value types (see
+:func:`transforms.formats._schemaless.infer_type`).
 
 DDL messages (``table-create``, ``table-alter``, ... with ``--output_ddl``)
 carry the table definition in ``def``; their ``ts`` is in milliseconds while
 row messages use seconds.
-
-This module also holds the helpers the other schemaless JSON formats share
-(OGG imports them): the JSON-native value form, type inference and catalog
-merging.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
 import re
-from decimal import Decimal
-from functools import lru_cache
-from typing import Any, Iterable
-from zoneinfo import ZoneInfo
-
-import orjson
+from typing import Any
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec
+from transforms.formats._schemaless import JsonValues, SchemalessJson
+from transforms.formats.base import Capabilities, in_original_order
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.types import (
-    InvalidTemporal,
-    Kind,
-    MySQLType,
-    parse_date,
-    parse_datetime,
-    parse_time,
-    parse_type,
-    to_json_value,
-)
-
-# ---------------------------------------------------------------------------
-# Shared helpers for schemaless JSON formats (Maxwell, OGG)
-# ---------------------------------------------------------------------------
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_US = dt.timedelta(microseconds=1)
-
-
-@lru_cache(maxsize=64)
-def zone(name: str) -> ZoneInfo:
-    return ZoneInfo(name)
-
-
-def shift_zone(v: Any, from_zone: str, to_zone: str) -> Any:
-    """Re-express a naive TIMESTAMP wall-clock of ``from_zone`` in ``to_zone``."""
-    if from_zone == to_zone or not isinstance(v, dt.datetime) or isinstance(v, InvalidTemporal):
-        return v
-    return v.replace(tzinfo=zone(from_zone)).astimezone(zone(to_zone)).replace(tzinfo=None)
-
-
-def infer_type(v: Any) -> str | None:
-    """MySQL type text guessed from a JSON value (``None`` for null: unknown).
-
-    Integers become ``bigint`` (``bigint unsigned`` / ``decimal(65,0)`` when
-    they do not fit), floats ``double``, strings ``longtext``, booleans
-    ``bit(1)`` and objects/arrays ``json``.
-    """
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        if -(1 << 63) <= v < (1 << 63):
-            return "bigint"
-        return "bigint unsigned" if 0 <= v < (1 << 64) else "decimal(65,0)"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "longtext"
-    return "json"
-
-
-def inferred_columns(images: Iterable[dict | None]) -> tuple[tuple[str, str], ...]:
-    """``(name, type)`` for the union of the images' columns, first image's order first."""
-    found: dict[str, str | None] = {}
-    for image in images:
-        if not image:
-            continue
-        for name, value in image.items():
-            if found.get(name) is None:
-                found[name] = infer_type(value)
-    return tuple((n, t or "longtext") for n, t in found.items())
-
-
-@lru_cache(maxsize=2048)
-def merged_schema(
-    columns: tuple[tuple[str, str], ...], pk: tuple[str, ...], catalog: TableSchema | None
-) -> TableSchema:
-    """The event schema: catalog columns where the catalog knows them, inferred ones elsewhere.
-
-    Cached: the arguments repeat for every message of a table.
-    """
-    if catalog is not None and tuple(n for n, _ in columns) == catalog.names and (not pk or pk == catalog.primary_key):
-        return catalog
-    key = pk or (catalog.primary_key if catalog is not None else ())
-    cols = []
-    for name, type_text in columns:
-        known = catalog.column(name) if catalog is not None else None
-        if known is not None:
-            cols.append(known if known.primary_key == (name in key) else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment))
-        else:
-            cols.append(Column(name, type_text, nullable=name not in key, primary_key=name in key))
-    return TableSchema(columns=tuple(cols), primary_key=key)
-
-
-def catalog_schema(catalog: Any, database: str | None, table: str | None) -> TableSchema | None:
-    """The catalog's schema for a table, or ``None`` (no catalog / unknown table)."""
-    if catalog is None or table is None:
-        return None
-    return catalog.get(database, table)
-
-
-def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
-    """Typed value of a JSON-native raw value in a column of type ``t``.
-
-    ``embedded_json``: JSON columns are written as embedded JSON (Maxwell), so
-    every raw value (even a string) is a JSON document to serialise back to text.
-    """
-    if raw is None:
-        return None
-    k = t.kind
-    if k is Kind.INT or k is Kind.YEAR:
-        if isinstance(raw, float):
-            if not raw.is_integer():
-                raise ValueError(f"{raw!r} is not an integer")
-            return int(raw)
-        return int(raw)
-    if k is Kind.DECIMAL:
-        if isinstance(raw, float):
-            return Decimal(repr(raw))
-        return Decimal(raw if isinstance(raw, str) else int(raw))
-    if k is Kind.FLOAT:
-        return float(raw)
-    if k is Kind.STRING or k is Kind.ENUM:
-        return raw if isinstance(raw, str) else orjson.dumps(raw).decode()
-    if k is Kind.SET:
-        return ",".join(raw) if isinstance(raw, list) else str(raw)
-    if k is Kind.JSON:
-        if isinstance(raw, str) and not embedded_json:
-            return raw
-        return orjson.dumps(raw).decode()
-    if k is Kind.BYTES or k is Kind.GEOMETRY:
-        return base64.b64decode(raw, validate=True)
-    if k is Kind.BIT:
-        n = int(raw)
-        return bool(n) if t.length == 1 else n
-    if k is Kind.DATE:
-        return parse_date(raw)
-    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
-        return parse_datetime(raw)
-    if k is Kind.TIME:
-        return parse_time(raw)
-    raise ValueError(f"no JSON conversion for {t.base}")
-
-
-def python_to_json(t: MySQLType, v: Any, *, embedded_json: bool, set_as_list: bool) -> Any:
-    """JSON-native rendering of a typed value (``to_json_value`` plus format quirks)."""
-    if v is None:
-        return None
-    k = t.kind
-    if k is Kind.SET and set_as_list:
-        return [s for s in v.split(",") if s] if v else []
-    if k is Kind.JSON and embedded_json:
-        return orjson.loads(v)
-    return to_json_value(t, v)
-
-
-def infer_python_type(v: Any) -> str:
-    """MySQL type text for a typed Python value (events that carry no schema)."""
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        return "bigint" if v < (1 << 63) else "bigint unsigned"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal):
-        return "decimal(65,30)"
-    if isinstance(v, (bytes, bytearray)):
-        return "longblob"
-    if isinstance(v, dt.datetime):
-        return "datetime(6)"
-    if isinstance(v, dt.date):
-        return "date"
-    if isinstance(v, dt.timedelta):
-        return "time(6)"
-    return "longtext"
-
-
-class JsonValues:
-    """Raw form of a typed-JSON format: values exactly as parsed from the message."""
-
-    __slots__ = ("name", "embedded_json")
-
-    def __init__(self, name: str, embedded_json: bool) -> None:
-        self.name = name
-        self.embedded_json = embedded_json
-
-    def to_python(self, column: Column, raw: Any) -> Any:
-        return json_to_python(column.mysql, raw, self.embedded_json)
-
-
-def ordered(out: dict[str, Any], keys: tuple[str, ...] | None) -> dict[str, Any]:
-    """``out`` in the original message's key order and key set.
-
-    Keys the original did not have are kept only when they carry a value, so a
-    re-encoded message has exactly the original's fields.
-    """
-    if not keys:
-        return out
-    result = {k: out[k] for k in keys if k in out}
-    for k, v in out.items():
-        if k not in result and v is not None and k not in keys:
-            result[k] = v
-    return result
-
-
-def require(obj: dict, name: str, types: type | tuple[type, ...], what: str, nullable: bool = False) -> Any:
-    """``obj[name]`` checked against ``types``; a DecodeError names the field otherwise."""
-    if name not in obj:
-        raise DecodeError(f"missing field {name!r}", format=what)
-    v = obj[name]
-    if v is None and nullable:
-        return None
-    allowed = types if isinstance(types, tuple) else (types,)
-    if not isinstance(v, allowed) or (isinstance(v, bool) and bool not in allowed):
-        expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in allowed)
-        raise DecodeError(f"field {name!r} must be {expected}, got {_json_name(v)}", format=what)
-    return v
-
-
-def optional(obj: dict, name: str, types: type | tuple[type, ...], what: str) -> Any:
-    """Like :func:`require` for fields that may be absent or null."""
-    if obj.get(name) is None:
-        return None
-    return require(obj, name, types, what)
-
-
-_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
-
-
-def _json_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    return _TYPE_NAMES.get(type(v), type(v).__name__)
-
-
-def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A typed copy of one image (the event keeps its own form)."""
-    if image is None or event.values is None:
-        return image
-    by_name = event.schema.by_name if event.schema is not None else {}
-    form = event.values
-    out = {}
-    for name, raw in image.items():
-        col = by_name.get(name)
-        out[name] = form.to_python(col, raw) if col is not None and raw is not None else raw
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Maxwell
-# ---------------------------------------------------------------------------
+from transforms.types import Kind, parse_type
 
 _ROW_TYPES = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
 _DDL_TYPES = frozenset({"table-create", "table-alter", "table-drop", "database-create", "database-alter", "database-drop"})
@@ -298,7 +45,7 @@ _DDL_KIND = (
 _NAME = "maxwell-json"
 
 
-class MaxwellJson(JsonCodec):
+class MaxwellJson(SchemalessJson):
     """Maxwell's JSON: one row per message, ``old`` holds the changed columns."""
 
     name = _NAME
@@ -316,6 +63,7 @@ class MaxwellJson(JsonCodec):
         typed_values=True,
     )
     values = JsonValues(_NAME, embedded_json=True)
+    set_as_list = True
 
     # -- decode ------------------------------------------------------------
     def decode_message(self, obj: dict, record: Record) -> list[ChangeEvent]:
@@ -323,21 +71,21 @@ class MaxwellJson(JsonCodec):
             raise DecodeError(
                 "encrypted Maxwell message (Maxwell --encrypt): decrypt it before decoding", format=self.name
             )
-        kind = require(obj, "type", str, self.name)
-        database = optional(obj, "database", str, self.name)
-        table = optional(obj, "table", str, self.name)
+        kind = self.require(obj, "type", str)
+        database = self.optional(obj, "database", str)
+        table = self.optional(obj, "table", str)
         source = self._source(obj, database, table)
         extra = {k: v for k, v in obj.items() if k not in _MAPPED}
         extra["_keys"] = tuple(obj)
-        ts = optional(obj, "ts", int, self.name)
+        ts = self.optional(obj, "ts", int)
         op = _ROW_TYPES.get(kind)
         if op is not None:
             return [self._row(obj, op, source, extra, ts)]
         if kind in _DDL_TYPES:
             if "old" in obj:  # the table definition before an alter
                 extra["old"] = obj["old"]
-            sql = optional(obj, "sql", str, self.name)
-            definition = optional(obj, "def", dict, self.name)
+            sql = self.optional(obj, "sql", str)
+            definition = self.optional(obj, "def", dict)
             return [
                 ChangeEvent(
                     op=Op.DDL,
@@ -368,32 +116,32 @@ class MaxwellJson(JsonCodec):
         raise DecodeError(f"unknown type {kind!r}", format=self.name)
 
     def _source(self, obj: dict, database: str | None, table: str | None) -> SourcePosition:
-        position = optional(obj, "position", str, self.name)
+        position = self.optional(obj, "position", str)
         binlog_file = binlog_pos = None
         if position is not None:
             m = _POSITION.match(position)
             if m is None:
                 raise DecodeError(f"field 'position' must look like 'file:offset', got {position!r}", format=self.name)
             binlog_file, binlog_pos = m.group("file"), int(m.group("pos"))
-        xid = optional(obj, "xid", (int, str), self.name)
+        xid = self.optional(obj, "xid", (int, str))
         return SourcePosition(
             db_type="mysql",
             database=database,
             table=table,
-            server_id=optional(obj, "server_id", int, self.name),
+            server_id=self.optional(obj, "server_id", int),
             binlog_file=binlog_file,
             binlog_pos=binlog_pos,
-            gtid=optional(obj, "gtid", str, self.name),
+            gtid=self.optional(obj, "gtid", str),
             txid=None if xid is None else str(xid),
         )
 
     def _row(self, obj: dict, op: Op, source: SourcePosition, extra: dict, ts: int | None) -> ChangeEvent:
-        old = optional(obj, "old", dict, self.name)
+        old = self.optional(obj, "old", dict)
         if op is Op.DELETE and obj.get("data") is None and old is not None:
             data, old = old, None  # TiCDC's Maxwell protocol puts the deleted row in "old"
             extra["_delete_in_old"] = True
         else:
-            data = require(obj, "data", dict, self.name)
+            data = self.require(obj, "data", dict)
         if op is Op.UPDATE:
             before = dict(data)
             before.update(old or {})
@@ -402,14 +150,13 @@ class MaxwellJson(JsonCodec):
             before, after, changed = data, None, None
         else:
             before, after, changed = None, data, None
-        pk_names = optional(obj, "primary_key_columns", list, self.name)
+        pk_names = self.optional(obj, "primary_key_columns", list)
         pk = tuple(pk_names) if pk_names else ()
         if not pk and "primary_key" in obj:  # key values without names: keep them as they are
             extra["primary_key"] = obj["primary_key"]
         if any(not isinstance(k, str) for k in pk):
             raise DecodeError("field 'primary_key_columns' must be an array of column names", format=self.name)
-        columns = inferred_columns((data, old))
-        schema = merged_schema(columns, pk, catalog_schema(self.catalog, source.database, source.table))
+        schema = self.row_schema((data, old), pk, source.database, source.table)
         return ChangeEvent(
             op=op,
             source=source,
@@ -445,7 +192,7 @@ class MaxwellJson(JsonCodec):
         for k, v in extra.items():
             if not k.startswith("_") and k not in out:
                 out[k] = v
-        return ordered(out, extra.get("_keys"))
+        return in_original_order(out, extra.get("_keys"))
 
     def _encode_row(self, event: ChangeEvent, extra: dict) -> dict[str, Any]:
         src = event.source
@@ -489,13 +236,13 @@ class MaxwellJson(JsonCodec):
         if op is Op.DELETE:
             if event.before is None:
                 raise EncodeError("delete event without a before-image", format=self.name)
-            return self._values(event, event.before), None, op
+            return self.json_image(event, event.before), None, op
         if event.after is None:
             raise EncodeError(f"{op.value} event without an after-image", format=self.name)
-        data = self._values(event, event.after)
+        data = self.json_image(event, event.after)
         if op is not Op.UPDATE or event.before is None:
             return data, None, op
-        before = self._values(event, event.before)
+        before = self.json_image(event, event.before)
         if event.changed is not None and event.origin == self.name:
             names = event.changed
         else:
@@ -503,21 +250,6 @@ class MaxwellJson(JsonCodec):
                 k for k, v in before.items() if k not in data or type(data[k]) is not type(v) or data[k] != v
             )
         return data, {k: before[k] for k in names if k in before}, op
-
-    def _values(self, event: ChangeEvent, image: dict[str, Any]) -> dict[str, Any]:
-        if event.values is not None and event.values.name == self.name:
-            return dict(image)
-        image = typed_image(event, image)
-        schema = event.schema
-        to_zone = self.opts.source_timezone
-        out = {}
-        for name, v in image.items():
-            col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(infer_python_type(v)) if v is not None else None
-            if t is not None and t.kind is Kind.TIMESTAMP:
-                v = shift_zone(v, event.timezone, to_zone)
-            out[name] = None if v is None else python_to_json(t, v, embedded_json=True, set_as_list=True)
-        return out
 
     def _encode_ddl(self, event: ChangeEvent, extra: dict) -> dict[str, Any]:
         src = event.source

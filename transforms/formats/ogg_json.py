@@ -10,7 +10,7 @@ Inserts carry ``after``, deletes ``before``, updates both, truncates neither.
 ``op_ts`` (commit time) and ``current_ts`` (formatter time) are zone-less and
 read as UTC, as Flink does. Values are typed JSON with no column types: the
 schema comes from the catalog, else it is inferred from the JSON values (see
-:func:`transforms.formats.maxwell_json.infer_type`).
+:func:`transforms.formats._schemaless.infer_type`).
 """
 
 from __future__ import annotations
@@ -19,26 +19,13 @@ import datetime as dt
 from typing import Any
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec
-from transforms.formats.maxwell_json import (
-    JsonValues,
-    catalog_schema,
-    infer_python_type,
-    inferred_columns,
-    merged_schema,
-    optional,
-    ordered,
-    python_to_json,
-    require,
-    shift_zone,
-    typed_image,
-)
+from transforms.formats._schemaless import JsonValues, SchemalessJson
+from transforms.formats.base import Capabilities, in_original_order
 from transforms.model import ChangeEvent, Op, Record, SourcePosition
-from transforms.types import Kind, parse_type
+from transforms.types import epoch_us, wall_clock
 
 _OPS = {"I": Op.INSERT, "U": Op.UPDATE, "D": Op.DELETE, "T": Op.TRUNCATE}
 _MAPPED = frozenset({"table", "op_type", "op_ts", "current_ts", "pos", "primary_keys", "before", "after"})
-_EPOCH = dt.datetime(1970, 1, 1)
 _NAME = "ogg-json"
 
 
@@ -50,14 +37,14 @@ def parse_ogg_ts(text: str, field: str) -> int:
         micros = int((frac or "0")[:6].ljust(6, "0"))
     except ValueError:
         raise DecodeError(f"field {field!r} is not a timestamp: {text!r}", format=_NAME) from None
-    return ((base - _EPOCH) // dt.timedelta(microseconds=1) + micros) // 1000
+    return (epoch_us(base, "UTC") + micros) // 1000
 
 
 def format_ogg_ts(ms: int, sep: str) -> str:
-    return (_EPOCH + dt.timedelta(milliseconds=ms)).strftime(f"%Y-%m-%d{sep}%H:%M:%S.%f")
+    return wall_clock(ms * 1000, "UTC").strftime(f"%Y-%m-%d{sep}%H:%M:%S.%f")
 
 
-class OggJson(JsonCodec):
+class OggJson(SchemalessJson):
     """GoldenGate JSON: full before/after images, primary-key names, trail position."""
 
     name = _NAME
@@ -78,21 +65,21 @@ class OggJson(JsonCodec):
 
     # -- decode ------------------------------------------------------------
     def decode_message(self, obj: dict, record: Record) -> list[ChangeEvent]:
-        code = require(obj, "op_type", str, self.name)
+        code = self.require(obj, "op_type", str)
         op = _OPS.get(code)
         if op is None:
             raise DecodeError(f"unknown op_type {code!r} (expected I, U, D or T)", format=self.name)
-        database, schema_name, table = self._names(optional(obj, "table", str, self.name))
-        before = optional(obj, "before", dict, self.name)
-        after = optional(obj, "after", dict, self.name)
+        database, schema_name, table = self._names(self.optional(obj, "table", str))
+        before = self.optional(obj, "before", dict)
+        after = self.optional(obj, "after", dict)
         if op in (Op.INSERT, Op.UPDATE) and after is None:
             raise DecodeError(f"op_type {code!r} needs an 'after' image", format=self.name)
         if op is Op.DELETE and before is None:
             raise DecodeError("op_type 'D' needs a 'before' image", format=self.name)
-        op_ts = optional(obj, "op_ts", str, self.name)
-        current_ts = optional(obj, "current_ts", str, self.name)
-        pos = optional(obj, "pos", (str, int), self.name)
-        pk_names = optional(obj, "primary_keys", list, self.name) or []
+        op_ts = self.optional(obj, "op_ts", str)
+        current_ts = self.optional(obj, "current_ts", str)
+        pos = self.optional(obj, "pos", (str, int))
+        pk_names = self.optional(obj, "primary_keys", list) or []
         if any(not isinstance(k, str) for k in pk_names):
             raise DecodeError("field 'primary_keys' must be an array of column names", format=self.name)
         extra = {k: v for k, v in obj.items() if k not in _MAPPED}
@@ -116,9 +103,7 @@ class OggJson(JsonCodec):
             extra=extra,
         )
         if op is not Op.TRUNCATE:
-            event.schema = merged_schema(
-                inferred_columns((after, before)), tuple(pk_names), catalog_schema(self.catalog, database, table)
-            )
+            event.schema = self.row_schema((after, before), tuple(pk_names), database, table)
             event.pk = event.schema.primary_key
             event.values = self.values
         return [event]
@@ -170,31 +155,12 @@ class OggJson(JsonCodec):
         if op in (Op.UPDATE, Op.DELETE) or "before" in keys:
             if event.before is None and op is Op.DELETE:
                 raise EncodeError("delete event without a before-image", format=self.name)
-            out["before"] = self._values(event, event.before) if op is not Op.INSERT else None
+            out["before"] = self.json_image(event, event.before) if op is not Op.INSERT else None
         if op in (Op.INSERT, Op.UPDATE) or "after" in keys:
             if event.after is None and op is not Op.DELETE and op is not Op.TRUNCATE:
                 raise EncodeError(f"{op.value} event without an after-image", format=self.name)
-            out["after"] = self._values(event, event.after) if op is not Op.DELETE else None
-        return ordered(out, keys)
-
-    def _values(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
-        if image is None:
-            return None
-        if event.values is not None and event.values.name == self.name:
-            return dict(image)
-        image = typed_image(event, image)
-        schema = event.schema
-        out = {}
-        for name, v in image.items():
-            if v is None:
-                out[name] = None
-                continue
-            col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(infer_python_type(v))
-            if t.kind is Kind.TIMESTAMP:
-                v = shift_zone(v, event.timezone, self.opts.source_timezone)
-            out[name] = python_to_json(t, v, embedded_json=False, set_as_list=False)
-        return out
+            out["after"] = self.json_image(event, event.after) if op is not Op.DELETE else None
+        return in_original_order(out, keys)
 
     @classmethod
     def sniff(cls, message: Any) -> bool:

@@ -15,12 +15,13 @@ import re
 from typing import Any
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec
+from transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
 from transforms.model import ChangeEvent, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
 from transforms.sqltext import (
     LiteralError,
     SqlLiteralForm,
+    classify_ddl,
     literal_value,
     parse_literal,
     passthrough,
@@ -51,6 +52,7 @@ _TXN_QUERIES = {"BEGIN": Op.BEGIN, "START TRANSACTION": Op.BEGIN, "COMMIT": Op.C
 
 class TdsqlBinlogJson(JsonCodec):
     name = "tdsql-binlog-json"
+    own_catalog = True  # rows are positional: DDL in this stream names later rows
     description = (
         "TencentDB for MariaDB / TDSQL binlog subscription JSON: positional SQL-literal rows "
         "(names and types from the schema catalog), GTID/XID transaction markers, DDL queries"
@@ -86,10 +88,6 @@ class TdsqlBinlogJson(JsonCodec):
 
     def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
         super().__init__(options, path=path, catalog=catalog)
-        if self.catalog is None:
-            from transforms.catalog import SchemaCatalog
-
-            self.catalog = SchemaCatalog()  # DDL in this stream still names later rows
         self._form = SqlLiteralForm(self.opts.source_timezone)
 
     @classmethod
@@ -106,7 +104,7 @@ class TdsqlBinlogJson(JsonCodec):
             raise DecodeError(f"unknown eventtypestr {kind!r} (expected {', '.join(_KINDS)})", format=self.name)
         op, codes = _KINDS[kind]
         code = obj["eventtype"]
-        if not _is_int(code) or code not in codes:
+        if not is_int(code) or code not in codes:
             raise DecodeError(
                 f"eventtype {code!r} does not match eventtypestr {kind!r} (expected {' or '.join(map(str, sorted(codes)))})",
                 format=self.name,
@@ -115,7 +113,7 @@ class TdsqlBinlogJson(JsonCodec):
         table = self._str(obj, "table", optional=not op.is_row)
         gtid = self._str(obj, "gtid", optional=True)
         begintime = obj.get("begintime")
-        if begintime is not None and not _is_int(begintime):
+        if begintime is not None and not is_int(begintime):
             raise DecodeError(f"begintime must be epoch seconds, got {begintime!r}", format=self.name)
         extra: dict[str, Any] = {"eventtype": code, "eventtypestr": kind, "keys": tuple(obj)}
         for k in ("localip", "localport", "event_index"):
@@ -222,8 +220,6 @@ class TdsqlBinlogJson(JsonCodec):
         sql = obj["sql"]
         if not isinstance(sql, str):
             raise DecodeError(f"field 'sql' must be a string, got {sql!r}", format=self.name)
-        from transforms.catalog import classify_ddl
-
         word = " ".join(sql.strip().rstrip(";").upper().split())
         if word in _TXN_QUERIES:  # statement-based transaction markers
             event.op = _TXN_QUERIES[word]
@@ -271,7 +267,7 @@ class TdsqlBinlogJson(JsonCodec):
             out["sql"] = event.ddl if event.ddl is not None else _fallback_sql(event, extra)
         if mine:
             out.update(extra.get("fields", {}))
-            out = _in_original_order(out, extra.get("keys", ()))
+            out = in_original_order(out, extra.get("keys", ()), empty=(None, []))
         return out
 
     def _encode_rows(self, event: ChangeEvent) -> tuple[list, list]:
@@ -327,18 +323,3 @@ def _fallback_sql(event: ChangeEvent, extra: dict) -> str:
     if event.op is Op.TRUNCATE and event.source.table:
         return f"TRUNCATE TABLE `{event.source.database}`.`{event.source.table}`"
     raise EncodeError(f"{event.op.value} event without DDL text", format="tdsql-binlog-json")
-
-
-def _in_original_order(out: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Keys in the order (and presence) of the original message; new facts appended."""
-    if not keys:
-        return out
-    ordered = {k: out[k] for k in keys if k in out}
-    for k, v in out.items():
-        if k not in ordered and v not in (None, []):
-            ordered[k] = v
-    return ordered
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)

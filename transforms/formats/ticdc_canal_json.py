@@ -154,17 +154,8 @@ class TicdcCanalJson(CanalJson):
         if not isinstance(mark, int) or isinstance(mark, bool):
             raise self._error(f"{WATERMARK_TYPE} message without an integer _tidb.watermarkTs")
         src = self._source(obj)
-        return [
-            ChangeEvent(
-                op=Op.WATERMARK,
-                source=SourcePosition(db_type=self.db_type, database=src.database, table=src.table, commit_ts=mark),
-                ts_ms=self._ms(obj, "es"),
-                processing_ts_ms=self._ms(obj, "ts"),
-                timezone=self.opts.source_timezone,
-                origin=self.name,
-                extra={"message": dict(obj)},
-            )
-        ]
+        source = SourcePosition(db_type=self.db_type, database=src.database, table=src.table, commit_ts=mark)
+        return [self.message_event(obj, Op.WATERMARK, source)]
 
     def changed_columns(self, data_row: dict, old_row: dict) -> tuple[str, ...]:
         """``old`` repeats unchanged columns: compare."""

@@ -1,0 +1,239 @@
+"""Shared by the formats whose messages carry no (or only vague) column types.
+
+Maxwell and OGG write typed JSON values without column types; DataWorks
+declares one of six coarse types; DTS a type code without lengths or
+signedness. They all build the event schema the same way: column types guessed
+from the values (:func:`infer_type`, :func:`infer_python_type`), overlaid with
+what the schema catalog knows (:func:`merged_schema`).
+
+:class:`SchemalessJson` is the base of the typed-JSON formats (Maxwell, OGG):
+their value form (:class:`JsonValues`) and the encoder's rendering of an image
+(:meth:`SchemalessJson.json_image`); subclasses say only how they differ
+(``values``, ``set_as_list``).
+
+Not a format: modules starting with ``_`` are not registered.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, ClassVar, Iterable
+
+import orjson
+
+from transforms.formats.base import JsonCodec, typed_image
+from transforms.model import ChangeEvent, Column, TableSchema
+from transforms.types import (
+    Kind,
+    MySQLType,
+    parse_date,
+    parse_datetime,
+    parse_time,
+    parse_type,
+    rebase_timestamp,
+    to_json_value,
+)
+
+# ---------------------------------------------------------------------------
+# schema inference and catalog merging
+# ---------------------------------------------------------------------------
+
+
+def infer_type(v: Any) -> str | None:
+    """MySQL type text guessed from a JSON value (``None`` for null: unknown).
+
+    Integers become ``bigint`` (``bigint unsigned`` / ``decimal(65,0)`` when
+    they do not fit), floats ``double``, strings ``longtext``, booleans
+    ``bit(1)`` and objects/arrays ``json``.
+    """
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "bit(1)"
+    if isinstance(v, int):
+        if -(1 << 63) <= v < (1 << 63):
+            return "bigint"
+        return "bigint unsigned" if 0 <= v < (1 << 64) else "decimal(65,0)"
+    if isinstance(v, float):
+        return "double"
+    if isinstance(v, str):
+        return "longtext"
+    return "json"
+
+
+def inferred_columns(images: Iterable[dict | None]) -> tuple[tuple[str, str], ...]:
+    """``(name, type)`` for the union of the images' columns, first image's order first."""
+    found: dict[str, str | None] = {}
+    for image in images:
+        if not image:
+            continue
+        for name, value in image.items():
+            if found.get(name) is None:
+                found[name] = infer_type(value)
+    return tuple((n, t or "longtext") for n, t in found.items())
+
+
+def infer_python_type(v: Any) -> str:
+    """MySQL type text for a typed Python value (events that carry no schema)."""
+    if isinstance(v, bool):
+        return "bit(1)"
+    if isinstance(v, int):
+        return "bigint" if v < (1 << 63) else "bigint unsigned"
+    if isinstance(v, float):
+        return "double"
+    if isinstance(v, Decimal):
+        return "decimal(65,30)"
+    if isinstance(v, (bytes, bytearray)):
+        return "longblob"
+    if isinstance(v, dt.datetime):
+        return "datetime(6)"
+    if isinstance(v, dt.date):
+        return "date"
+    if isinstance(v, dt.timedelta):
+        return "time(6)"
+    return "longtext"
+
+
+@lru_cache(maxsize=2048)
+def merged_schema(
+    columns: tuple[tuple[str, str], ...], pk: tuple[str, ...], catalog: TableSchema | None
+) -> TableSchema:
+    """The event schema: catalog columns where the catalog knows them, inferred ones elsewhere.
+
+    Cached: the arguments repeat for every message of a table.
+    """
+    if catalog is not None and tuple(n for n, _ in columns) == catalog.names and (not pk or pk == catalog.primary_key):
+        return catalog
+    key = pk or (catalog.primary_key if catalog is not None else ())
+    cols = []
+    for name, type_text in columns:
+        known = catalog.column(name) if catalog is not None else None
+        if known is not None:
+            cols.append(known if known.primary_key == (name in key) else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment))
+        else:
+            cols.append(Column(name, type_text, nullable=name not in key, primary_key=name in key))
+    return TableSchema(columns=tuple(cols), primary_key=key)
+
+
+# ---------------------------------------------------------------------------
+# the JSON-native value form
+# ---------------------------------------------------------------------------
+
+
+def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
+    """Typed value of a JSON-native raw value in a column of type ``t``.
+
+    ``embedded_json``: JSON columns are written as embedded JSON (Maxwell), so
+    every raw value (even a string) is a JSON document to serialise back to text.
+    """
+    if raw is None:
+        return None
+    k = t.kind
+    if k is Kind.INT or k is Kind.YEAR:
+        if isinstance(raw, float):
+            if not raw.is_integer():
+                raise ValueError(f"{raw!r} is not an integer")
+            return int(raw)
+        return int(raw)
+    if k is Kind.DECIMAL:
+        if isinstance(raw, float):
+            return Decimal(repr(raw))
+        return Decimal(raw if isinstance(raw, str) else int(raw))
+    if k is Kind.FLOAT:
+        return float(raw)
+    if k is Kind.STRING or k is Kind.ENUM:
+        return raw if isinstance(raw, str) else orjson.dumps(raw).decode()
+    if k is Kind.SET:
+        return ",".join(raw) if isinstance(raw, list) else str(raw)
+    if k is Kind.JSON:
+        if isinstance(raw, str) and not embedded_json:
+            return raw
+        return orjson.dumps(raw).decode()
+    if k is Kind.BYTES or k is Kind.GEOMETRY:
+        return base64.b64decode(raw, validate=True)
+    if k is Kind.BIT:
+        n = int(raw)
+        return bool(n) if t.length == 1 else n
+    if k is Kind.DATE:
+        return parse_date(raw)
+    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
+        return parse_datetime(raw)
+    if k is Kind.TIME:
+        return parse_time(raw)
+    raise ValueError(f"no JSON conversion for {t.base}")
+
+
+def python_to_json(t: MySQLType, v: Any, *, embedded_json: bool, set_as_list: bool) -> Any:
+    """JSON-native rendering of a typed value (``to_json_value`` plus format quirks)."""
+    if v is None:
+        return None
+    k = t.kind
+    if k is Kind.SET and set_as_list:
+        return [s for s in v.split(",") if s] if v else []
+    if k is Kind.JSON and embedded_json:
+        return orjson.loads(v)
+    return to_json_value(t, v)
+
+
+class JsonValues:
+    """Raw form of a typed-JSON format: values exactly as parsed from the message."""
+
+    __slots__ = ("name", "embedded_json")
+
+    def __init__(self, name: str, embedded_json: bool) -> None:
+        self.name = name
+        self.embedded_json = embedded_json
+
+    def to_python(self, column: Column, raw: Any) -> Any:
+        return json_to_python(column.mysql, raw, self.embedded_json)
+
+
+# ---------------------------------------------------------------------------
+# the typed-JSON codec base
+# ---------------------------------------------------------------------------
+
+
+class SchemalessJson(JsonCodec):
+    """Base of typed-JSON formats without column types (Maxwell, OGG).
+
+    Subclasses set ``values`` (their :class:`JsonValues`, which says whether
+    JSON columns are embedded documents) and ``set_as_list``.
+    """
+
+    values: ClassVar[JsonValues]
+    #: SET columns are JSON arrays of labels (Maxwell), not comma-joined text.
+    set_as_list: ClassVar[bool] = False
+
+    def row_schema(
+        self, images: Iterable[dict | None], pk: tuple[str, ...], database: str | None, table: str | None
+    ) -> TableSchema:
+        """The schema of a row message: types inferred from ``images``, merged with the catalog's."""
+        return merged_schema(inferred_columns(images), pk, self.catalog_schema(database, table))
+
+    def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
+        """One image in this format's JSON values; TIMESTAMPs re-shown in ``source_timezone``.
+
+        Values already in this format's form pass untouched.
+        """
+        if image is None:
+            return None
+        if event.values is not None and event.values.name == self.name:
+            return dict(image)
+        image = typed_image(event, image)
+        schema = event.schema
+        to_zone = self.opts.source_timezone
+        embedded_json = self.values.embedded_json
+        out = {}
+        for name, v in image.items():
+            if v is None:
+                out[name] = None
+                continue
+            col = schema.column(name) if schema is not None else None
+            t = col.mysql if col is not None else parse_type(infer_python_type(v))
+            if t.kind is Kind.TIMESTAMP:
+                v = rebase_timestamp(v, event.timezone, to_zone)
+            out[name] = python_to_json(t, v, embedded_json=embedded_json, set_as_list=self.set_as_list)
+        return out
