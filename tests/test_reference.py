@@ -1,0 +1,63 @@
+"""The generated YAML reference: complete, and the README's copy is current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from transforms import reference
+from transforms.formats import registry as formats
+from transforms.predicates import builtins as predicates
+from transforms.smt import builtins as transforms
+from transforms.smt.base import COMMON_OPTIONS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_every_transform_predicate_format_and_option_is_documented() -> None:
+    text = reference.generate()
+    for name, cls in [*transforms().items(), *predicates().items()]:
+        assert f"#### `{name}`" in text
+        for opt in cls.options:
+            assert f"| `{opt.name}` |" in text, f"{name}.{opt.name}"
+    for name in formats():
+        assert f"#### `{name}`" in text
+    for opt in COMMON_OPTIONS:
+        assert f"| `{opt.name}` |" in text
+    assert "#### Grammar" in text and "between" in text
+
+
+def test_defaults_choices_and_required_are_shown() -> None:
+    text = reference.generate()
+    assert '| `delete_handling` | string | `"tombstone"` |' in text
+    assert "One of: `drop`, `tombstone`, `rewrite`, `rewrite-with-tombstone`." in text
+    assert "| `fields` | list | *required* |" in text
+
+
+def test_generation_is_deterministic() -> None:
+    assert reference.generate() == reference.generate()
+
+
+def test_write_and_check(tmp_path: Path) -> None:
+    f = tmp_path / "README.md"
+    f.write_text(f"# Title\n\nintro\n\n{reference.BEGIN}\nold\n{reference.END}\n\nafter\n")
+    assert reference.main(["--check", str(f)]) == 1
+    assert reference.main(["--write", str(f)]) == 0
+    text = f.read_text()
+    assert text.startswith("# Title\n\nintro\n\n") and text.endswith("\n\nafter\n")
+    assert reference.current_block(text) == reference.block()
+    assert reference.main(["--check", str(f)]) == 0
+    f.write_text("no markers\n")
+    assert reference.main(["--check", str(f)]) == 2
+
+
+def test_readme_reference_is_current() -> None:
+    text = README.read_text(encoding="utf-8")
+    if not reference.has_markers(text):
+        pytest.skip(
+            "README.md has no generated YAML reference block yet (python -m transforms.reference --write README.md)"
+        )
+    assert reference.current_block(text) == reference.block(), (
+        "README.md's YAML reference is stale: run python -m transforms.reference --write README.md"
+    )

@@ -1,0 +1,196 @@
+"""The README's YAML reference, generated from the declarations (one source of truth).
+
+    python -m transforms.reference                 # print the block
+    python -m transforms.reference --write README.md
+    python -m transforms.reference --check README.md   # exit 1 when stale
+
+The block sits between :data:`BEGIN` and :data:`END` markers in the README; it
+documents the chain file, every built-in transform and predicate (from their
+docstrings and declared options), every registered format's options, and the
+expression language. Installed plugins are left out so the README does not
+depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from transforms.options import Option
+
+BEGIN = "<!-- BEGIN GENERATED: yaml-reference -->"
+END = "<!-- END GENERATED: yaml-reference -->"
+
+#: Transforms in the order the README presents them (others follow alphabetically).
+ORDER = (
+    "filter", "route", "merge_shards", "replace_field", "mask_field", "insert_field", "cast",
+    "timestamp_convert", "timezone_convert", "value_to_key", "extract_field", "flatten", "hoist_field",
+    "unwrap", "split_updates", "drop_tombstones", "explode_rows", "batch_rows",
+    "insert_header", "drop_headers", "header_from",
+)  # fmt: skip
+_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
+_OBJECT_TYPES = {"predicate": "string or mapping"}
+
+_CHAIN_KEYS = (
+    (
+        "source",
+        "The input format: `canal-json`, or `{format: canal-json, options: {...}}` (options below, under Formats).",
+    ),
+    ("sink", "The output format, the same way."),
+    ("transforms", "The transforms, applied in order: each a mapping with `type` and its options."),
+    (
+        "predicates",
+        "Named predicates: `{name: {type: ..., <options>}}`; transforms refer to them with `predicate: name`.",
+    ),
+    (
+        "errors.tolerance",
+        "`none` (default): the first failing message stops the run; `all`: failing messages go to the "
+        "dead-letter output (with stage, transform, error class and message) and processing goes on.",
+    ),
+)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _default(opt: Option) -> str:
+    if opt.required:
+        return "*required*"
+    try:
+        return "`" + json.dumps(opt.default, ensure_ascii=False) + "`"
+    except TypeError:
+        return "`" + repr(opt.default) + "`"
+
+
+def _type(opt: Option) -> str:
+    if opt.type is object:
+        return _OBJECT_TYPES.get(opt.name, "mapping or list")
+    return _TYPE_NAMES.get(opt.type, opt.type.__name__)
+
+
+def option_table(options: Iterable[Option]) -> list[str]:
+    """A markdown table of declared options (empty list when there are none)."""
+    options = list(options)
+    if not options:
+        return []
+    lines = ["| option | type | default | description |", "|---|---|---|---|"]
+    for o in options:
+        doc = o.doc
+        if o.choices:
+            doc += " One of: " + ", ".join(f"`{c}`" for c in o.choices) + "."
+        lines.append(f"| `{o.name}` | {_type(o)} | {_default(o)} | {_cell(doc)} |")
+    return lines
+
+
+def _doc(cls: type) -> str:
+    return inspect.cleandoc(cls.__doc__ or "")
+
+
+def _section(title: str, known_as: str, doc: str, options: Iterable[Option]) -> list[str]:
+    lines = [f"#### `{title}`", ""]
+    if known_as:
+        lines += [f"*{known_as}*", ""]
+    if doc:
+        lines += [doc, ""]
+    table = option_table(options)
+    if table:
+        lines += [*table, ""]
+    return lines
+
+
+def generate() -> str:
+    """The reference as markdown (without the markers)."""
+    from transforms import expr
+    from transforms.formats import registry as formats
+    from transforms.predicates import builtins as predicates
+    from transforms.smt import builtins as transforms
+    from transforms.smt.base import COMMON_OPTIONS
+
+    out = ["### Chain file", "", "| key | meaning |", "|---|---|"]
+    out += [f"| `{k}` | {_cell(v)} |" for k, v in _CHAIN_KEYS]
+    out += ["", "### Transforms", ""]
+    out += [
+        "`type` is a name below, the name a plugin registered under the entry-point group "
+        "`cdc_smt.transforms`, or a dotted class path (`my_pkg.transforms.Shout`). "
+        "Every transform also takes:",
+        "",
+        *option_table(COMMON_OPTIONS),
+        "",
+    ]
+    found = transforms()
+    for name in sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
+        cls = found[name]
+        out += _section(name, cls.known_as, _doc(cls), cls.options)
+    out += ["### Predicates", "", "Used as `predicate:` on any transform, inline or by name from `predicates:`.", ""]
+    for name, cls in predicates().items():
+        out += _section(name, cls.known_as, _doc(cls), cls.options)
+    out += ["### Formats", "", "Options of `source.options` / `sink.options`, per format.", ""]
+    for name, cls in formats().items():
+        desc = getattr(cls, "description", "") or ""
+        out += _section(name, "", desc, cls.all_options())
+    doc = inspect.cleandoc(expr.GRAMMAR_DOC)
+    out += ["### Expression language", "", doc.split("\n\n", 1)[1] if "\n\n" in doc else doc, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def block() -> str:
+    """The generated reference between its markers."""
+    return f"{BEGIN}\n\n{generate()}\n{END}"
+
+
+def has_markers(text: str) -> bool:
+    return BEGIN in text and END in text
+
+
+def current_block(text: str) -> str:
+    """The marked block as it is in ``text`` (markers included)."""
+    start = text.index(BEGIN)
+    end = text.index(END, start) + len(END)
+    return text[start:end]
+
+
+def replace_block(text: str) -> str:
+    """``text`` with its marked block regenerated; ``ValueError`` when the markers are missing."""
+    if not has_markers(text):
+        raise ValueError(f"no {BEGIN} ... {END} block to replace")
+    return text.replace(current_block(text), block(), 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transforms.reference", description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="FILE", help="regenerate the marked block in FILE")
+    group.add_argument("--check", metavar="FILE", help="exit 1 if the marked block in FILE is stale")
+    args = parser.parse_args(argv)
+    if args.write or args.check:
+        path = Path(args.write or args.check)
+        text = path.read_text(encoding="utf-8")
+        if not has_markers(text):
+            print(f"{path}: add the lines\n{BEGIN}\n{END}\nwhere the reference belongs", file=sys.stderr)
+            return 2
+        new = replace_block(text)
+        if args.check:
+            if new != text:
+                print(
+                    f"{path}: the YAML reference is stale; run python -m transforms.reference --write {path}",
+                    file=sys.stderr,
+                )
+                return 1
+            return 0
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+        return 0
+    sys.stdout.write(block() + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
+__all__ = ["BEGIN", "END", "block", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]

@@ -1,0 +1,349 @@
+"""The transform base class: declared options, predicates, and the batch loop.
+
+A transform is a small class with its options declared once (``options``, a
+tuple of :class:`transforms.options.Option`), validated when the chain loads so
+a mistake is reported as ``transforms[2].fields: ...`` rather than as a stack
+trace on the first message. Subclasses implement :meth:`Transform.apply` (one
+event in, zero or more out) and, when it pays, :meth:`Transform.apply_batch`.
+
+Every transform takes ``predicate`` and ``negate`` (as Kafka Connect does): the
+transform applies only to events the predicate accepts (or rejects, with
+``negate``); the rest pass through untouched. Row transforms (``scope =
+"rows"``) also let control events (DDL, heartbeats, watermarks, transaction
+markers, truncates) and tombstones pass untouched, so a chain never has to
+special-case them.
+
+Events are owned by the chain while they move through it: transforms may change
+them in place. Sub-objects that decoders may share between the events of one
+message (``event.source``, ``event.schema``, ``event.extra``) are replaced,
+never modified.
+
+Markers that are not part of any one format live in ``event.extra`` under the
+``cdc_smt.`` prefix (see :data:`TOMBSTONE`, :data:`UNWRAPPED`,
+:data:`ROW_GROUP`); encoders honour them whatever the event's origin.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Callable, ClassVar, Iterable, Mapping
+
+import msgspec
+
+from transforms.errors import ConfigError
+from transforms.model import ChangeEvent, Column, Op, TableSchema
+from transforms.options import Option, Options, merge, resolve
+
+#: ``extra`` flag: the event is a tombstone (a null-value record carrying only the key).
+TOMBSTONE = "cdc_smt.tombstone"
+#: ``extra`` flag: ``after`` is a flat row to write as the whole value (``unwrap``).
+UNWRAPPED = "cdc_smt.unwrapped"
+#: ``extra`` key: consecutive events with the same value form one multi-row message.
+ROW_GROUP = "cdc_smt.row_group"
+
+ROW_OPS = frozenset({Op.INSERT, Op.UPDATE, Op.DELETE, Op.READ})
+CONTROL_OPS = frozenset(Op) - ROW_OPS
+
+#: What an :meth:`Transform.apply` returns: one event, several, or ``None`` to drop.
+Result = ChangeEvent | list[ChangeEvent] | None
+
+
+def _check_predicate_spec(value: Any) -> None:
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("predicate name must not be empty")
+        return
+    if not isinstance(value, dict) or "type" not in value:
+        raise ValueError("expected a predicate name or a mapping with a 'type'")
+
+
+#: Options every transform takes, whatever its type.
+COMMON_OPTIONS: tuple[Option, ...] = (
+    Option("name", str, None, "Label used in error reports and dead letters (default: the transform type)."),
+    Option(
+        "predicate",
+        object,
+        None,
+        "Apply only to events this predicate accepts: the name of an entry under `predicates:`, "
+        "or an inline mapping `{type: table_matches, pattern: ...}`. Other events pass through untouched.",
+        check=_check_predicate_spec,
+    ),
+    Option("negate", bool, False, "Invert the predicate: apply to the events it rejects."),
+)
+_COMMON_NAMES = frozenset(o.name for o in COMMON_OPTIONS) | {"type"}
+
+
+class Transform:
+    """Base class of every transform.
+
+    Class attributes: ``name`` (the config ``type`` alias), ``known_as`` (what
+    users know it as, for the docs), ``options`` (declared options) and
+    ``scope`` (``"rows"``: only row events that are not tombstones reach
+    :meth:`apply`; ``"all"``: every event does).
+    """
+
+    name: ClassVar[str] = ""
+    known_as: ClassVar[str] = ""
+    options: ClassVar[tuple[Option, ...]] = ()
+    scope: ClassVar[str] = "rows"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        clash = {o.name for o in cls.options} & _COMMON_NAMES
+        if clash:
+            raise TypeError(f"{cls.__name__} declares reserved option(s) {sorted(clash)}")
+        if cls.scope not in ("rows", "all"):
+            raise TypeError(f"{cls.__name__}.scope must be 'rows' or 'all'")
+
+    def __init__(
+        self,
+        options: Mapping[str, Any] | None = None,
+        *,
+        path: str = "",
+        predicates: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path = path
+        self.opts: Options = resolve(self.all_options(), dict(options or {}), path)
+        self.name = self.opts.name or type(self).name or type(self).__name__
+        self.negate: bool = self.opts.negate
+        self.predicate = self._build_predicate(self.opts.predicate, predicates)
+        self.configure(self.opts)
+
+    @classmethod
+    def all_options(cls) -> tuple[Option, ...]:
+        return merge(COMMON_OPTIONS, cls.options)
+
+    @classmethod
+    def summary(cls) -> str:
+        """First paragraph of the class docstring, on one line (for docs and listings)."""
+        doc = (cls.__doc__ or "").strip().split("\n\n", 1)[0]
+        return " ".join(doc.split())
+
+    def _build_predicate(self, spec: Any, named: Mapping[str, Any] | None) -> Any:
+        if spec is None:
+            if self.negate:
+                raise ConfigError("negate needs a predicate", f"{self.path}.negate" if self.path else "negate")
+            return None
+        from transforms.predicates import Predicate, build_predicate
+
+        ppath = f"{self.path}.predicate" if self.path else "predicate"
+        if isinstance(spec, str):
+            found = (named or {}).get(spec)
+            if found is None:
+                known = ", ".join(sorted(named or {})) or "none defined"
+                raise ConfigError(f"unknown predicate {spec!r} (known: {known})", ppath)
+            if isinstance(found, Predicate):
+                return found
+            return build_predicate(found, path=f"predicates.{spec}")
+        return build_predicate(spec, path=ppath)
+
+    # -- to override ---------------------------------------------------------
+    def configure(self, opts: Options) -> None:
+        """Compile what the options allow once (regexes, templates, lookups)."""
+
+    def apply(self, event: ChangeEvent) -> Result:
+        """Transform one selected event: return it, a list of events, or ``None`` to drop it."""
+        raise NotImplementedError
+
+    # -- the loop --------------------------------------------------------------
+    def selects(self, event: ChangeEvent) -> bool:
+        """Does this transform apply to ``event`` (scope, then predicate and negate)?"""
+        if self.scope == "rows" and (event.op not in ROW_OPS or TOMBSTONE in event.extra):
+            return False
+        pred = self.predicate
+        return pred is None or pred.test(event) != self.negate
+
+    def apply_batch(self, events: list[ChangeEvent]) -> list[ChangeEvent]:
+        """Apply to each event in order; unselected events pass through in place."""
+        out: list[ChangeEvent] = []
+        append = out.append
+        apply = self.apply
+        pred = self.predicate
+        negate = self.negate
+        rows = self.scope == "rows"
+        for e in events:
+            if rows and (e.op not in ROW_OPS or TOMBSTONE in e.extra):
+                append(e)
+                continue
+            if pred is not None and pred.test(e) == negate:
+                append(e)
+                continue
+            r = apply(e)
+            if r is None:
+                continue
+            if r.__class__ is list:
+                out.extend(r)
+            else:
+                append(r)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} at {self.path or '?'}>"
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the transforms.
+# ---------------------------------------------------------------------------
+
+
+def is_tombstone(event: ChangeEvent) -> bool:
+    return bool(event.extra.get(TOMBSTONE))
+
+
+def tombstone_for(event: ChangeEvent) -> ChangeEvent:
+    """A tombstone for the row ``event`` touched: op DELETE, only the key columns
+    in ``before``, flagged :data:`TOMBSTONE`; encoders write a null value with the key."""
+    key = dict(event.key_values())
+    return msgspec.structs.replace(
+        event,
+        op=Op.DELETE,
+        before=key,
+        after=None,
+        changed=None,
+        key=key if event.key is not None else None,
+        headers=list(event.headers) if event.headers is not None else None,
+        extra={TOMBSTONE: True},
+    )
+
+
+def current_topic(event: ChangeEvent) -> str | None:
+    """The topic as Kafka Connect SMTs see it: set by an earlier transform, else the source's."""
+    if event.topic is not None:
+        return event.topic
+    rec = event.record
+    return rec.topic if rec is not None else None
+
+
+def current_headers(event: ChangeEvent) -> list[tuple[str, bytes]]:
+    """Headers as SMTs see them: set by an earlier transform, else the source record's."""
+    if event.headers is not None:
+        return event.headers
+    rec = event.record
+    return list(rec.headers) if rec is not None and rec.headers else []
+
+
+def freeze_key(event: ChangeEvent) -> None:
+    """Pin the Kafka key before the row changes shape, so partitioning and
+    compaction keep following the original primary key (typed, as encoders
+    write explicit keys as they are)."""
+    if event.key is None and event.pk:
+        event.typed()
+        event.key = dict(event.key_values())
+
+
+def images(event: ChangeEvent) -> Iterable[dict[str, Any]]:
+    if event.before is not None:
+        yield event.before
+    if event.after is not None:
+        yield event.after
+
+
+class SchemaMap:
+    """Per-schema cache of a derived schema (schemas are shared by many events).
+
+    Keyed by identity and holding the source schema, so ids are never reused.
+    """
+
+    __slots__ = ("_fn", "_cache")
+
+    def __init__(self, fn: Callable[[TableSchema], TableSchema]) -> None:
+        self._fn = fn
+        self._cache: dict[int, tuple[TableSchema, TableSchema]] = {}
+
+    def __call__(self, schema: TableSchema | None) -> TableSchema | None:
+        if schema is None:
+            return None
+        hit = self._cache.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        new = self._fn(schema)
+        self._cache[id(schema)] = (schema, new)
+        return new
+
+
+def with_columns(schema: TableSchema, added: Iterable[Column]) -> TableSchema:
+    """``schema`` plus ``added`` columns (replacing same-named ones in place)."""
+    added = list(added)
+    by_name = {c.name: c for c in added}
+    cols = [by_name.pop(c.name, c) for c in schema.columns]
+    cols.extend(c for c in added if c.name in by_name)
+    return TableSchema(tuple(cols), schema.primary_key)
+
+
+def infer_type(value: Any) -> str:
+    """A MySQL type for a value a transform adds (static fields, extracted JSON)."""
+    if isinstance(value, bool):
+        return "bit(1)"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, Decimal):
+        exp = value.as_tuple().exponent
+        scale = max(0, -exp) if isinstance(exp, int) else 0
+        return f"decimal(65,{min(scale, 30)})"
+    if isinstance(value, dt.datetime):
+        return "datetime(6)"
+    if isinstance(value, dt.date):
+        return "date"
+    if isinstance(value, dt.timedelta):
+        return "time(6)"
+    if isinstance(value, (bytes, bytearray)):
+        return "longblob"
+    return "longtext"
+
+
+@lru_cache(maxsize=64)
+def zone(name: str) -> zoneinfo.ZoneInfo:
+    return zoneinfo.ZoneInfo(name)
+
+
+def check_regex(pattern: str) -> None:
+    """Option check: a pattern that compiles (the error says where it breaks)."""
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"bad regular expression {pattern!r}: {exc}") from None
+
+
+def check_regex_list(patterns: list) -> None:
+    for p in patterns:
+        if not isinstance(p, str):
+            raise ValueError(f"expected a list of strings, got {p!r}")
+        check_regex(p)
+
+
+def check_names(names: list) -> None:
+    """Option check: a list of non-empty column names."""
+    for n in names:
+        if not isinstance(n, str) or not n:
+            raise ValueError(f"expected a list of column names, got {n!r}")
+
+
+__all__ = [
+    "COMMON_OPTIONS",
+    "CONTROL_OPS",
+    "ROW_GROUP",
+    "ROW_OPS",
+    "Result",
+    "SchemaMap",
+    "TOMBSTONE",
+    "Transform",
+    "UNWRAPPED",
+    "current_headers",
+    "current_topic",
+    "freeze_key",
+    "images",
+    "infer_type",
+    "is_tombstone",
+    "tombstone_for",
+    "with_columns",
+    "zone",
+]
