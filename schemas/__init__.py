@@ -33,6 +33,20 @@ def load_avro(name: str) -> dict[str, Any]:
     return json.loads(resources.files(__name__).joinpath(f"{name}.avsc").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
+def registry():
+    """A ``referencing`` registry of every shipped schema under its ``$id``,
+    so one schema can ``$ref`` another (``urn:cdc-smt:schema:chain#/$defs/transforms``)."""
+    from referencing import Registry, Resource
+
+    resources_ = []
+    for name in names():
+        schema = load(name)
+        if "$id" in schema:
+            resources_.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(resources_)
+
+
 @lru_cache(maxsize=None)
 def validator(name: str):
     """A cached ``jsonschema`` validator for ``schemas/<name>.schema.json``."""
@@ -41,4 +55,4 @@ def validator(name: str):
     schema = load(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, registry=registry(), format_checker=cls.FORMAT_CHECKER)

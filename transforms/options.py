@@ -6,6 +6,7 @@ Kafka Connect's ``ConfigDef`` in miniature. Declarations drive validation
 
 from __future__ import annotations
 
+import difflib
 import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -100,14 +101,21 @@ class Options:
         return f"Options({self._values!r})"
 
 
+def unknown_name_message(what: str, name: str, known: Iterable[str]) -> str:
+    """``unknown option 'feilds' (did you mean 'fields'?; known: a, b)``."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?; " if close else ""
+    return f"unknown {what} {name!r} ({hint}known: {', '.join(known) or 'none'})"
+
+
 def resolve(declared: Iterable[Option], given: Mapping[str, Any], path: str = "") -> Options:
     """Validate ``given`` against ``declared``; unknown names are errors."""
     decl = {o.name: o for o in declared}
     prefix = f"{path}." if path else ""
     unknown = sorted(set(given) - set(decl))
     if unknown:
-        known = ", ".join(sorted(decl)) or "none"
-        raise ConfigError(f"unknown option {unknown[0]!r} (known: {known})", f"{prefix}{unknown[0]}")
+        raise ConfigError(unknown_name_message("option", unknown[0], decl), f"{prefix}{unknown[0]}")
     values: dict[str, Any] = {}
     for name, opt in decl.items():
         if name in given:
