@@ -1,0 +1,1 @@
+"""Benchmarks (``python -m bench.codec``). Not shipped in the wheel; tests never time anything."""

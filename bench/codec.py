@@ -1,0 +1,341 @@
+"""Codec throughput: decode + encode per message, against the orjson floor.
+
+    .venv/bin/python -m bench.codec [--count 200000] [--runs 3]
+
+Generates ``--count`` Canal JSON row changes of realistic size (~900 bytes,
+eleven columns: unsigned bigint, int, varchar, enum, decimal, double,
+tinyint(1), datetime(3), timestamp, date, a nullable column; 60 % inserts,
+30 % updates with ``old``, 10 % deletes) in-process, then times each row of :data:`ROWS`
+through :meth:`transforms.chain.Chain.process_batch` (one codec pair, no
+transforms, no schema catalog), least CPU time of ``--runs``, in one thread
+(``--pin CPU`` to pin it). The floor is ``orjson.loads`` +
+``orjson.dumps`` of the same messages: the least any JSON-to-JSON conversion
+can cost, so "x floor" says how much the model and the two codecs add.
+
+Rows whose codecs are not registered print as ``missing``. To benchmark more
+formats, add a :class:`Row` to :data:`ROWS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Callable, Mapping, Sequence
+
+import orjson
+
+from transforms.chain import Chain
+from transforms.errors import CdcSmtError
+from transforms.formats import get_codec, registry
+from transforms.model import Record
+
+SOURCE_FORMAT = "canal-json"  # what the generator writes
+CHUNK = 10_000  # records per process_batch call; bounds memory, as a worker batch would
+
+#: Debezium JSON as most consumers configure it: typed payload, no schema part.
+DEBEZIUM_TYPED_NO_SCHEMA: dict[str, Any] = {"schemas_enable": False}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured conversion.
+
+    ``input_options`` configure the encoder that turns the generated Canal
+    messages into ``source`` messages (when ``source`` is not Canal JSON).
+    """
+
+    source: str
+    sink: str
+    source_options: Mapping[str, Any] = field(default_factory=dict)
+    sink_options: Mapping[str, Any] = field(default_factory=dict)
+    input_options: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        text = f"{self.source} → {self.sink}"
+        return f"{text} ({self.note})" if self.note else text
+
+
+ROWS: tuple[Row, ...] = (
+    Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row("canal-json", "canal-json"),
+    Row("canal-json", "ticdc-canal-json"),
+    Row("canal-json", "maxwell-json"),
+    Row("canal-json", "dts-avro"),
+    Row("dts-avro", "canal-json"),
+)
+
+
+# -- data ---------------------------------------------------------------------------
+
+MYSQL_TYPES = {
+    "id": "bigint(20) unsigned",
+    "order_no": "varchar(32)",
+    "customer_id": "int(11)",
+    "status": "enum('NEW','PAID','SHIPPED')",
+    "amount": "decimal(12,2)",
+    "weight_kg": "double",
+    "is_gift": "tinyint(1)",
+    "address": "varchar(255)",
+    "created_at": "datetime(3)",
+    "updated_at": "timestamp",
+    "ship_date": "date",
+}
+SQL_TYPES = {  # JDBC codes, as Canal writes them
+    "id": -5,
+    "order_no": 12,
+    "customer_id": 4,
+    "status": 4,
+    "amount": 3,
+    "weight_kg": 8,
+    "is_gift": -6,
+    "address": 12,
+    "created_at": 93,
+    "updated_at": 93,
+    "ship_date": 91,
+}
+_STREETS = ("Nanjing Rd", "Huaihai Middle Rd", "Century Ave", "Hengshan Rd")
+
+
+def _row(rnd: random.Random, row_id: int) -> dict[str, str | None]:
+    """One order row in Canal's value form (every value a string or null)."""
+    created = 1_700_000_000 + row_id * 7
+    amount = Decimal(rnd.randrange(100, 9_999_999)) / 100
+    return {
+        "id": str(row_id),
+        "order_no": f"SO{row_id:012d}",
+        "customer_id": str(rnd.randrange(1, 2_000_000)),
+        "status": rnd.choice(("NEW", "PAID", "SHIPPED")),
+        "amount": f"{amount:.2f}",
+        "weight_kg": repr(round(rnd.uniform(0.1, 40.0), 3)),
+        "is_gift": rnd.choice(("0", "1")),
+        "address": f"{rnd.randrange(1, 2000)} {rnd.choice(_STREETS)}, Shanghai" if rnd.random() < 0.9 else None,
+        "created_at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(created)) + f".{rnd.randrange(1000):03d}",
+        "updated_at": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(created + rnd.randrange(86_400))),
+        "ship_date": time.strftime("%Y-%m-%d", time.gmtime(created + 172_800)),
+    }
+
+
+def canal_messages(count: int, seed: int = 7) -> list[bytes]:
+    """``count`` Canal JSON messages (one row each): 60 % insert, 30 % update, 10 % delete."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(count):
+        row = _row(rnd, i + 1)
+        kind = rnd.random()
+        old = None
+        if kind < 0.6:
+            typ = "INSERT"
+        elif kind < 0.9:
+            typ = "UPDATE"
+            old = [{"status": "NEW", "updated_at": row["created_at"][:19]}]
+        else:
+            typ = "DELETE"
+        es = 1_700_000_000_000 + i * 7
+        msg = {
+            "data": [row],
+            "database": "shop",
+            "es": es,
+            "id": i + 1,
+            "isDdl": False,
+            "mysqlType": MYSQL_TYPES,
+            "old": old,
+            "pkNames": ["id"],
+            "sql": "",
+            "sqlType": SQL_TYPES,
+            "table": "orders",
+            "ts": es + 35,
+            "type": typ,
+        }
+        out.append(orjson.dumps(msg))
+    return out
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    label: str
+    rate: float | None = None  # messages per second
+    status: str = "ok"  # ok | missing | error
+    detail: str = ""
+    errors: int = 0
+
+
+def best_seconds(fn: Callable[[], Any], runs: int) -> float:
+    """Least CPU time of ``runs`` calls (collecting garbage before each).
+
+    CPU time, not wall time: on a shared machine, time spent descheduled is
+    not the codec's cost. The work is single-threaded, so the two agree on an
+    idle machine.
+    """
+    best = float("inf")
+    for _ in range(runs):
+        gc.collect()
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def floor_seconds(values: Sequence[bytes], runs: int) -> float:
+    loads, dumps = orjson.loads, orjson.dumps
+
+    def once() -> None:
+        for v in values:
+            dumps(loads(v))
+
+    return best_seconds(once, runs)
+
+
+def convert_all(chain: Chain, records: Sequence[Record]) -> tuple[list[Record], int]:
+    """Outputs and dead-letter count of one pass (untimed use: building inputs)."""
+    outputs: list[Record] = []
+    errors = 0
+    for start in range(0, len(records), CHUNK):
+        result = chain.process_batch(records[start : start + CHUNK])
+        outputs.extend(result.outputs)
+        errors += len(result.dead_letters)
+    return outputs, errors
+
+
+class Inputs:
+    """Messages in each source format, converted once from the generated Canal ones."""
+
+    def __init__(self, canal: list[bytes]) -> None:
+        self.canal = canal
+        self._cache: dict[tuple[str, bytes], list[Record]] = {}
+
+    def records(self, fmt: str, options: Mapping[str, Any]) -> list[Record]:
+        key = (fmt, orjson.dumps(dict(options), option=orjson.OPT_SORT_KEYS))
+        if key not in self._cache:
+            canal = [Record(value=v) for v in self.canal]
+            if fmt == SOURCE_FORMAT:
+                self._cache[key] = canal
+            else:
+                chain = Chain(get_codec(SOURCE_FORMAT), get_codec(fmt, options), [], "all")
+                outputs, errors = convert_all(chain, canal)
+                if errors:
+                    raise CdcSmtError(f"{errors} generated messages could not be converted to {fmt}")
+                self._cache[key] = [Record(value=r.value, key=r.key) for r in outputs]
+        return self._cache[key]
+
+
+def measure(row: Row, inputs: Inputs, runs: int) -> Result:
+    known = registry()
+    absent = [f for f in (row.source, row.sink, SOURCE_FORMAT) if f not in known]
+    if absent:
+        return Result(row.label, status="missing", detail=", ".join(sorted(set(absent))))
+    try:
+        records = inputs.records(row.source, row.input_options)
+        errors = 0
+
+        def once() -> None:
+            nonlocal errors
+            chain = Chain(get_codec(row.source, row.source_options), get_codec(row.sink, row.sink_options), [], "all")
+            errors = 0
+            for start in range(0, len(records), CHUNK):
+                errors += len(chain.process_batch(records[start : start + CHUNK]).dead_letters)
+            errors += len(chain.flush().dead_letters)
+
+        seconds = best_seconds(once, runs)
+    except CdcSmtError as exc:
+        return Result(row.label, status="error", detail=str(exc))
+    return Result(row.label, rate=len(records) / seconds, errors=errors)
+
+
+def pin(cpu: int | None) -> str:
+    """Optionally pin to one CPU (steadier numbers on an idle machine; worse on a busy one)."""
+    if cpu is None:
+        return "one thread, not pinned"
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except (AttributeError, OSError) as exc:
+        return f"not pinned ({exc})"
+    return f"pinned to CPU {cpu}"
+
+
+def pin_one_core() -> str:
+    """Pin to the lowest CPU this process may use (``bench.chain`` relies on it)."""
+    try:
+        cpu = min(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return "not pinned"
+    return pin(cpu)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def _cells(result: Result, floor_rate: float) -> tuple[str, str]:
+    if result.rate is None:
+        return result.status, result.detail
+    cost = f"{floor_rate / result.rate:.1f}×"
+    if result.errors:
+        cost += f" ({result.errors} errors!)"
+    return f"{result.rate:,.0f}", cost
+
+
+def markdown_table(results: list[Result], floor_rate: float) -> str:
+    lines = ["| conversion | msgs/s | cost vs floor |", "|---|---:|---:|"]
+    lines.append(f"| floor: `orjson.loads` + `orjson.dumps` | {floor_rate:,.0f} | 1.0× |")
+    for r in results:
+        rate, cost = _cells(r, floor_rate)
+        lines.append(f"| {r.label} | {rate} | {cost} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.codec", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=200_000, help="messages per run (default 200000)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per row; the best counts (default 3)")
+    parser.add_argument("--pin", type=int, metavar="CPU", help="pin the process to this CPU (Linux)")
+    args = parser.parse_args(argv)
+
+    pinned = pin(args.pin)
+    messages = canal_messages(args.count)
+    avg = sum(map(len, messages)) / len(messages)
+    print(
+        f"{args.count} messages, {avg:.0f} bytes on average (Canal JSON); best CPU time of {args.runs}; "
+        f"Python {platform.python_version()}, orjson {orjson.__version__}; {cpu_model()}, {pinned}",
+        flush=True,
+    )
+    floor_rate = args.count / floor_seconds(messages, args.runs)
+    print(f"{'floor: orjson loads+dumps':<55} {floor_rate:>12,.0f} msgs/s", flush=True)
+
+    inputs = Inputs(messages)
+    results = []
+    for row in ROWS:
+        result = measure(row, inputs, args.runs)
+        results.append(result)
+        rate, cost = _cells(result, floor_rate)
+        unit = " msgs/s" if result.rate is not None else ""
+        print(f"{row.label:<55} {rate:>12}{unit}  {cost}", flush=True)
+    print()
+    print(markdown_table(results, floor_rate))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The wheel a user installs: every module and schema is in it and loads from it.
+
+Editable installs hide packaging mistakes (a package without ``__init__.py``,
+data files outside ``package-data``), so this builds a real wheel from a copy
+of the tree and imports ``schemas`` from a fresh venv that sees nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("transforms", "connector", "schemas")
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
+
+CHECK_SCHEMAS = """
+import json, sys
+import schemas
+result = {"file": schemas.__file__, "names": schemas.names(), "loaded": {}, "avro": {}}
+for name in result["names"]:
+    result["loaded"][name] = isinstance(schemas.load(name), dict)
+for name in sys.argv[1:]:
+    result["avro"][name] = isinstance(schemas.load_avro(name), (dict, list))
+print(json.dumps(result))
+"""
+
+
+def _source_files() -> set[str]:
+    """Every file of the shipped packages in the source tree, as wheel paths."""
+    out = set()
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
+                out.add(path.relative_to(ROOT).as_posix())
+    return out
+
+
+def _copy_project(dest: Path) -> None:
+    """Top-level files and the packages only: no .venv, no build residue in the checkout."""
+    dest.mkdir()
+    for path in ROOT.iterdir():
+        if path.is_file():
+            shutil.copy2(path, dest / path.name)
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, dest / pkg, ignore=_IGNORE)
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, **kw)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _copy_project(src)
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--disable-pip-version-check", "-w", str(dist)])
+    (wheel,) = dist.glob("cdc_smt-*.whl")
+
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        entry_points = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
+    shipped = {n for n in names if n.split("/", 1)[0] in PACKAGES}
+    expected = _source_files()
+    assert sorted(expected - shipped) == [], "files missing from the wheel"
+    assert "connector/cli.py" in shipped and "connector/commands/convert.py" in shipped
+    assert "cdc-smt = connector.cli:main" in entry_points
+    assert not any(n.startswith(("tests/", "bench/")) for n in names)
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    vpy = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    _run(
+        [sys.executable, "-m", "pip", "--python", str(vpy), "install", "--no-deps", "--no-index",
+         "--disable-pip-version-check", str(wheel)]
+    )  # fmt: skip
+
+    schema_names = sorted(p.name[: -len(".schema.json")] for p in (ROOT / "schemas").glob("*.schema.json"))
+    avro_names = sorted(p.stem for p in (ROOT / "schemas").glob("*.avsc"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    empty = tmp_path / "cwd"
+    empty.mkdir()
+    proc = _run([str(vpy), "-I", "-c", CHECK_SCHEMAS, *avro_names], cwd=empty, env=env)
+    result = json.loads(proc.stdout)
+
+    assert Path(result["file"]).resolve().is_relative_to(venv.resolve()), result["file"]
+    assert result["names"] == schema_names
+    assert result["loaded"] == {n: True for n in schema_names}
+    assert result["avro"] == {n: True for n in avro_names}
