@@ -41,23 +41,23 @@ def test_generation_is_deterministic() -> None:
 
 def test_write_and_check(tmp_path: Path) -> None:
     f = tmp_path / "README.md"
-    f.write_text(f"# Title\n\nintro\n\n{reference.BEGIN}\nold\n{reference.END}\n\nafter\n")
+    stale = "".join(f"{b}\nold\n{e}\n\n" for b, e in map(reference.markers, reference.BLOCKS))
+    f.write_text(f"# Title\n\nintro\n\n{stale}after\n")
     assert reference.main(["--check", str(f)]) == 1
     assert reference.main(["--write", str(f)]) == 0
     text = f.read_text()
     assert text.startswith("# Title\n\nintro\n\n") and text.endswith("\n\nafter\n")
-    assert reference.current_block(text) == reference.block()
+    for name in reference.BLOCKS:
+        assert reference.current_block(text, name) == reference.block(name)
     assert reference.main(["--check", str(f)]) == 0
-    f.write_text("no markers\n")
+    f.write_text(f"{reference.BEGIN}\n{reference.END}\n")  # some blocks missing
     assert reference.main(["--check", str(f)]) == 2
 
 
-def test_readme_reference_is_current() -> None:
+@pytest.mark.parametrize("name", sorted(reference.BLOCKS))
+def test_readme_generated_blocks_are_current(name: str) -> None:
     text = README.read_text(encoding="utf-8")
-    if not reference.has_markers(text):
-        pytest.skip(
-            "README.md has no generated YAML reference block yet (python -m transforms.reference --write README.md)"
-        )
-    assert reference.current_block(text) == reference.block(), (
-        "README.md's YAML reference is stale: run python -m transforms.reference --write README.md"
+    assert reference.has_markers(text, name), f"README.md lacks the generated {name} block"
+    assert reference.current_block(text, name) == reference.block(name), (
+        f"README.md's {name} block is stale: run python -m transforms.reference --write README.md"
     )

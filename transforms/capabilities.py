@@ -57,6 +57,16 @@ def matrix_markdown() -> str:
     return "\n".join(lines)
 
 
+def formats_markdown() -> str:
+    """The format table: name, what it is, directions and framing."""
+    lines = ["| format | what it is | decode | encode | messages |", "|---|---|---|---|---|"]
+    for name, cls in registry().items():
+        framing = "schemaless Avro binary" if cls.binary else "JSON"
+        desc = (cls.description or "").replace("|", "\\|")
+        lines.append(f"| `{name}` | {desc} | yes | yes | {framing} |")
+    return "\n".join(lines)
+
+
 def _check_declared_fields() -> None:
     declared = {f.name for f in fields(Capabilities)} - {"before_image"}
     missing = declared - set(_FEATURES)

@@ -24,6 +24,8 @@ from transforms.options import Option
 
 BEGIN = "<!-- BEGIN GENERATED: yaml-reference -->"
 END = "<!-- END GENERATED: yaml-reference -->"
+# Other generated README blocks (formats table, capability matrix) use the same
+# marker shape; see BLOCKS.
 
 #: Transforms in the order the README presents them (others follow alphabetically).
 ORDER = (
@@ -138,54 +140,79 @@ def generate() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def block() -> str:
-    """The generated reference between its markers."""
-    return f"{BEGIN}\n\n{generate()}\n{END}"
+def block(name: str = "yaml-reference") -> str:
+    """A generated README block between its markers."""
+    begin, end = markers(name)
+    return f"{begin}\n\n{BLOCKS[name]()}\n{end}"
 
 
-def has_markers(text: str) -> bool:
-    return BEGIN in text and END in text
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
 
 
-def current_block(text: str) -> str:
+def has_markers(text: str, name: str = "yaml-reference") -> bool:
+    begin, end = markers(name)
+    return begin in text and end in text
+
+
+def current_block(text: str, name: str = "yaml-reference") -> str:
     """The marked block as it is in ``text`` (markers included)."""
-    start = text.index(BEGIN)
-    end = text.index(END, start) + len(END)
-    return text[start:end]
+    begin, end = markers(name)
+    start = text.index(begin)
+    stop = text.index(end, start) + len(end)
+    return text[start:stop]
 
 
-def replace_block(text: str) -> str:
+def replace_block(text: str, name: str = "yaml-reference") -> str:
     """``text`` with its marked block regenerated; ``ValueError`` when the markers are missing."""
-    if not has_markers(text):
-        raise ValueError(f"no {BEGIN} ... {END} block to replace")
-    return text.replace(current_block(text), block(), 1)
+    if not has_markers(text, name):
+        begin, end = markers(name)
+        raise ValueError(f"no {begin} ... {end} block to replace")
+    return text.replace(current_block(text, name), block(name), 1)
+
+
+def _formats() -> str:
+    from transforms.capabilities import formats_markdown
+
+    return formats_markdown()
+
+
+def _capabilities() -> str:
+    from transforms.capabilities import matrix_markdown
+
+    return matrix_markdown()
+
+
+#: Every generated README block: marker name -> generator.
+BLOCKS = {"yaml-reference": generate, "formats": _formats, "capabilities": _capabilities}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transforms.reference", description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="FILE", help="regenerate the marked block in FILE")
-    group.add_argument("--check", metavar="FILE", help="exit 1 if the marked block in FILE is stale")
+    group.add_argument("--write", metavar="FILE", help="regenerate every marked block in FILE")
+    group.add_argument("--check", metavar="FILE", help="exit 1 if a marked block in FILE is stale")
     args = parser.parse_args(argv)
-    if args.write or args.check:
-        path = Path(args.write or args.check)
-        text = path.read_text(encoding="utf-8")
-        if not has_markers(text):
-            print(f"{path}: add the lines\n{BEGIN}\n{END}\nwhere the reference belongs", file=sys.stderr)
-            return 2
-        new = replace_block(text)
-        if args.check:
-            if new != text:
-                print(
-                    f"{path}: the YAML reference is stale; run python -m transforms.reference --write {path}",
-                    file=sys.stderr,
-                )
-                return 1
-            return 0
-        if new != text:
-            path.write_text(new, encoding="utf-8")
+    if not (args.write or args.check):
+        sys.stdout.write(block() + "\n")
         return 0
-    sys.stdout.write(block() + "\n")
+    path = Path(args.write or args.check)
+    text = path.read_text(encoding="utf-8")
+    missing = [name for name in BLOCKS if not has_markers(text, name)]
+    if missing:
+        lines = "\n".join(m for name in missing for m in markers(name))
+        print(f"{path}: add the lines\n{lines}\nwhere the generated blocks belong", file=sys.stderr)
+        return 2
+    new = text
+    for name in BLOCKS:
+        new = replace_block(new, name)
+    if args.check:
+        if new != text:
+            print(f"{path}: generated blocks are stale; run python -m transforms.reference --write {path}", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        path.write_text(new, encoding="utf-8")
     return 0
 
 
@@ -193,4 +220,4 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
-__all__ = ["BEGIN", "END", "block", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]
+__all__ = ["BEGIN", "BLOCKS", "END", "block", "markers", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]
