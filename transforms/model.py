@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 import msgspec
 
@@ -112,8 +112,57 @@ class SourcePosition(msgspec.Struct, kw_only=True, gc=False):
     row: int | None = None  # row index within the binlog event
 
 
+class Target(NamedTuple):
+    """A rendering of a column's typed value that a consumer of raw values wants.
+
+    Consumers of a :class:`ValueForm` ask it for a :meth:`ValueForm.converter`
+    straight from raw values to one of these, so hot paths can skip building
+    the typed Python objects. ``kind`` says what is produced from the typed value
+    ``v`` (``scale``/``tz`` are parameters of some kinds):
+
+    ``typed``         ``v`` itself (what :meth:`ValueForm.to_python` returns)
+    ``int``           ``v`` (an int: INT, YEAR)
+    ``int64``         ``v`` wrapped into the signed 64-bit range (BIGINT UNSIGNED as a Java long)
+    ``float``         ``v`` (a float: DOUBLE)
+    ``bool``          ``v`` (BIT(1))
+    ``str``           ``v`` (a str: character types, ENUM, SET, JSON)
+    ``unscaled_b64``  base64 of the minimal big-endian two's complement of ``v * 10**scale``
+                      (Kafka Connect Decimal; DECIMAL columns)
+    ``epoch_days``    days from 1970-01-01 to the date ``v``
+    ``epoch_ms``      milliseconds from 1970-01-01T00:00 to the wall clock ``v`` (floor)
+    ``epoch_us``      microseconds, likewise
+    ``iso_utc``       the instant of the wall clock ``v`` in zone ``tz`` as UTC ISO-8601 text,
+                      ``YYYY-MM-DDTHH:MM:SS[.fraction without trailing zeros]Z``
+
+    Only regular values have a rendering: for zero/invalid temporals
+    (:class:`~transforms.types.InvalidTemporal`) and anything else a converter
+    does not handle it raises, and the consumer takes the typed path.
+    """
+
+    kind: str
+    scale: int = 0
+    tz: str = "UTC"
+
+
+#: The typed value itself (``converter(column, TYPED)`` is a compiled ``to_python``).
+TYPED = Target("typed")
+
+
 class ValueForm(Protocol):
-    """The raw encoding of row values of one format (e.g. Canal's strings)."""
+    """The raw encoding of row values of one format (e.g. Canal's strings).
+
+    Required: ``name`` and ``to_python(column, raw)``. Optional, for speed:
+    ``raw_type`` (the Python type of the form's regular raw values, ``str`` for
+    text forms) and ``converter(column, target)``, which returns a function from
+    raw values of exactly ``raw_type`` to the :class:`Target` rendering of their
+    typed value, or ``None`` when the form has none for that column. The
+    function must return exactly what rendering ``to_python(column, raw)`` would
+    give, or raise (any exception) for values it does not handle, in which case
+    the caller falls back to ``to_python``. Callers compile the converters once
+    per table schema and call them per value. A form may also offer
+    ``reader(column)``: exactly ``to_python(column, ·)`` as a one-argument
+    function, for every raw value.
+    """
 
     name: str
 
@@ -178,13 +227,22 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
         schema = self.schema
         if schema is None:
             raise ValueError(f"cannot type values of {self.source.database}.{self.source.table}: no table schema")
-        by_name = schema.by_name
+        steps, raw_type = typed_steps(schema, form)
+        to_python = form.to_python
         for image in (self.before, self.after):
             if image:
                 for name, raw in image.items():
-                    col = by_name.get(name)
-                    if col is not None and raw is not None:
-                        image[name] = form.to_python(col, raw)
+                    step = steps.get(name)
+                    if step is None or raw is None:
+                        continue
+                    fast, col = step
+                    if fast is not None and (raw_type is None or raw.__class__ is raw_type):
+                        try:
+                            image[name] = fast(raw)
+                            continue
+                        except Exception:  # noqa: BLE001 - the form's own path decides (and words the error)
+                            pass
+                    image[name] = to_python(col, raw)
         self.values = None
         return self
 
@@ -194,6 +252,79 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
             return self.key
         image = self.row or {}
         return {k: image.get(k) for k in self.pk}
+
+
+#: (id(schema), id(form), what) -> (schema, form, artefact): what codecs compile per table
+#: schema (converters of value forms, type maps). Keyed by identity -- the events of a
+#: stream share their schema object, and hashing a schema is not cheap -- and kept off the
+#: schema object so schemas stay picklable. The strong references keep ids from being reused.
+_COMPILED: dict[tuple[int, int, Any], tuple[Any, Any, Any]] = {}
+_COMPILED_SIZE = 2048
+
+
+def compiled(schema: TableSchema, form: Any, what: Any, build: Callable[[], Any]) -> Any:
+    """``build()``, cached per (schema object, ``form`` object, ``what``): ``form`` is
+    whatever else the artefact depends on by identity, ``what`` (hashable) the rest."""
+    key = (id(schema), id(form), what)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is schema and hit[1] is form:
+        return hit[2]
+    value = build()
+    if len(_COMPILED) >= _COMPILED_SIZE:
+        _COMPILED.clear()
+    _COMPILED[key] = (schema, form, value)
+    return value
+
+
+def typed_steps(schema: TableSchema, form: Any) -> tuple[dict[str, tuple[Any, Column]], type | None]:
+    """Per column of ``schema``: (the form's compiled ``to_python`` or ``None``, column);
+    and the type of raw values the compiled functions apply to (``None``: all)."""
+
+    def build() -> tuple[dict[str, tuple[Any, Column]], type | None]:
+        reader = getattr(form, "reader", None)
+        if reader is not None:
+            return {c.name: (reader(c), c) for c in schema.columns}, None
+        raw_type = getattr(form, "raw_type", None)
+        converter = getattr(form, "converter", None) if raw_type is not None else None
+        steps = {c.name: (converter(c, TYPED) if converter is not None else None, c) for c in schema.columns}
+        return steps, raw_type
+
+    return compiled(schema, form, "typed", build)
+
+
+def typed_reader(form: Any, column: Column) -> Callable[[Any], Any]:
+    """``form.to_python(column, raw)`` as a one-argument function (same results, same
+    errors): the form's own ``reader(column)`` when it has one, else through its
+    compiled converter when it has one."""
+    own = getattr(form, "reader", None)
+    if own is not None:
+        return own(column)
+    to_python = form.to_python
+
+    def reference(raw: Any) -> Any:
+        return to_python(column, raw)
+
+    raw_type = getattr(form, "raw_type", None)
+    converter = getattr(form, "converter", None) if raw_type is not None else None
+    fast = converter(column, TYPED) if converter is not None else None
+    if fast is None:
+        return reference
+    if fast is str and raw_type is str:
+
+        def read_text(raw: Any) -> Any:
+            return raw if raw.__class__ is str else to_python(column, raw)
+
+        return read_text
+
+    def read(raw: Any) -> Any:
+        if raw.__class__ is raw_type:
+            try:
+                return fast(raw)
+            except Exception:  # noqa: BLE001 - to_python decides (and words the error)
+                pass
+        return to_python(column, raw)
+
+    return read
 
 
 def materialize(event: ChangeEvent) -> ChangeEvent:
@@ -225,7 +356,12 @@ __all__ = [
     "Op",
     "Record",
     "SourcePosition",
+    "TYPED",
     "TableSchema",
+    "Target",
     "ValueForm",
+    "compiled",
     "materialize",
+    "typed_reader",
+    "typed_steps",
 ]

@@ -33,6 +33,7 @@ unchanged and typed formats can apply their documented rule.
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as dt
 import enum
 import math
@@ -41,7 +42,7 @@ import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 
@@ -539,6 +540,135 @@ def from_text(mtype: MySQLType, s: str) -> Any:
     raise ValueError(f"no text conversion for {mtype.base}")
 
 
+# ---------------------------------------------------------------------------
+# Compiled conversions from MySQL text straight to renderings of typed values
+# (``transforms.model.Target``), for value forms whose raw values are that text.
+# ---------------------------------------------------------------------------
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_DATETIME_FROM_ISO = dt.datetime.fromisoformat
+_DATE_FROM_ISO = dt.date.fromisoformat
+_B2A = binascii.b2a_base64
+_U63 = 1 << 63
+_U64 = 1 << 64
+_BIT1_TEXT = {"0": False, "1": True}
+
+
+def text_converter(mtype: MySQLType, target: Any) -> Callable[[str], Any] | None:
+    """A function from MySQL text (as :func:`from_text` reads it) to ``target``'s
+    rendering of the typed value (see ``transforms.model.Target``), or ``None``.
+
+    The functions return exactly what the rendering of ``from_text(mtype, s)``
+    is, and raise for any text they do not handle (zero dates, rounding,
+    malformed text): the caller then takes the typed path, which decides.
+    """
+    kind = mtype.kind
+    tk = target.kind
+    if kind is Kind.INT or kind is Kind.YEAR:
+        if tk == "typed" or tk == "int":
+            return int
+        if tk == "int64":
+            return _int64_from_text
+        return None
+    if kind is Kind.STRING or kind is Kind.ENUM or kind is Kind.SET or kind is Kind.JSON:
+        return str if tk == "typed" or tk == "str" else None
+    if kind is Kind.DECIMAL:
+        if tk == "typed":
+            return Decimal
+        if tk == "unscaled_b64":
+            return _unscaled_b64_from_text(target.scale)
+        return None
+    if kind is Kind.FLOAT:
+        if (tk == "typed" or tk == "float") and not is_single_precision(mtype):
+            return float
+        return None
+    if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
+        if tk == "typed":
+            return _DATETIME_FROM_ISO
+        if tk == "epoch_ms":
+            return _epoch_from_text(dt.timedelta(milliseconds=1))
+        if tk == "epoch_us":
+            return _epoch_from_text(_US)
+        if tk == "iso_utc":
+            return _iso_utc_from_text(target.tz)
+        return None
+    if kind is Kind.DATE:
+        if tk == "typed":
+            return _DATE_FROM_ISO
+        if tk == "epoch_days":
+            return _epoch_days_from_text
+        return None
+    if kind is Kind.TIME:
+        return parse_time if tk == "typed" else None
+    if kind is Kind.BYTES or kind is Kind.GEOMETRY:
+        return _latin1 if tk == "typed" else None
+    if kind is Kind.BIT:
+        if mtype.length == 1:
+            return _BIT1_TEXT.__getitem__ if tk == "typed" or tk == "bool" else None
+        return int if tk == "typed" or tk == "int" else None
+    return None
+
+
+def _latin1(s: str) -> bytes:
+    return s.encode("latin-1")
+
+
+def _int64_from_text(s: str) -> int:
+    n = int(s)
+    return n - _U64 if n >= _U63 else n
+
+
+def _unscaled_b64_from_text(scale: int) -> Callable[[str], str]:
+    """``[-]digits[.digits]`` with at most ``scale`` fraction digits -> Connect Decimal
+    base64, without building a Decimal (more digits need rounding: raise)."""
+    pads = tuple(10**k for k in range(scale + 1))
+
+    def convert(s: str, _b2a: Callable = _B2A) -> str:
+        whole, _, frac = s.partition(".")
+        short = scale - len(frac)
+        if (
+            short < 0
+            or (frac and not frac.isdecimal())
+            or not (whole.isdecimal() or (whole[:1] == "-" and whole[1:].isdecimal()))
+        ):
+            raise ValueError(s)  # more fraction digits than the scale (rounding), or not plain digits
+        n = int(whole + frac) * pads[short]
+        if n >= 0:
+            return _b2a(n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True), newline=False).decode()
+        return _b2a(n.to_bytes((~n).bit_length() // 8 + 1, "big", signed=True), newline=False).decode()
+
+    return convert
+
+
+def _epoch_from_text(unit: dt.timedelta) -> Callable[[str], int]:
+    def convert(s: str, _parse: Callable = _DATETIME_FROM_ISO, _epoch: dt.datetime = _EPOCH) -> int:
+        return (_parse(s) - _epoch) // unit  # aware values: TypeError
+
+    return convert
+
+
+def _epoch_days_from_text(s: str) -> int:
+    return _DATE_FROM_ISO(s).toordinal() - _EPOCH_ORDINAL
+
+
+def _iso_utc_from_text(tz: str) -> Callable[[str], str]:
+    shift = None if tz == "UTC" else zone(tz)
+
+    def convert(s: str, _parse: Callable = _DATETIME_FROM_ISO) -> str:
+        v = _parse(s)
+        if v.tzinfo is not None:
+            raise ValueError(s)
+        if shift is None:
+            if len(s) == 19 and s[10] == " " and s[4] == "-" and s[7] == "-" and s[13] == ":" and s[16] == ":":
+                return f"{s[:10]}T{s[11:]}Z"  # YYYY-MM-DD HH:MM:SS: the ISO text already
+        else:
+            v = v.replace(tzinfo=shift).astimezone(_UTC).replace(tzinfo=None)
+        iso = v.isoformat()
+        return (iso.rstrip("0") if v.microsecond else iso) + "Z"
+
+    return convert
+
+
 def to_text(mtype: MySQLType, v: Any) -> str:
     """MySQL text rendering of a typed value (inverse of :func:`from_text`)."""
     kind = mtype.kind
@@ -648,6 +778,7 @@ __all__ = [
     "rebase_timestamp",
     "set_bits_from_labels",
     "set_labels_from_bits",
+    "text_converter",
     "to_json_value",
     "to_text",
     "type_from_jdbc",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import hashlib
 import math
 import struct
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
-from transforms.model import Column, TableSchema
+from transforms.model import TYPED, Column, TableSchema, Target
 from transforms.types import (
     Kind,
     MySQLType,
@@ -810,6 +811,12 @@ class DebeziumForm:
             fn = self.by_type.get(column.type)
         return raw if fn is None else fn(raw)
 
+    def reader(self, column: Column) -> Converter:
+        """``to_python(column, ·)`` resolved once for the column."""
+        name = column.name
+        fn = self.decoders.get(name) if name in self.names else self.by_type.get(column.type)
+        return fn if fn is not None else _same
+
     def __repr__(self) -> str:
         return f"DebeziumForm({self.name!r})"
 
@@ -841,6 +848,8 @@ class Plan:
         "value_fields",
         "numeric_decimals",
         "tz",
+        "pair_items",
+        "raw_plans",
         "__weakref__",
     )
 
@@ -861,6 +870,12 @@ class Plan:
                 dec[f.column.name] = d
         self.encoders = enc
         self.encoder_items = tuple(enc.items())
+        #: (name, encoder, may an equal before-value reuse the after-value's result?)
+        self.pair_items = tuple(
+            (f.column.name, enc[f.column.name], f.repr.kind not in _SCALE_SENSITIVE) for f in self.fields if f.column.name in enc
+        )
+        #: Compiled raw-form converters of source value forms (see :meth:`raw_plan`).
+        self.raw_plans: dict[Any, RawPlan] = {}
         self.decoders = dec
         self.numeric_decimals = tuple(f.column.name for f in self.fields if f.repr.kind == "decimal")
         sig = tuple((f.column.name, f.repr.signature(), f.column.nullable) for f in self.fields)
@@ -881,17 +896,170 @@ class Plan:
         return out
 
     def encode_pair(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Both images of an update; unchanged values are converted once."""
+        """Both images of an update; unchanged values are converted once.
+
+        An equal before-value reuses the after-value's result only when equal
+        values have equal results: not for signed zeros (``-0.0 == 0.0``) and not
+        for variable-scale decimals (``1.5 == 1.50``)."""
         b = dict(before)
         a = dict(after)
-        for name, fn in self.encoder_items:
+        for name, fn, reuse_equal in self.pair_items:
             av = a.get(name)
             if av is not None:
                 a[name] = fn(av)
             bv = b.get(name)
             if bv is not None:
-                b[name] = a[name] if av is not None and (bv is av or bv == av) else fn(bv)
+                if av is not None and (bv is av or (reuse_equal and _same_result(bv, av))):
+                    b[name] = a[name]
+                else:
+                    b[name] = fn(bv)
         return b, a
+
+    def raw_plan(self, form: Any) -> "RawPlan":
+        """The compiled conversion of raw values of ``form`` to this plan's representations."""
+        rp = self.raw_plans.get(form)
+        if rp is None:
+            if len(self.raw_plans) >= 64:
+                self.raw_plans.clear()
+            rp = self.raw_plans[form] = RawPlan(self, form)
+        return rp
+
+
+#: Representations whose result depends on more than the value's equality class.
+_SCALE_SENSITIVE = frozenset({"vsdecimal"})
+
+
+def _same_result(bv: Any, av: Any) -> bool:
+    """Equal typed values of one type that encode alike (signed zeros do not)."""
+    t = bv.__class__
+    if t is not av.__class__ or bv != av:
+        return False
+    return (t is not float and t is not Decimal) or bool(av)
+
+
+def target_for(r: Repr, mt: MySQLType, tz: str) -> Target | None:
+    """The :class:`~transforms.model.Target` that the encoder of ``r`` renders typed
+    values of ``mt`` as (for values that are not zero dates), or ``None``."""
+    kind = r.kind
+    k = mt.kind
+    if kind == "int":
+        if mt.base == "bigint" and mt.unsigned and r.ctype == "int64":
+            return Target("int64")
+        return Target("int") if k is Kind.INT or k is Kind.YEAR else None
+    if kind == "float64":
+        return Target("float") if k is Kind.FLOAT else None
+    if kind == "bool":
+        return Target("bool") if k is Kind.BIT and (mt.length or 1) == 1 else None
+    if kind == "string":
+        return Target("str") if k in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON) else None
+    if kind == "decimal":
+        return Target("unscaled_b64", scale=r.scale) if k is Kind.DECIMAL or k is Kind.INT else None
+    if kind == "date":
+        return Target("epoch_days") if k is Kind.DATE else None
+    if kind == "ts_ms" or kind == "ts_us":
+        if k is Kind.DATETIME or k is Kind.TIMESTAMP:
+            return Target("epoch_ms" if kind == "ts_ms" else "epoch_us")
+        return None
+    if kind == "zoned":
+        return Target("iso_utc", tz=tz) if k is Kind.DATETIME or k is Kind.TIMESTAMP else None
+    return None
+
+
+class RawPlan:
+    """Raw values of one source value form -> one plan's Debezium JSON values, per column.
+
+    Each column gets the form's converter straight to the plan's rendering when
+    the form has one (``ValueForm.converter``), else the form's compiled typed
+    conversion followed by the plan's encoder, else ``to_python`` followed by the
+    encoder. Values a converter does not handle, and values not of the form's
+    ``raw_type``, take ``to_python`` + encoder: the result is always what
+    typing the event and encoding it gives. Errors propagate; callers then take
+    the typed path so errors read the same.
+    """
+
+    __slots__ = ("steps", "raw_type")
+
+    def __init__(self, plan: Plan, form: Any) -> None:
+        raw_type = getattr(form, "raw_type", None)
+        converter = getattr(form, "converter", None) if raw_type is not None else None
+        to_python = form.to_python
+        steps = []
+        for f in plan.fields:
+            col = f.column
+            enc = plan.encoders.get(col.name)
+            slow = _compose(enc, functools.partial(to_python, col))
+            fast = None
+            if converter is not None:
+                target = target_for(f.repr, col.mysql, plan.tz)
+                if target is not None:
+                    fast = converter(col, target)
+                if fast is None:
+                    parse = converter(col, TYPED)
+                    if parse is not None:
+                        fast = _compose(enc, parse)
+            if fast is None:
+                fast = slow
+            elif fast is str and raw_type is str:
+                fast = None  # str(text) is the text: nothing to do
+            steps.append((col.name, fast, slow))
+        self.steps = tuple(steps)
+        self.raw_type = raw_type
+
+    def row(self, image: Mapping[str, Any]) -> dict[str, Any]:
+        """One raw image -> Debezium JSON row (columns the plan lacks are written as is)."""
+        out = dict(image)
+        rt = self.raw_type
+        for name, fast, slow in self.steps:
+            v = out.get(name)
+            if v.__class__ is rt:
+                if fast is not None:
+                    try:
+                        out[name] = fast(v)
+                    except Exception:  # noqa: BLE001 - not a value the converter handles
+                        out[name] = slow(v)
+            elif v is not None:
+                out[name] = slow(v)
+        return out
+
+    def pair(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Both raw images of an update; values the images share are converted once."""
+        a = dict(after)
+        b = dict(before)
+        rt = self.raw_type
+        for name, fast, slow in self.steps:
+            av = a.get(name)
+            if av.__class__ is rt:
+                if fast is not None:
+                    try:
+                        a[name] = fast(av)
+                    except Exception:  # noqa: BLE001
+                        a[name] = slow(av)
+            elif av is not None:
+                a[name] = slow(av)
+            bv = b.get(name)
+            if bv is None:
+                continue
+            if bv is av or (bv.__class__ is rt and bv == av):  # same raw value, same result
+                b[name] = a[name]
+            elif bv.__class__ is rt:
+                if fast is not None:
+                    try:
+                        b[name] = fast(bv)
+                    except Exception:  # noqa: BLE001
+                        b[name] = slow(bv)
+            else:
+                b[name] = slow(bv)
+        return b, a
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def _compose(enc: Converter | None, first: Converter) -> Converter:
+    if enc is None:
+        return first
+    return lambda v: enc(first(v))
 
 
 def plan_for_schema(schema: TableSchema, opts: ConnectOptions, tz: str) -> Plan:
@@ -1010,6 +1178,7 @@ __all__ = [
     "DebeziumForm",
     "FieldPlan",
     "Plan",
+    "RawPlan",
     "Repr",
     "TIME_MODES",
     "f32",
@@ -1024,6 +1193,7 @@ __all__ = [
     "repr_for_type",
     "repr_from_field",
     "schema_from_python",
+    "target_for",
     "type_from_field",
     "unscaled_bytes",
 ]

@@ -81,6 +81,7 @@ class Codec:
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, path: str = "", catalog: Any = None) -> None:
         self.opts: Options = resolve(self.all_options(), options or {}, path)
+        self._max_message_bytes: int = self.opts.max_message_bytes  # read per message
         if catalog is None and self.own_catalog:
             from transforms.catalog import SchemaCatalog  # sqlglot is heavy: only for these formats
 
@@ -126,8 +127,9 @@ class Codec:
 
     def encode_batch(self, events: Iterable[ChangeEvent]) -> list[Record]:
         out: list[Record] = []
+        encode = self.encode
         for e in events:
-            out.extend(self.encode(e))
+            out += encode(e)
         return out
 
     # -- helpers -----------------------------------------------------------
@@ -138,9 +140,9 @@ class Codec:
         return self.catalog.get(database, table)
 
     def check_size(self, value: bytes) -> None:
-        if len(value) > self.opts.max_message_bytes:
+        if len(value) > self._max_message_bytes:
             raise DecodeError(
-                f"message of {len(value)} bytes exceeds max_message_bytes={self.opts.max_message_bytes}",
+                f"message of {len(value)} bytes exceeds max_message_bytes={self._max_message_bytes}",
                 format=self.name,
             )
 
@@ -162,7 +164,8 @@ class JsonCodec(Codec):
         value = record.value
         if value is None:
             return self.decode_tombstone(record)
-        self.check_size(value)
+        if len(value) > self._max_message_bytes:
+            self.check_size(value)
         try:
             obj = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
@@ -214,9 +217,11 @@ class JsonCodec(Codec):
             raise EncodeError(f"cannot encode {event.op.value} event: {describe_error(exc)}", format=self.name) from None
         if out is None:
             return []
-        objs = out if isinstance(out, list) else [out]
         key = self.encode_key(event)
-        return [Record(value=self.dumps(o), key=key, topic=event.topic, headers=list(event.headers or ())) for o in objs]
+        if not isinstance(out, list):
+            headers = event.headers
+            return [Record(value=self.dumps(out), key=key, topic=event.topic, headers=list(headers) if headers else [])]
+        return [Record(value=self.dumps(o), key=key, topic=event.topic, headers=list(event.headers or ())) for o in out]
 
     def encode_message(self, event: ChangeEvent) -> Any:
         raise NotImplementedError

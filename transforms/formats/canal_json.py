@@ -37,6 +37,12 @@ Canal writes each value as a string, the way its binlog parser prints it
 TIMESTAMP text is wall-clock in the Canal server's zone: set
 ``source_timezone`` ("8 hours off" otherwise). DATETIME is never shifted.
 
+For speed :class:`CanalText` also offers per-column compiled converters
+(``converter``: text straight to what an encoder writes, e.g. Debezium's epoch
+milliseconds or base64 decimals, see ``transforms.model.Target``) and writers
+(``text_writer``: typed value to text); both give exactly what ``to_python`` /
+``to_text`` give and hand anything unusual back to them.
+
 ``sqlType`` follows Canal's rules, which depend on the value: NULL text/blob
 columns get the binlog type's code (TINYTEXT/TINYBLOB -3, other TEXT/BLOB -4,
 BINARY -2, VARBINARY -3, SET -2, geometry -2, JSON 1111), non-NULL ones CLOB
@@ -59,13 +65,13 @@ import struct
 import time
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
 from transforms.formats.base import Capabilities, JsonCodec, describe_error
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema, Target, compiled, typed_reader
 from transforms.options import Option
 from transforms.sqltext import classify_ddl, text_of
 from transforms.types import (
@@ -75,11 +81,13 @@ from transforms.types import (
     TypeParseError,
     float32,
     format_decimal,
+    format_time,
     from_text,
     parse_type,
     rebase_timestamp,
     set_bits_from_labels,
     set_labels_from_bits,
+    text_converter,
     to_text,
     type_from_jdbc,
 )
@@ -118,6 +126,8 @@ def java_float_text(v: float, single: bool = False) -> str:
         return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
     sign = "-" if v < 0 else ""
     a = abs(v)
+    if not single and 1e-3 <= a < 1e7:
+        return sign + repr(a)  # Python's shortest repr is plain here, with Java's ".0" for integers
     d = Decimal(_shortest(a, single)).normalize()
     if 1e-3 <= a < 1e7:
         text = format(d, "f")
@@ -154,6 +164,25 @@ class CanalText:
     """Canal's raw values: MySQL text as Canal's binlog parser prints it (module docstring)."""
 
     name = "canal-text"
+    #: Canal's regular raw values are strings (Canal-compatible writers may put JSON numbers).
+    raw_type = str
+
+    # -- raw -> rendering (compiled per column, see ``transforms.model.ValueForm``) ----
+    def converter(self, column: Column, target: Target) -> Callable[[str], Any] | None:
+        """A function from this form's text to ``target``'s rendering of the typed value
+        (MySQL text as ``from_text`` reads it, except ENUM indexes, SET bitmasks and FLOAT)."""
+        t = column.mysql
+        kind = t.kind
+        if kind is Kind.ENUM or kind is Kind.SET:
+            if target.kind != "typed" and target.kind != "str":
+                return None
+            if not t.values:
+                return str  # no labels: the text is all there is
+            return _enum_table(t).__getitem__ if kind is Kind.ENUM else None
+        if kind is Kind.FLOAT:
+            single = _is_single(t)
+            return float if not single and target.kind in ("typed", "float") else None
+        return text_converter(t, target)
 
     # -- raw -> typed -------------------------------------------------------
     def to_python(self, column: Column, raw: Any) -> Any:
@@ -200,6 +229,56 @@ class CanalText:
             return v
         return to_text(t, v)
 
+    def text_writer(self, column: Column) -> Callable[[Any], str]:
+        """``to_text(column, v)`` as a one-argument function specialised for the column's
+        type (same results, same errors: values of unexpected types take ``to_text``)."""
+        to_text = self.to_text
+
+        def reference(v: Any) -> str:
+            return to_text(column, v)
+
+        t = column.mysql
+        kind = t.kind
+        if kind is Kind.INT or kind is Kind.BIT:
+            return lambda v: str(v) if v.__class__ is int else to_text(column, v)
+        if kind is Kind.STRING or kind is Kind.JSON:
+            return lambda v: v if v.__class__ is str else to_text(column, v)
+        if kind is Kind.ENUM and t.values:
+            index = _enum_index_table(t)
+
+            def write_enum(v: Any) -> str:
+                text = index.get(v) if v.__class__ is str else None
+                return text if text is not None else to_text(column, v)
+
+            return write_enum
+        if kind is Kind.FLOAT:
+            float_text, single = self.float_text, _is_single(t)
+            return lambda v: float_text(v, single) if v.__class__ is float else to_text(column, v)
+        if kind is Kind.DECIMAL:
+            decimal_text = self.decimal_text
+            return lambda v: decimal_text(t, v) if v.__class__ is Decimal else to_text(column, v)
+        if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
+            fsp = t.fsp
+
+            def write_datetime(v: Any) -> str:
+                if v.__class__ is not dt.datetime or v.tzinfo is not None:
+                    return to_text(column, v)
+                text = v.isoformat(" ", "seconds")  # format_datetime's text, without strftime
+                us = v.microsecond
+                if fsp:
+                    return text + "." + f"{us:06d}"[:fsp]
+                return text + "." + f"{us:06d}".rstrip("0") if us else text
+
+            return write_datetime
+        if kind is Kind.DATE:
+            return lambda v: v.isoformat() if v.__class__ is dt.date else to_text(column, v)
+        if kind is Kind.TIME:
+            fsp = t.fsp
+            return lambda v: format_time(v, fsp) if v.__class__ is dt.timedelta else to_text(column, v)
+        if kind is Kind.BYTES or kind is Kind.GEOMETRY:
+            return lambda v: v.decode("latin-1") if v.__class__ is bytes else to_text(column, v)
+        return reference
+
     def float_text(self, v: float, single: bool) -> str:
         return java_float_text(v, single)
 
@@ -234,6 +313,27 @@ def _enum_label(t: MySQLType, raw: str) -> str:
     if i > len(labels):
         raise ValueError(f"enum index {i} > {len(labels)} labels")
     return labels[i - 1]
+
+
+@lru_cache(maxsize=1024)
+def _enum_table(t: MySQLType) -> dict[str, str]:
+    """``_enum_label``'s answers for the usual texts: the 1-based indexes (``"0"`` is
+    the empty value) and labels that cannot be read as an index."""
+    table = {label: label for label in t.values if not label.isdigit()}
+    table["0"] = ""
+    for i, label in enumerate(t.values, 1):
+        table[str(i)] = label
+    return table
+
+
+@lru_cache(maxsize=1024)
+def _enum_index_table(t: MySQLType) -> dict[str, str]:
+    """``_enum_index``'s answers for the labels (the first of equal labels wins; "" is 0)."""
+    table: dict[str, str] = {}
+    for i, label in enumerate(t.values, 1):
+        table.setdefault(label, str(i))
+    table[""] = "0"
+    return table
 
 
 def _set_labels(t: MySQLType, raw: str) -> str:
@@ -354,6 +454,15 @@ class CanalJson(JsonCodec):
     def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
         super().__init__(options, path=path, catalog=catalog)
         self._schemas: dict[Any, TableSchema] = {}
+        #: The last message's type maps and schema: consecutive messages of one table
+        #: repeat them, and comparing is cheaper than building the cache key.
+        self._last_schema: tuple | None = None
+        self._last_pk: tuple[list, tuple[str, ...]] = ([], ())
+        self.timezone: str = self.opts.source_timezone
+        self._batching: bool = self.batching  # read per batch
+        self._last_writers: tuple = (None, None, "", None)
+        #: id(schema) -> (schema, per-column sqlType/mysqlType facts) for encoding.
+        self._codes: dict[int, tuple[TableSchema, dict]] = {}
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -399,14 +508,25 @@ class CanalJson(JsonCodec):
             if op is Op.UPDATE and old and len(old) != len(data):
                 raise self._error(f"'old' has {len(old)} rows but 'data' has {len(data)}: rows cannot be paired")
         schema = self._schema(obj, data)
-        pk = self._pk(obj)
-        meta = {k: v for k, v in obj.items() if k != "data" and k != "old"}
-        if "old" in obj:  # rows come from the images; keep whether it was there, and null vs []
+        pk = schema.primary_key  # _schema read and checked pkNames
+        # The message's other fields, shared read-only by its rows (same-format reproduction).
+        meta = dict(obj)
+        del meta["data"]
+        if meta.pop("old", _MISSING) is not _MISSING:  # keep whether it was there, and null vs []
             meta["old"] = None if old else old
-        ts_ms, proc_ms = self._ms(obj, "es"), self._ms(obj, "ts")
+        ts_ms = obj.get("es")
+        if ts_ms is not None and ts_ms.__class__ is not int:
+            ts_ms = self._ms(obj, "es")
+        proc_ms = obj.get("ts")
+        if proc_ms is not None and proc_ms.__class__ is not int:
+            proc_ms = self._ms(obj, "ts")
         source = self._source(obj)
-        tz = self.opts.source_timezone
+        tz = self.timezone
         partial = self.is_partial(obj)
+        form = self.form
+        name = self.name
+        update = op is Op.UPDATE
+        delete = op is Op.DELETE
         events: list[ChangeEvent] = []
         for i, row in enumerate(data):
             if not isinstance(row, dict):
@@ -414,7 +534,7 @@ class CanalJson(JsonCodec):
             extra: dict[str, Any] = {"message": meta}
             before = after = None
             changed = None
-            if op is Op.UPDATE:
+            if update:
                 o = old[i] if old else {}
                 if not isinstance(o, dict):
                     raise self._error(f"row {i} of 'old' must be an object, got {_short(o)}")
@@ -423,16 +543,21 @@ class CanalJson(JsonCodec):
                 changed = self.changed_columns(row, o)
                 if old:
                     extra["old"] = tuple(o)
-            elif op is Op.DELETE:
+            elif delete:
                 before = row
                 if old and i < len(old) and isinstance(old[i], dict):
                     extra["old"] = tuple(old[i])  # TiCDC before v5.4 repeated the row in 'old'
             else:
                 after = row
+            if i:
+                src = _with_row(source, i)
+            else:
+                src = source  # built for this message: the first row may own it
+                src.row = 0
             events.append(
                 ChangeEvent(
                     op=op,
-                    source=_with_row(source, i),
+                    source=src,
                     before=before,
                     after=after,
                     changed=changed,
@@ -441,9 +566,9 @@ class CanalJson(JsonCodec):
                     ts_ms=ts_ms,
                     processing_ts_ms=proc_ms,
                     timezone=tz,
-                    values=self.form,
+                    values=form,
                     partial=partial,
-                    origin=self.name,
+                    origin=name,
                     extra=extra,
                 )
             )
@@ -502,7 +627,11 @@ class CanalJson(JsonCodec):
         return mysql_types
 
     def _source(self, obj: dict) -> SourcePosition:
-        return SourcePosition(db_type=self.db_type, database=self._name(obj, "database"), table=self._name(obj, "table"))
+        database = obj.get("database")
+        database = (database or None) if database.__class__ is str else self._name(obj, "database")
+        table = obj.get("table")
+        table = (table or None) if table.__class__ is str else self._name(obj, "table")
+        return SourcePosition(db_type=self.db_type, database=database, table=table)
 
     # -- decode helpers -------------------------------------------------------
     def _schema(self, obj: dict, data: list) -> TableSchema | None:
@@ -514,17 +643,24 @@ class CanalJson(JsonCodec):
             raise self._error(f"'sqlType' must be an object or null, got {_short(sql_types)}")
         pk = self._pk(obj)
         if mysql_types:
+            # Same column names in the same order, same sqlType names, key and type texts as
+            # the last message: the same schema_key, so the same schema.
+            names = tuple(mysql_types)
+            sql_names = tuple(sql_types) if sql_types else ()
+            last = self._last_schema
+            if last is not None and last[0] == names and last[1] == sql_names and last[2] == pk and last[3] == mysql_types:
+                return last[4]
             key = self.schema_key(mysql_types, sql_types, pk)
-            cached = self._schemas.get(key)
-            if cached is not None:
-                return cached
-            sql_types = sql_types or {}
-            order = self.column_order(mysql_types, sql_types)
-            types = {n: self._type_text(n, mysql_types[n], sql_types.get(n)) for n in order}
-            schema = _table_schema(types, pk)
-            if len(self._schemas) >= self._SCHEMA_CACHE_SIZE:
-                self._schemas.clear()
-            self._schemas[key] = schema
+            schema = self._schemas.get(key)
+            if schema is None:
+                sql_types = sql_types or {}
+                order = self.column_order(mysql_types, sql_types)
+                types = {n: self._type_text(n, mysql_types[n], sql_types.get(n)) for n in order}
+                schema = _table_schema(types, pk)
+                if len(self._schemas) >= self._SCHEMA_CACHE_SIZE:
+                    self._schemas.clear()
+                self._schemas[key] = schema
+            self._last_schema = (names, sql_names, pk, mysql_types, schema)
             return schema
         if sql_types:
             return _table_schema({n: _fallback_type(c) for n, c in sql_types.items()}, pk)
@@ -554,9 +690,14 @@ class CanalJson(JsonCodec):
         names = obj.get("pkNames")
         if names is None:
             return ()
+        last = self._last_pk
+        if names == last[0] and names.__class__ is list:  # the last message's key (a list of strings)
+            return last[1]
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise self._error(f"'pkNames' must be a list of column names or null, got {_short(names)}")
-        return tuple(names)
+        pk = tuple(names)
+        self._last_pk = (names, pk)
+        return pk
 
     def _ms(self, obj: dict, key: str) -> int | None:
         v = obj.get(key)
@@ -592,7 +733,7 @@ class CanalJson(JsonCodec):
 
     def encode_batch(self, events: Iterable[ChangeEvent]) -> list[Record]:
         """With ``batch: transaction``, consecutive rows of one message/transaction become one message."""
-        if not self.batching:
+        if not self._batching:
             return super().encode_batch(events)
         out: list[Record] = []
         for group in self._groups(list(events)):
@@ -684,7 +825,7 @@ class CanalJson(JsonCodec):
         return self.finish(fields, events, orig, _ROW_MODEL_FIELDS)
 
     def row_type(self, op: Op) -> str:
-        return "INIT" if op is Op.READ else op.value.upper()
+        return _ROW_TYPE_NAMES.get(op) or op.value.upper()
 
     def check_partial(self, event: ChangeEvent) -> None:
         if event.partial:
@@ -731,7 +872,7 @@ class CanalJson(JsonCodec):
     def _text_image(self, e: ChangeEvent, image: dict[str, Any], schema: TableSchema) -> dict[str, Any]:
         """``image`` in this format's value text; raw values of the same form pass untouched."""
         form = e.values
-        target_tz = self.opts.source_timezone
+        target_tz = self.timezone
         shift = e.timezone != target_tz
         by_name = schema.by_name
         if form is not None and form.name == self.form.name:
@@ -745,38 +886,85 @@ class CanalJson(JsonCodec):
                     col = by_name[n]
                     out[n] = self.form.to_text(col, rebase_timestamp(form.to_python(col, raw), e.timezone, target_tz))
             return out
+        writers = self._writers(schema, form, e.timezone, target_tz)
         out = {}
         for n, v in image.items():
             if v is None:
                 out[n] = None
                 continue
-            col = by_name.get(n)
-            if col is None:  # a column the schema does not know: its text as is
+            write = writers.get(n)
+            if write is None:  # a column the schema does not know: its text as is
                 out[n] = v if isinstance(v, str) else text_of(v, None)
                 continue
-            if form is not None:
-                v = form.to_python(col, v)
-            if shift and col.mysql.kind is Kind.TIMESTAMP:
-                v = rebase_timestamp(v, e.timezone, target_tz)
-            out[n] = self.form.to_text(col, v)
+            out[n] = write(v)
         return out
+
+    def _writers(self, schema: TableSchema, form: Any, from_tz: str, to_tz: str) -> dict[str, Callable[[Any], str]]:
+        """Per column: raw value of ``form`` (typed when ``None``) -> this format's text,
+        TIMESTAMPs re-based from ``from_tz`` to ``to_tz``; compiled once per schema."""
+        last = self._last_writers
+        if last[0] is schema and last[1] is form and last[2] == from_tz:
+            return last[3]  # consecutive events of one table (to_tz is this codec's zone)
+        writers = self._compile_writers(schema, form, from_tz, to_tz)
+        self._last_writers = (schema, form, from_tz, writers)
+        return writers
+
+    def _compile_writers(self, schema: TableSchema, form: Any, from_tz: str, to_tz: str) -> dict[str, Callable[[Any], str]]:
+        own = self.form
+
+        def build() -> dict[str, Callable[[Any], str]]:
+            writers = {}
+            for col in schema.columns:
+                write = own.text_writer(col)
+                read = typed_reader(form, col) if form is not None else None
+                if from_tz != to_tz and col.mysql.kind is Kind.TIMESTAMP:
+                    write = _rebasing(write, from_tz, to_tz)
+                writers[col.name] = write if read is None else _then(read, write)
+            return writers
+
+        return compiled(schema, form, ("text", own.name, from_tz, to_tz), build)
 
     def _type_maps(self, schema: TableSchema, data: list[dict], orig: dict | None) -> tuple[dict | None, dict | None]:
         """``sqlType``/``mysqlType`` of the columns in ``data``: the original maps when
         reproducing and they cover the same columns, else computed."""
-        by_name = schema.by_name
-        names = [n for n in _ordered_keys(data) if n in by_name]
+        codes = self._type_codes(schema)
+        names = [n for n in _ordered_keys(data) if n in codes]
         mysql_types = _reusable(orig, "mysqlType", names) if self.reuse_mysql_types else None
         if mysql_types is None:
-            mysql_types = {n: self.mysql_type_text(by_name[n]) for n in names}
+            mysql_types = {n: codes[n][2] for n in names}
         sql_types = _reusable(orig, "sqlType", names)
         if sql_types is None:
             sql_types = {}
+            sql_type = self.sql_type
             for row in data:  # Canal keeps the codes of the message's last row
                 for n in names:
                     if n in row:
-                        sql_types[n] = self.sql_type(by_name[n], row[n])
+                        col, by_null, _ = codes[n]
+                        v = row[n]
+                        if by_null is None:
+                            sql_types[n] = sql_type(col, v)
+                        else:
+                            sql_types[n] = by_null[0] if v is None else by_null[1]
         return sql_types or None, mysql_types or None
+
+    def _type_codes(self, schema: TableSchema) -> dict[str, tuple[Column, tuple[int, int] | None, str]]:
+        """Per column, built once per schema: (column, ``sql_type_by_null``, ``mysqlType`` text)."""
+        hit = self._codes.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        codes = {c.name: (c, self.sql_type_by_null(c), self.mysql_type_text(c)) for c in schema.columns}
+        if len(self._codes) >= self._SCHEMA_CACHE_SIZE:
+            self._codes.clear()
+        self._codes[id(schema)] = (schema, codes)
+        return codes
+
+    def sql_type_by_null(self, column: Column) -> tuple[int, int] | None:
+        """(``sql_type`` of NULL, of every other text) when only NULL-ness matters, else
+        ``None``. Override together with :meth:`sql_type`."""
+        t = column.mysql
+        if t.kind is Kind.INT and t.unsigned:
+            return None
+        return canal_sql_type(t, None), canal_sql_type(t, "0")
 
     @property
     def reuse_mysql_types(self) -> bool:
@@ -827,10 +1015,13 @@ class CanalJson(JsonCodec):
         for k, v in orig.items():
             if k not in model or k not in msg:
                 msg[k] = v
-            elif _equivalent(v, msg[k]):
-                msg[k] = v  # e.g. "" vs null table, [] vs null pkNames
-        for k in [k for k in msg if k not in orig and (k not in model or msg[k] is None)]:
-            del msg[k]
+            else:
+                cur = msg[k]
+                if v is cur or v == cur or _equivalent(v, cur):
+                    msg[k] = v  # e.g. "" vs null table, [] vs null pkNames
+        if len(msg) != len(orig):  # msg now has every key of orig: equal sizes, nothing to drop
+            for k in [k for k in msg if k not in orig and (k not in model or msg[k] is None)]:
+                del msg[k]
         return msg
 
     def _origin_meta(self, e: ChangeEvent) -> dict | None:
@@ -849,6 +1040,8 @@ class CanalJson(JsonCodec):
 # helpers
 # ---------------------------------------------------------------------------
 
+_ROW_TYPE_NAMES = {Op.INSERT: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE", Op.READ: "INIT"}
+
 #: Fields whose value comes from the model (the rest are restored from the original).
 _ROW_MODEL_FIELDS = frozenset({"data", "database", "es", "mysqlType", "old", "pkNames", "sqlType", "table", "ts", "type"})
 _DDL_MODEL_FIELDS = frozenset({"database", "es", "sql", "table", "ts", "type"})
@@ -865,7 +1058,7 @@ def _equivalent(orig: Any, new: Any) -> bool:
 def _reusable(orig: dict | None, key: str, names: list[str]) -> dict | None:
     """The original type map when it describes exactly ``names`` (exact texts/codes kept)."""
     m = orig.get(key) if orig is not None else None
-    if isinstance(m, dict) and len(m) == len(names) and m.keys() == set(names):
+    if isinstance(m, dict) and len(m) == len(names) and all(map(m.__contains__, names)):
         return m
     return None
 
@@ -877,6 +1070,14 @@ def _ordered_keys(rows: list[dict]) -> list[str]:
     for r in rows:
         seen.update(dict.fromkeys(r))
     return list(seen)
+
+
+def _then(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: second(first(v))
+
+
+def _rebasing(write: Callable[[Any], str], from_tz: str, to_tz: str) -> Callable[[Any], str]:
+    return lambda v: write(rebase_timestamp(v, from_tz, to_tz))
 
 
 def _now_or(ms: int | None) -> int:
@@ -923,9 +1124,8 @@ def _table_schema(types: dict[str, str], pk: tuple[str, ...]) -> TableSchema:
     return TableSchema(columns=cols, primary_key=pk)
 
 
-@lru_cache(maxsize=1024)
 def _timestamp_columns(schema: TableSchema) -> tuple[str, ...]:
-    return tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP)
+    return compiled(schema, None, "timestamp_columns", lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP))
 
 
 def _json_type(v: Any) -> str | None:

@@ -9,7 +9,9 @@ and Kafka tombstones (null values).
 
 Values are kept in Debezium's own representation (epoch days, base64
 decimals...) as a raw value form until someone needs them typed, so
-Debezium -> Debezium passes them through untouched. With the schema part the
+Debezium -> Debezium passes them through untouched. Raw values of forms with
+compiled converters (Canal text) are converted straight to this representation
+per column (``_connect.RawPlan``), without typing the event first. With the schema part the
 representation of every column is known exactly; without it the column types
 come from the schema catalog when one is given, else only from the JSON types
 (a DATE then stays an int: see the README's "documented losses").
@@ -226,6 +228,10 @@ class DebeziumJsonCodec(JsonCodec):
         self._by_schema: _Cache = _Cache(256)
         self._inferred: _Cache = _Cache(256)
         self._schema_bytes: _Cache = _Cache(256)
+        #: (schema, zone, plan) of the last event encoded.
+        self._last_plan: tuple[Any, str, Any] = (None, "", None)
+        #: The constant part of source blocks written for events of other formats.
+        self._source_templates: dict[tuple, dict[str, Any]] = {}
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -557,23 +563,17 @@ class DebeziumJsonCodec(JsonCodec):
         extra = event.extra
         plan = None
         before = after = None
+        converted = event.values is None  # typed values are converted below (raw ones pass through)
         if op.is_row:
             plan = self._plan_for(event)
             form = event.values
             if form is not None and form.name == plan.signature:
                 before, after = event.before, event.after  # same representation: pass through
             else:
-                if form is not None:
-                    event.typed()
-                before, after = event.before, event.after
-                if before is not None and after is not None:
-                    before, after = plan.encode_pair(before, after)
-                elif after is not None:
-                    after = plan.encode_row(after)
-                elif before is not None:
-                    before = plan.encode_row(before)
+                before, after = self._images(event, plan, form)
+                converted = True
         source = self._source_block(event)
-        key = self._row_key(event, plan, after if after is not None else before)
+        key = self._row_key(event, plan, after if after is not None else before, converted)
         if extra.get(UNWRAPPED):
             row = after if after is not None else before
             schema_bytes = self._unwrapped_schema(event, plan, row) if self.schemas_enable else b""
@@ -593,15 +593,52 @@ class DebeziumJsonCodec(JsonCodec):
             payload = {"source": source, "op": code, "ts_ms": ts, "transaction": None}
         else:
             payload = {"before": before, "after": after, "source": source, "op": code, "ts_ms": ts, "transaction": None}
-        schema_bytes = self._envelope_schema(event, plan, payload) if self.schemas_enable else b""
-        out = [self._record(event, self._wrap(schema_bytes, payload), key)]
+        if self.schemas_enable:
+            value = self._wrap(self._envelope_schema(event, plan, payload), payload)
+        else:
+            value = orjson.dumps(payload, default=_dump_default)
+        headers = event.headers
+        out = [Record(value=value, key=key, topic=event.topic, headers=list(headers) if headers else [])]
         if op is Op.DELETE and self.tombstones_on_delete and key is not None:
             out.append(self._record(event, None, key))
         return out
 
+    def _images(self, event: ChangeEvent, plan: Plan, form: Any) -> tuple[Any, Any]:
+        """``before``/``after`` in the plan's representations.
+
+        Raw values of a form with compiled converters (``raw_type``) are converted
+        straight from the raw form (:class:`~transforms.formats._connect.RawPlan`),
+        leaving the event as it is; otherwise, and when that fails, the event is
+        typed in place and encoded, so errors read the same.
+        """
+        before, after = event.before, event.after
+        if form is not None and (before is not None or after is not None) and getattr(form, "raw_type", None) is not None:
+            raw = plan.raw_plan(form)
+            try:
+                if before is None:
+                    return None, raw.row(after)
+                if after is None:
+                    return raw.row(before), None
+                return raw.pair(before, after)
+            except Exception:  # noqa: BLE001 - the typed path below words the error
+                pass
+        if form is not None:
+            event.typed()
+            before, after = event.before, event.after
+        if before is not None and after is not None:
+            return plan.encode_pair(before, after)
+        if after is not None:
+            return before, plan.encode_row(after)
+        if before is not None:
+            return plan.encode_row(before), after
+        return before, after
+
     def _plan_for(self, event: ChangeEvent) -> Plan:
         """The plan for the event's table, built once per table schema and zone."""
         schema = event.schema
+        last = self._last_plan
+        if schema is last[0] and event.timezone == last[1] and schema is not None:
+            return last[2]  # consecutive events of one table
         if schema is None:
             if event.values is not None:
                 raise EncodeError("cannot type raw values without a table schema", format=NAME)
@@ -609,7 +646,9 @@ class DebeziumJsonCodec(JsonCodec):
             ck = (schema, event.timezone)
             plan = self._by_schema.get(ck)
             return plan if plan is not None else self._by_schema.put(ck, plan_for_schema(schema, self.connect, event.timezone))
-        return self._generated(schema, event.timezone)
+        plan = self._generated(schema, event.timezone)
+        self._last_plan = (schema, event.timezone, plan)
+        return plan
 
     def _generated(self, schema: TableSchema, tz: str) -> Plan:
         ik = (id(schema), tz)
@@ -670,46 +709,76 @@ class DebeziumJsonCodec(JsonCodec):
                 "lsn": None,
                 "xmin": None,
             }
-        out = {
-            "version": SOURCE_VERSION,
-            "connector": _CONNECTORS.get(s.db_type or "mysql", s.db_type),
-            "name": self.prefix,
-            "ts_ms": event.ts_ms or 0,
-            "snapshot": snapshot,
-            "db": s.database or "",
-            "sequence": None,
-            "table": s.table,
-            "server_id": s.server_id or 0,
-            "gtid": s.gtid,
-            "file": s.binlog_file or "",
-            "pos": s.binlog_pos or 0,
-            "row": s.row or 0,
-            "thread": None,
-            "query": None,
-        }
+        ck = (s.db_type, s.database, s.table, snapshot)
+        template = self._source_templates.get(ck)
+        if template is None:
+            if len(self._source_templates) >= 1024:
+                self._source_templates.clear()
+            template = self._source_templates[ck] = {
+                "version": SOURCE_VERSION,
+                "connector": _CONNECTORS.get(s.db_type or "mysql", s.db_type),
+                "name": self.prefix,
+                "ts_ms": 0,
+                "snapshot": snapshot,
+                "db": s.database or "",
+                "sequence": None,
+                "table": s.table,
+                "server_id": 0,
+                "gtid": None,
+                "file": "",
+                "pos": 0,
+                "row": 0,
+                "thread": None,
+                "query": None,
+            }
+        out = template.copy()
+        if event.ts_ms:
+            out["ts_ms"] = event.ts_ms
+        if s.server_id:
+            out["server_id"] = s.server_id
+        if s.gtid is not None:
+            out["gtid"] = s.gtid
+        if s.binlog_file:
+            out["file"] = s.binlog_file
+        if s.binlog_pos:
+            out["pos"] = s.binlog_pos
+        if s.row:
+            out["row"] = s.row
         if s.commit_ts is not None:
             out["commit_ts"] = s.commit_ts
         return out
 
-    def _row_key(self, event: ChangeEvent, plan: Plan | None, row: Mapping[str, Any] | None) -> bytes | None:
-        """The primary-key struct (the explicit ``event.key`` when a transform set one)."""
+    def _row_key(
+        self, event: ChangeEvent, plan: Plan | None, row: Mapping[str, Any] | None, converted: bool | None = None
+    ) -> bytes | None:
+        """The primary-key struct (the explicit ``event.key`` when a transform set one).
+
+        ``converted``: the event's values are typed (or were converted from another
+        raw form) rather than passed through; default: ``event.values is None``."""
+        if converted is None:
+            converted = event.values is None
+        pk = event.pk
         if event.key is not None:
             key = dict(event.key)
-            if plan is not None and event.values is None:
+            if plan is not None and converted:
                 key = plan.encode_row(key)
         else:
-            if not event.pk:
+            if not pk:
                 return None
             if row is None:  # tombstones: the key columns of the image, converted
                 image = event.row or {}
-                row = {k: image.get(k) for k in event.pk}
+                row = {k: image.get(k) for k in pk}
                 if plan is not None and event.values is None:
                     row = plan.encode_row(row)
-            key = {k: row.get(k) for k in event.pk}
+            if len(pk) == 1:
+                k = pk[0]
+                key = {k: row.get(k)}
+            else:
+                key = {k: row.get(k) for k in pk}
         if not key:
             return None
         if not self.schemas_enable:
-            return _dumps(key)
+            return orjson.dumps(key, default=_dump_default)
         return b'{"schema":' + self._key_schema(event, plan, tuple(key), key) + b',"payload":' + _dumps(key) + b"}"
 
     # -- Connect schemas ---------------------------------------------------------

@@ -116,6 +116,12 @@ class TicdcCanalJson(CanalJson):
         "id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType", "old", "data",
     )  # fmt: skip
 
+    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
+        super().__init__(options, path=path, catalog=catalog)
+        # Read per message: kept as attributes (option lookups are not free).
+        self._content_compatible: bool = self.opts.content_compatible
+        self._tidb_extension: bool = self.opts.enable_tidb_extension
+
     @classmethod
     def sniff(cls, message: Any) -> bool:
         """``_tidb`` or a watermark; without the extension, TiCDC's exact field set,
@@ -218,7 +224,7 @@ class TicdcCanalJson(CanalJson):
             )
 
     def old_columns(self, e: ChangeEvent, before: dict, after: dict) -> list[str]:
-        if self.opts.content_compatible:
+        if self._content_compatible:
             return [k for k, v in before.items() if after.get(k) != v or k not in after]
         if self._origin_meta(e) is not None and "old" in e.extra:
             return super().old_columns(e, before, after)
@@ -226,14 +232,20 @@ class TicdcCanalJson(CanalJson):
 
     @property
     def reuse_mysql_types(self) -> bool:
-        return not self.opts.content_compatible  # the option wins over the original message
+        return not self._content_compatible  # the option wins over the original message
 
     def mysql_type_text(self, column: Column) -> str:
-        return column.type if self.opts.content_compatible else ticdc_type_name(column.mysql)
+        return column.type if self._content_compatible else ticdc_type_name(column.mysql)
 
     def sql_type(self, column: Column, text: Any) -> int:
         t = column.mysql
         return t.jdbc_type(int(text) if text is not None and t.kind is Kind.INT and t.unsigned else None)
+
+    def sql_type_by_null(self, column: Column) -> tuple[int, int] | None:
+        t = column.mysql
+        if t.kind is Kind.INT and t.unsigned:
+            return None
+        return t.jdbc_type(None), t.jdbc_type(None)
 
     def control_message(self, event: ChangeEvent) -> Any:
         if event.op is not Op.WATERMARK:
@@ -269,7 +281,7 @@ class TicdcCanalJson(CanalJson):
         return msg
 
     def _extension_on(self, orig: dict | None) -> bool:
-        return self.opts.enable_tidb_extension or (orig is not None and isinstance(orig.get("_tidb"), dict))
+        return self._tidb_extension or (orig is not None and isinstance(orig.get("_tidb"), dict))
 
     def _extension(self, e: ChangeEvent, orig: dict | None) -> dict[str, Any]:
         """``_tidb``: the original one updated from the model, else a new one."""
