@@ -19,6 +19,7 @@ import schemas
 from tests.strategies import change_streams, essence
 from transforms.changelog import replay
 from transforms.errors import DecodeError, EncodeError
+from transforms.formats import get_codec, registry
 from transforms.formats.canal_json import (
     CANAL_TEXT,
     CanalJson,
@@ -27,7 +28,8 @@ from transforms.formats.canal_json import (
     go_float_text,
     java_float_text,
 )
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from transforms.smt.base import tombstone_for
 from transforms.types import InvalidTemporal, parse_type
 
 VALIDATOR = schemas.validator("canal-json")
@@ -478,6 +480,29 @@ def test_value_form_passes_raw_values_to_canal_untouched():
     assert out["data"] == obj["data"]
 
 
+def test_raw_values_that_read_as_null_are_written_as_null():
+    # TDSQL binlog JSON keeps SQL literals (sqltext.SqlLiteralForm): NULL there is the text
+    # 'NULL', a raw value that is not None but types to None. The per-column writers once
+    # handed that None to the DATE writer (AttributeError: 'NoneType' has no 'year').
+    from transforms.sqltext import SqlLiteralForm
+
+    schema = TableSchema(
+        columns=(
+            Column("id", "int", nullable=False, primary_key=True),
+            Column("born", "date"),
+            Column("created", "datetime(3)"),
+            Column("balance", "decimal(12,2)"),
+            Column("name", "varchar(8)"),
+        ),
+        primary_key=("id",),
+    )
+    after = {"id": "3", "born": "NULL", "created": "'2024-02-29 23:59:59.123'", "balance": "NULL", "name": "NULL"}
+    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"), after=after, schema=schema,
+                    pk=("id",), values=SqlLiteralForm())  # fmt: skip
+    [out] = encoded(CanalJson(), [e])
+    assert out["data"] == [{"id": "3", "born": None, "created": "2024-02-29 23:59:59.123", "balance": None, "name": None}]
+
+
 def test_decode_message_and_encode_message_work_on_objects():
     # The ckafka-json codec delegates Canal-shaped DDL this way.
     codec = CanalJson()
@@ -590,3 +615,71 @@ def test_batched_messages_decode_to_the_same_rows(events):
     codec = CanalJson({"batch": "transaction"})
     decoded = _roundtrip(events, codec)
     assert [essence(e) for e in decoded] == [essence(e) for e in events]
+
+
+# ---------------------------------------------------------------------------
+# what every JSON codec shares (transforms.formats.base.JsonCodec): event markers, headers
+# ---------------------------------------------------------------------------
+
+_JSON_FORMATS = sorted(n for n, cls in registry().items() if not cls.binary)
+_MARKED = TableSchema(
+    columns=(
+        Column("id", "int", nullable=False, primary_key=True),
+        Column("amount", "decimal(6,2)"),
+        Column("day", "date"),
+        Column("at", "timestamp(3)"),
+        Column("raw", "varbinary(4)"),
+        Column("flag", "bit(1)"),
+        Column("note", "varchar(8)"),
+    ),
+    primary_key=("id",),
+)
+
+
+def _marked_event(**more) -> ChangeEvent:
+    row = {"id": 1, "amount": Decimal("1.50"), "day": dt.date(2024, 1, 2), "at": dt.datetime(2024, 1, 2, 8, 0, 0, 5000),
+           "raw": b"\x00\xff", "flag": True, "note": None}  # fmt: skip
+    return ChangeEvent(op=Op.INSERT, source=SourcePosition(db_type="mysql", database="d", table="t"), after=row,
+                       schema=_MARKED, pk=("id",), ts_ms=1_700_000_000_000, **more)  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", _JSON_FORMATS)
+def test_tombstone_marker_is_a_null_value_with_the_key(fmt):
+    from transforms.smt.base import TOMBSTONE as REEXPORTED
+
+    assert REEXPORTED is TOMBSTONE
+    tomb = tombstone_for(_marked_event())
+    assert tomb.extra == {TOMBSTONE: True}
+    [r] = get_codec(fmt).encode(tomb)
+    assert r.value is None and orjson.loads(r.key) == {"id": 1}
+
+
+@pytest.mark.parametrize("fmt", [f for f in _JSON_FORMATS if f != "debezium-json"])  # Debezium: its own representation
+def test_unwrapped_marker_is_the_flat_row_as_json_values(fmt):
+    e = _marked_event(timezone="Asia/Shanghai", extra={UNWRAPPED: True})
+    [r] = get_codec(fmt).encode(e)  # source_timezone UTC: the TIMESTAMP is re-shown there
+    assert orjson.loads(r.value) == {"id": 1, "amount": "1.50", "day": "2024-01-02", "at": "2024-01-02 00:00:00.005",
+                                     "raw": "AP8=", "flag": True, "note": None}  # fmt: skip
+    assert orjson.loads(r.key) == {"id": 1}
+
+
+@pytest.mark.parametrize("fmt", _JSON_FORMATS)
+def test_encoders_keep_the_source_records_headers_unless_the_event_sets_its_own(fmt):
+    source = Record(value=b"{}", headers=[("trace", b"abc")])
+    [r] = get_codec(fmt).encode(_marked_event(record=source))[:1]
+    assert r.headers == [("trace", b"abc")]
+    [r] = get_codec(fmt).encode(_marked_event(record=source, headers=[("x", b"1")]))[:1]
+    assert r.headers == [("x", b"1")]
+    [r] = get_codec(fmt).encode(_marked_event(record=source, headers=[]))[:1]  # a transform dropped them all
+    assert r.headers == []
+
+
+def test_the_before_image_is_declared_full():
+    # `old` holds only the changed columns, but the decoder rebuilds the whole before-image.
+    from transforms.capabilities import losses
+
+    assert CanalJson.capabilities.before_image == "full"
+    [e] = decode(message(type="UPDATE", data=[{"id": "106", "name": "hammer", "description": "new", "weight": "1.0"}],
+                         old=[{"description": "old"}]))  # fmt: skip
+    assert e.before == {"id": "106", "name": "hammer", "description": "old", "weight": "1.0"}
+    assert not any("before-image" in loss for loss in losses("debezium-json", "canal-json"))

@@ -385,6 +385,16 @@ class TestEnvelope:
         assert [f["field"] for f in doc["schema"]["fields"]] == ["id", "name", "__deleted"]
         assert doc["schema"]["name"] == "cdc_smt.shop.t.Value"
 
+    def test_enum_without_known_labels_is_a_plain_string(self):
+        # TiCDC's parameterless `enum` without a catalog: the value is the index text, and
+        # `allowed: ""` would read back as enum(''), whose only label is ''.
+        ev = insert(table(("id", "int"), ("e", "enum"), ("s", "set")), {"id": 1, "e": "2", "s": "5"})
+        doc = value_of(ev, schemas_enable=True)
+        assert "name" not in field_schema(doc, "e") and "name" not in field_schema(doc, "s")
+        (back,) = roundtrip(ev, schemas_enable=True)
+        assert back.typed().after == {"id": 1, "e": "2", "s": "5"}
+        assert back.schema.column("e").type == "varchar"
+
     def test_key_gives_primary_key_on_decode(self):
         dec = codec()
         (e,) = dec.decode(Record(value=b'{"before":null,"after":{"a":1,"b":2},"op":"c"}', key=b'{"a":1}'))
@@ -406,6 +416,21 @@ class TestDecodeShapes:
         (m,) = dec.decode(Record(value=b'{"source":{"db":"","table":"","commit_ts":3,"connector":"TiCDC"},"op":"m","ts_ms":1,"transaction":null}'))
         assert (d.op, t.op, m.op) == (Op.DELETE, Op.TRUNCATE, Op.WATERMARK)
         assert m.source.commit_ts == 3 and m.source.db_type == "tidb"
+        # an `m` message read from Debezium is reproduced
+        assert orjson.loads(codec().encode(m)[0].value)["op"] == "m"
+
+    def test_watermarks_of_other_formats_are_not_written(self):
+        # Flink's debezium-json fails on ops it does not know, so a data topic gets no `m` for
+        # a TiCDC watermark; the capability matrix says debezium-json carries no watermarks.
+        from transforms.formats.ticdc_canal_json import TicdcCanalJson
+
+        msg = {"id": 0, "database": "d", "table": "t", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+               "es": 1, "ts": 2, "sql": "", "sqlType": None, "mysqlType": None, "old": None, "data": None,
+               "_tidb": {"watermarkTs": 429918007904436226}}  # fmt: skip
+        (w,) = TicdcCanalJson().decode(Record(value=orjson.dumps(msg)))
+        assert w.op is Op.WATERMARK
+        assert codec().encode(w) == []
+        assert codec().capabilities.watermarks is False
 
     def test_cloudcanal_insert_with_empty_before_reproduces(self):
         # The Debezium envelope example of ../shared/formats/001_*.txt (op "i", before {}).
@@ -584,6 +609,19 @@ class TestDDL:
         validator(NAME).validate(doc)
         (back,) = codec().decode(Record(value=r.value))
         assert back.schema == schema and back.ddl == ev.ddl and back.source.table == "orders"
+
+    def test_ddl_records_go_to_the_schema_change_topic(self):
+        # Debezium writes schema changes to `<topic.prefix>`, never to a table's data topic:
+        # Flink's debezium-json fails on a DDL payload ("Corrupt Debezium JSON message").
+        ev = ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int)")
+        assert codec(topic_prefix="dbserver1").encode(ev)[0].topic == "dbserver1"
+        assert codec().encode(ev)[0].topic == "cdc_smt"  # the topic_prefix default
+        ev.topic = "shop.t"  # routed like the table's rows
+        assert codec(schema_change_topic="schema-changes.shop").encode(ev)[0].topic == "schema-changes.shop"
+        (e,) = codec().decode(Record(value=orjson.dumps(DDL_MESSAGE)))
+        assert codec(topic_prefix="dbserver1").encode(e)[0].topic == "dbserver1"
+        rows = codec(topic_prefix="dbserver1").encode(insert(SCHEMA, {"id": 1, "name": "a"}))
+        assert rows[0].topic is None  # rows keep the host's default (the data topic)
 
     def test_change_type_from_statement_when_kind_unknown(self):
         ev = ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int primary key, name varchar(20))")

@@ -142,6 +142,44 @@ def test_parameterless_types_are_typed_without_guessing():
     }  # fmt: skip
 
 
+def test_parameterless_temporal_types_keep_their_fractional_seconds():
+    # RisingWave's debezium_timestamp file through TiCDC: `datetime` alone would be DATETIME(0),
+    # and a Debezium encoder writes DATETIME(0-3) as whole milliseconds (989360 us -> 989000).
+    from transforms.formats.debezium_json import DebeziumJsonCodec
+
+    types = {"id": "int", "ts": "datetime", "at": "timestamp", "t": "time"}
+    obj = message(mysqlType=types, sqlType={"id": 4, "ts": 93, "at": 93, "t": 92},
+                  data=[{"id": "1", "ts": "2022-10-14 23:55:31.989360", "at": "2022-10-14 23:55:31.5", "t": "23:55:31.989360"}])  # fmt: skip
+    [e] = decode(obj)
+    assert [e.schema.column(n).type for n in ("ts", "at", "t")] == ["datetime(6)", "timestamp(6)", "time(6)"]
+    [r] = DebeziumJsonCodec({"schemas_enable": True}).encode(e)
+    [back] = DebeziumJsonCodec().decode(r)
+    assert back.typed().after["ts"] == dt.datetime(2022, 10, 14, 23, 55, 31, 989360)
+
+
+def test_parameterless_types_take_the_catalog_types_when_the_base_type_matches():
+    from transforms.catalog import SchemaCatalog
+
+    cat = SchemaCatalog()
+    cat.apply_ddl(
+        "test",
+        "CREATE TABLE tp_int (id int NOT NULL, e enum('x','y','z'), s set('a','b','c'), b bit(1), "
+        "d decimal(7,4), du decimal(5,0) unsigned, bin varbinary(8), f float, y year, u int, PRIMARY KEY (id))",
+    )
+    row = dict(id="1", e="2", s="5", b="1", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="7")
+    [e] = decode(_paramless(**row), TicdcCanalJson(catalog=cat))
+    types = {c.name: c.type for c in e.schema.columns}
+    assert types["e"] == "enum('x','y','z')" and types["s"] == "set('a','b','c')" and types["b"] == "bit(1)"
+    assert types["d"] == "decimal(7,4)" and types["du"] == "decimal(5,0) unsigned"
+    assert types["u"] == "bigint unsigned"  # the catalog's int is another base type: the message wins
+    assert e.schema.column("id").nullable is False
+    e.typed()
+    assert (e.after["e"], e.after["s"], e.after["b"], e.after["d"]) == ("y", "a,c", True, Decimal("123.4560"))
+    # a table the catalog does not know: the documented behaviour without one
+    [other] = decode(_paramless(**row) | {"table": "elsewhere"}, TicdcCanalJson(catalog=cat))
+    assert other.schema.column("b").type == "bit(64)" and other.typed().after["e"] == "2"
+
+
 def test_parameterless_values_are_written_back_as_tidb_prints_them():
     obj = _paramless(id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615")
     [e] = decode(obj)

@@ -24,6 +24,7 @@ _FEATURES: dict[str, tuple[str, str]] = {
     "ddl": ("DDL", "DDL events"),
     "heartbeats": ("heartbeats", "heartbeat events"),
     "watermarks": ("watermarks", "watermark events"),
+    "snapshot_reads": ("snapshot reads", "snapshot-read markers (snapshot rows become inserts)"),
 }
 _BEFORE_RANK = {"full": 2, "changed": 1, "none": 0}
 

@@ -49,6 +49,14 @@ class Op(str, enum.Enum):
 
 _ROW_OPS = frozenset({Op.INSERT, Op.UPDATE, Op.DELETE, Op.READ})
 
+# Event markers that are not part of any one format: set in ``event.extra`` by
+# transforms, honoured by every encoder whatever the event's origin.
+
+#: ``extra`` flag: the event is a tombstone (a null-value record carrying only the key).
+TOMBSTONE = "cdc_smt.tombstone"
+#: ``extra`` flag: ``after`` is a flat row to write as the whole value (``unwrap``).
+UNWRAPPED = "cdc_smt.unwrapped"
+
 
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -356,9 +364,11 @@ __all__ = [
     "Op",
     "Record",
     "SourcePosition",
+    "TOMBSTONE",
     "TYPED",
     "TableSchema",
     "Target",
+    "UNWRAPPED",
     "ValueForm",
     "compiled",
     "materialize",

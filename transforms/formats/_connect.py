@@ -164,6 +164,10 @@ def repr_for_type(mt: MySQLType, opts: ConnectOptions) -> Repr:
         return Repr("float64", "double")
     if k is Kind.STRING:
         return Repr("string", "string")
+    if (k is Kind.ENUM or k is Kind.SET) and not mt.values:
+        # Labels unknown (TiCDC's parameterless `enum` without a catalog): the values are index
+        # or bitmask text, and `allowed: ""` would read back as the one label ''.
+        return Repr("string", "string")
     if k is Kind.ENUM:
         return Repr("string", "string", "io.debezium.data.Enum", (("allowed", ",".join(mt.values)),))
     if k is Kind.SET:
@@ -1059,7 +1063,12 @@ def _same(v: Any) -> Any:
 def _compose(enc: Converter | None, first: Converter) -> Converter:
     if enc is None:
         return first
-    return lambda v: enc(first(v))
+
+    def composed(v: Any) -> Any:
+        typed = first(v)  # a raw value may read as NULL (a SQL NULL literal): it stays None
+        return None if typed is None else enc(typed)
+
+    return composed
 
 
 def plan_for_schema(schema: TableSchema, opts: ConnectOptions, tz: str) -> Plan:

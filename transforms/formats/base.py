@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.model import ChangeEvent, Record, TableSchema
+from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Record, TableSchema
 from transforms.options import Option, Options, check_timezone, merge, resolve
 
 def _positive(v: int) -> None:
@@ -51,7 +51,9 @@ class Capabilities:
     """What a format carries; drives the capability matrix and loss reports.
 
     ``before_image``: ``"full"``, ``"changed"`` (only changed columns) or
-    ``"none"``.
+    ``"none"``. ``snapshot_reads``: the format tells snapshot (initial load)
+    rows apart from inserts (Canal ``INIT``, Debezium ``r``, Maxwell
+    ``bootstrap-insert``); a format without it writes them as inserts.
     """
 
     before_image: str = "full"
@@ -64,6 +66,7 @@ class Capabilities:
     heartbeats: bool = False
     watermarks: bool = False
     typed_values: bool = False
+    snapshot_reads: bool = False
 
 
 class Codec:
@@ -209,8 +212,17 @@ class JsonCodec(Codec):
         return self.require(obj, name, types)
 
     def encode(self, event: ChangeEvent) -> list[Record]:
+        """``encode_message`` as records; the event markers of the model are handled here
+        for every JSON format: a :data:`~transforms.model.TOMBSTONE` is one null-value
+        record with the key, an :data:`~transforms.model.UNWRAPPED` event its flat row."""
+        extra = event.extra
         try:
-            out = self.encode_message(event)
+            if TOMBSTONE in extra and extra[TOMBSTONE]:
+                return [Record(value=None, key=self.encode_key(event), topic=event.topic, headers=record_headers(event))]
+            if UNWRAPPED in extra and extra[UNWRAPPED]:
+                out = self.unwrapped_value(event)
+            else:
+                out = self.encode_message(event)
         except EncodeError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
@@ -219,9 +231,33 @@ class JsonCodec(Codec):
             return []
         key = self.encode_key(event)
         if not isinstance(out, list):
-            headers = event.headers
-            return [Record(value=self.dumps(out), key=key, topic=event.topic, headers=list(headers) if headers else [])]
-        return [Record(value=self.dumps(o), key=key, topic=event.topic, headers=list(event.headers or ())) for o in out]
+            return [Record(value=self.dumps(out), key=key, topic=event.topic, headers=record_headers(event))]
+        return [Record(value=self.dumps(o), key=key, topic=event.topic, headers=record_headers(event)) for o in out]
+
+    def unwrapped_value(self, event: ChangeEvent) -> dict[str, Any]:
+        """The flat row of an UNWRAPPED event (``after``, else ``before``), each value of a
+        known column as :func:`transforms.types.to_json_value` renders it (TIMESTAMPs
+        re-shown in this codec's ``source_timezone``); other values as they are."""
+        from transforms.types import Kind, rebase_timestamp, to_json_value
+
+        if event.values is not None:
+            event.typed()
+        row = event.after if event.after is not None else event.before
+        if row is None:
+            raise EncodeError("unwrapped event without a row", format=self.name)
+        by_name = event.schema.by_name if event.schema is not None else {}
+        from_tz, to_tz = event.timezone, self.opts.source_timezone
+        out: dict[str, Any] = {}
+        for name, v in row.items():
+            col = by_name.get(name)
+            if col is None or v is None:
+                out[name] = v
+                continue
+            t = col.mysql
+            if t.kind is Kind.TIMESTAMP:
+                v = rebase_timestamp(v, from_tz, to_tz)
+            out[name] = to_json_value(t, v)
+        return out
 
     def encode_message(self, event: ChangeEvent) -> Any:
         raise NotImplementedError
@@ -247,6 +283,19 @@ def _json_name(v: Any) -> str:
     if isinstance(v, bool):
         return "a boolean"
     return _TYPE_NAMES.get(type(v), type(v).__name__)
+
+
+def record_headers(event: ChangeEvent) -> list[tuple[str, bytes]]:
+    """The headers an encoder writes for ``event``: ``event.headers`` when set (by a
+    transform, even to ``[]``), else the headers of the record it was decoded from, as
+    Kafka Connect keeps a record's headers by default."""
+    headers = event.headers
+    if headers is None:
+        record = event.record
+        if record is None:
+            return []
+        headers = record.headers
+    return list(headers) if headers else []
 
 
 def is_int(v: Any) -> bool:

@@ -70,8 +70,20 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, describe_error
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema, Target, compiled, typed_reader
+from transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
+from transforms.model import (
+    TOMBSTONE,
+    UNWRAPPED,
+    ChangeEvent,
+    Column,
+    Op,
+    Record,
+    SourcePosition,
+    TableSchema,
+    Target,
+    compiled,
+    typed_reader,
+)
 from transforms.options import Option
 from transforms.sqltext import classify_ddl, text_of
 from transforms.types import (
@@ -438,7 +450,9 @@ class CanalJson(JsonCodec):
             choices=("row", "transaction"),
         ),
     )
-    capabilities = Capabilities(before_image="changed", column_types=True, primary_key=True, ddl=True)
+    # before_image: ``old`` holds only the changed columns, but ``data`` overlaid with ``old``
+    # is the full before-image (the decoder rebuilds it), so nothing of it is lost.
+    capabilities = Capabilities(before_image="full", column_types=True, primary_key=True, ddl=True, snapshot_reads=True)
 
     form: ClassVar[CanalText] = CANAL_TEXT
     db_type: ClassVar[str] = "mysql"
@@ -760,7 +774,7 @@ class CanalJson(JsonCodec):
             value=self.dumps(msg),
             key=keys.pop() if len(keys) == 1 else None,
             topic=first.topic,
-            headers=list(first.headers or ()),
+            headers=record_headers(first),
         )
 
     def _groups(self, events: list[ChangeEvent]) -> Iterator[list[ChangeEvent]]:
@@ -779,6 +793,8 @@ class CanalJson(JsonCodec):
         """May ``e`` share ``prev``'s message? Same table and op, and the next row of the
         same decoded message, or the same transaction (GTID/txid/commit ts/binlog event)."""
         if not (e.op.is_row and e.op is prev.op and e.topic == prev.topic):
+            return False
+        if _marked(e) or _marked(prev):  # tombstones and unwrapped rows are records of their own
             return False
         if (e.source.database, e.source.table) != (prev.source.database, prev.source.table):
             return False
@@ -1047,6 +1063,11 @@ _ROW_MODEL_FIELDS = frozenset({"data", "database", "es", "mysqlType", "old", "pk
 _DDL_MODEL_FIELDS = frozenset({"database", "es", "sql", "table", "ts", "type"})
 
 
+def _marked(e: ChangeEvent) -> bool:
+    extra = e.extra
+    return bool(extra.get(TOMBSTONE) or extra.get(UNWRAPPED)) if extra else False
+
+
 def _equivalent(orig: Any, new: Any) -> bool:
     """Do two field values decode the same? (``""``/``null`` table, ``[]``/``null`` pkNames ...)"""
     if orig == new:
@@ -1073,7 +1094,13 @@ def _ordered_keys(rows: list[dict]) -> list[str]:
 
 
 def _then(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda v: second(first(v))
+    """``second(first(v))``; a raw value that reads as NULL (a SQL ``NULL`` literal) stays ``None``."""
+
+    def read_then_write(v: Any) -> Any:
+        typed = first(v)
+        return None if typed is None else second(typed)
+
+    return read_then_write
 
 
 def _rebasing(write: Callable[[Any], str], from_tz: str, to_tz: str) -> Callable[[Any], str]:

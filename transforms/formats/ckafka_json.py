@@ -45,6 +45,7 @@ class CKafkaJson(JsonCodec):
         gtid=True,
         transactions=False,
         ddl=True,
+        snapshot_reads=False,
     )
 
     def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:

@@ -70,6 +70,7 @@ class CloudCanalJson(JsonCodec):
         gtid=False,
         transactions=True,
         ddl=True,
+        snapshot_reads=False,
     )
     options = (
         Option(

@@ -261,6 +261,7 @@ class DataWorksJson(JsonCodec):
         heartbeats=True,
         watermarks=False,
         typed_values=True,
+        snapshot_reads=False,
     )
 
     def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:

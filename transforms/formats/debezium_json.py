@@ -7,6 +7,14 @@ the schema-change topic (``databaseName``/``ddl``/``tableChanges``), the
 transaction-metadata topic (``status`` BEGIN/END), heartbeats (``{"ts_ms"}``)
 and Kafka tombstones (null values).
 
+Topics. Debezium keeps schema changes out of the tables' data topics (Flink's
+debezium-json rejects a DDL payload as "Corrupt Debezium JSON message"): the
+encoder gives DDL records the topic ``schema_change_topic`` (default: the
+``topic_prefix`` value, as Debezium names it), so hosts route them there; a
+file written by ``convert`` holds them in line with the rows. Watermarks of
+other formats (TiCDC's) are not written: Debezium has no such message, and
+its ``m`` op is reproduced only for messages read from Debezium itself.
+
 Values are kept in Debezium's own representation (epoch days, base64
 decimals...) as a raw value form until someone needs them typed, so
 Debezium -> Debezium passes them through untouched. Raw values of forms with
@@ -40,10 +48,9 @@ from transforms.formats._connect import (
     plan_for_schema,
     schema_from_python,
 )
-from transforms.formats.base import Capabilities, JsonCodec, json_default
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
+from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.options import Option
-from transforms.smt.base import TOMBSTONE, UNWRAPPED
 from transforms.types import TypeParseError, parse_type, quote_label
 
 NAME = "debezium-json"
@@ -192,6 +199,15 @@ class DebeziumJsonCodec(JsonCodec):
             "Debezium's `topic.prefix` (`database.server.name`): `source.name` and the Connect schema "
             "names (`<prefix>.<db>.<table>.Value`) of messages written here.",
         ),
+        Option(
+            "schema_change_topic",
+            str,
+            None,
+            "Topic of schema-change (DDL) records: Debezium writes them to a topic of their own, named "
+            "`topic_prefix`, never to a table's data topic (consumers such as Flink's debezium-json fail "
+            "on them). Encoded DDL records carry it as their topic, replacing any routing; default: the "
+            "`topic_prefix` value. (A file written by `convert` holds them in line with the rows.)",
+        ),
     )
     # column_types: Connect types are not MySQL types (TINYINT and SMALLINT are both int16,
     # VARCHAR has no length), so the catalog must not learn them over exact ones.
@@ -204,8 +220,9 @@ class DebeziumJsonCodec(JsonCodec):
         transactions=True,
         ddl=True,
         heartbeats=True,
-        watermarks=True,
+        watermarks=False,
         typed_values=True,
+        snapshot_reads=True,
     )
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, path: str = "", catalog: Any = None) -> None:
@@ -220,6 +237,7 @@ class DebeziumJsonCodec(JsonCodec):
         )
         self.timezone: str = o.source_timezone
         self.prefix: str = o.topic_prefix
+        self.schema_change_topic: str = o.schema_change_topic if o.schema_change_topic is not None else o.topic_prefix
         self.schemas_enable: bool = o.schemas_enable
         self.tombstones_on_delete: bool = o.tombstones_on_delete
         #: Null-value records (Kafka tombstones) read: they carry no change, so they yield no event.
@@ -535,7 +553,12 @@ class DebeziumJsonCodec(JsonCodec):
             if plan is not None and event.values is not None and event.values.name != plan.signature:
                 event.typed()
             return [self._record(event, None, self._row_key(event, plan, None))]
-        if op.is_row or op is Op.TRUNCATE or op is Op.WATERMARK:
+        if op is Op.WATERMARK:
+            # An `m` message read from Debezium is reproduced; watermarks of other formats
+            # (TiCDC's) have no Debezium message: consumers of a data topic (Flink's
+            # debezium-json) fail on ops they do not know.
+            return self._encode_row(event) if event.origin == NAME else []
+        if op.is_row or op is Op.TRUNCATE:
             return self._encode_row(event)
         if op is Op.DDL:
             return [self._encode_ddl(event)]
@@ -548,7 +571,7 @@ class DebeziumJsonCodec(JsonCodec):
         raise EncodeError(f"no Debezium message for {op.value} events", format=NAME)
 
     def _record(self, event: ChangeEvent, value: bytes | None, key: bytes | None) -> Record:
-        return Record(value=value, key=key, topic=event.topic, headers=list(event.headers or ()))
+        return Record(value=value, key=key, topic=event.topic, headers=record_headers(event))
 
     def _wrap(self, schema_bytes: bytes, payload: Any) -> bytes:
         body = _dumps(payload)
@@ -597,8 +620,7 @@ class DebeziumJsonCodec(JsonCodec):
             value = self._wrap(self._envelope_schema(event, plan, payload), payload)
         else:
             value = orjson.dumps(payload, default=_dump_default)
-        headers = event.headers
-        out = [Record(value=value, key=key, topic=event.topic, headers=list(headers) if headers else [])]
+        out = [Record(value=value, key=key, topic=event.topic, headers=record_headers(event))]
         if op is Op.DELETE and self.tombstones_on_delete and key is not None:
             out.append(self._record(event, None, key))
         return out
@@ -884,7 +906,9 @@ class DebeziumJsonCodec(JsonCodec):
             schema_bytes = _dumps(orig) if orig is not None else _dumps(_ddl_schema(source))
         key_payload = {"databaseName": db}
         key = _dumps(key_payload) if not self.schemas_enable else _dumps({"schema": _DDL_KEY_SCHEMA, "payload": key_payload})
-        return self._record(event, self._wrap(schema_bytes, payload), key)
+        record = self._record(event, self._wrap(schema_bytes, payload), key)
+        record.topic = self.schema_change_topic  # never the table's data topic (option doc)
+        return record
 
     def _encode_transaction(self, event: ChangeEvent) -> Record:
         txid = _transaction_id(event.source)

@@ -58,7 +58,7 @@ import orjson
 from schemas import load_avro
 from transforms.errors import DecodeError, EncodeError
 from transforms.formats._schemaless import infer_python_type, merged_schema
-from transforms.formats.base import Capabilities, Codec, json_default
+from transforms.formats.base import Capabilities, Codec, json_default, record_headers
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
 from transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
 
@@ -493,6 +493,7 @@ class DtsAvro(Codec):
         heartbeats=True,
         watermarks=False,
         typed_values=True,
+        snapshot_reads=False,
     )
 
     def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
@@ -628,7 +629,7 @@ class DtsAvro(Codec):
             value = write_record(obj)
         except (ValueError, TypeError, KeyError, OverflowError) as exc:
             raise EncodeError(f"value does not fit the DTS Avro schema: {exc}", format=self.name) from None
-        return [Record(value=value, key=self._key(event), topic=event.topic, headers=list(event.headers or ()))]
+        return [Record(value=value, key=self._key(event), topic=event.topic, headers=record_headers(event))]
 
     def _encode_record(self, event: ChangeEvent) -> dict | None:
         op = event.op

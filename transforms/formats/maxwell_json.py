@@ -61,6 +61,7 @@ class MaxwellJson(SchemalessJson):
         heartbeats=False,
         watermarks=False,
         typed_values=True,
+        snapshot_reads=True,
     )
     values = JsonValues(_NAME, embedded_json=True)
     set_as_list = True

@@ -60,6 +60,7 @@ class OggJson(SchemalessJson):
         heartbeats=False,
         watermarks=False,
         typed_values=True,
+        snapshot_reads=False,
     )
     values = JsonValues(_NAME, embedded_json=False)
 

@@ -65,6 +65,7 @@ class TdsqlBinlogJson(JsonCodec):
         gtid=True,
         transactions=True,
         ddl=True,
+        snapshot_reads=False,
     )
     options = (
         Option(

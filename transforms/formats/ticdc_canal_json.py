@@ -26,13 +26,18 @@ ISO-8859-1 binary) except: FLOAT/DOUBLE print as Go's shortest plain decimal
 YEAR 0 as ``0``. TIMESTAMP text is in the changefeed's time zone: set
 ``source_timezone``.
 
-Without type parameters some values cannot be typed exactly, and the decoder
-documents what it does instead of guessing:
+Without type parameters some values cannot be typed exactly. With a schema
+catalog that knows the table (a schema file, DDL seen earlier) the decoder takes
+the catalog's type of every column whose parameterless ``mysqlType`` names the
+same base type (and signedness): enum/set labels, bit length, decimal precision
+and scale, fractional seconds. Without one (or for a column the catalog types
+differently) it documents what it does instead of guessing:
 
-* ``enum``/``set`` have no labels: the value stays the index/bitmask text
-  (type it through the schema catalog);
+* ``enum``/``set`` have no labels: the value stays the index/bitmask text;
 * ``bit`` is read as ``bit(64)`` (an int; BIT(1) is not told apart from wider
-  bits), ``decimal`` as ``decimal(65,30)`` so no target rounds the value.
+  bits, so a BIT(1) value is ``1``, not ``True``), ``decimal`` as
+  ``decimal(65,30)``, ``datetime``/``timestamp``/``time`` with 6 fractional
+  digits, so no target rounds or truncates the value.
 """
 
 from __future__ import annotations
@@ -45,11 +50,13 @@ from typing import Any, ClassVar
 from transforms.errors import EncodeError
 from transforms.formats.base import Capabilities
 from transforms.formats.canal_json import ROW_TYPES, CanalJson, CanalText, go_float_text
-from transforms.model import ChangeEvent, Column, Op, SourcePosition
+from transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
 from transforms.options import Option
-from transforms.types import Kind, MySQLType, parse_type
+from transforms.types import Kind, MySQLType, TypeParseError, parse_type
 
 WATERMARK_TYPE = "TIDB_WATERMARK"
+#: Kinds whose parameterless type would mean "no fractional seconds".
+_TEMPORAL_FSP = frozenset({Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME})
 _FIELDS = frozenset(
     {"id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType", "old", "data"}
 )
@@ -84,6 +91,29 @@ def ticdc_type_name(t: MySQLType) -> str:
     return out
 
 
+def _with_catalog_types(schema: TableSchema, mysql_types: dict, known: TableSchema) -> TableSchema:
+    """``schema`` with the catalog column (its exact type, nullability, default) for every
+    column whose ``mysqlType`` has no parameters and names the catalog column's base type
+    (and signedness); other columns, and mismatching ones (a change the catalog has not
+    seen), keep the message's type."""
+    cols = []
+    changed = False
+    for col in schema.columns:
+        text = mysql_types.get(col.name)
+        exact = known.column(col.name)
+        if exact is not None and isinstance(text, str) and "(" not in text and exact.type != col.type:
+            try:
+                t, k = parse_type(text), exact.mysql
+            except TypeParseError:
+                t = k = None
+            if t is not None and t.base == k.base and t.unsigned == k.unsigned:
+                cols.append(dataclasses.replace(exact, primary_key=col.primary_key))
+                changed = True
+                continue
+        cols.append(col)
+    return TableSchema(columns=tuple(cols), primary_key=schema.primary_key) if changed else schema
+
+
 class TicdcCanalJson(CanalJson):
     name = "ticdc-canal-json"
     description = (
@@ -106,7 +136,10 @@ class TicdcCanalJson(CanalJson):
             "parameters and only the changed columns in UPDATE old.",
         ),
     )
-    capabilities = Capabilities(before_image="full", column_types=True, primary_key=True, ddl=True, watermarks=True)
+    # snapshot_reads: TiCDC has no INIT; snapshot reads are written as INSERT.
+    capabilities = Capabilities(
+        before_image="full", column_types=True, primary_key=True, ddl=True, watermarks=True, snapshot_reads=False
+    )
 
     form: ClassVar[CanalText] = TICDC_TEXT
     db_type: ClassVar[str] = "tidb"
@@ -121,6 +154,8 @@ class TicdcCanalJson(CanalJson):
         # Read per message: kept as attributes (option lookups are not free).
         self._content_compatible: bool = self.opts.content_compatible
         self._tidb_extension: bool = self.opts.enable_tidb_extension
+        #: id(message schema) -> (message schema, catalog schema, schema with the catalog's types).
+        self._refined: dict[int, tuple[TableSchema, TableSchema, TableSchema]] = {}
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -172,8 +207,10 @@ class TicdcCanalJson(CanalJson):
         return bool(ext.get("onlyHandleKey")) or ext.get("claimCheckLocation") is not None
 
     def column_type(self, name: str, text: str, code: Any) -> str:
-        """Parameterless ``bit``/``decimal`` become their widest form, so that no
-        consumer of the schema narrows the values (``bit`` alone would mean BIT(1))."""
+        """Parameterless ``bit``/``decimal``/``datetime``/``timestamp``/``time`` become
+        their widest form, so that no consumer of the schema narrows the values
+        (``bit`` alone would mean BIT(1), ``datetime`` alone DATETIME(0): a Debezium
+        encoder would then write whole milliseconds and drop the microseconds)."""
         text = super().column_type(name, text, code)
         if "(" in text:
             return text
@@ -182,7 +219,32 @@ class TicdcCanalJson(CanalJson):
             return dataclasses.replace(t, length=64).text()
         if t.kind is Kind.DECIMAL:
             return dataclasses.replace(t, precision=65, scale=30).text()
+        if t.kind in _TEMPORAL_FSP:
+            return dataclasses.replace(t, fsp=6).text()
         return text
+
+    def _schema(self, obj: dict, data: list) -> TableSchema | None:
+        """The message's schema; with a schema catalog that knows the table, the catalog's
+        exact type for every column whose parameterless ``mysqlType`` has the same base type
+        (enum labels, set labels, bit length, decimal precision/scale, fsp)."""
+        schema = super()._schema(obj, data)
+        if schema is None or self.catalog is None:
+            return schema
+        mysql_types = obj.get("mysqlType")
+        database, table = obj.get("database"), obj.get("table")
+        if not mysql_types or table.__class__ is not str:
+            return schema
+        known = self.catalog_schema(database if database.__class__ is str and database else None, table)
+        if known is None:
+            return schema
+        hit = self._refined.get(id(schema))
+        if hit is not None and hit[0] is schema and hit[1] is known:
+            return hit[2]
+        refined = _with_catalog_types(schema, mysql_types, known)
+        if len(self._refined) >= self._SCHEMA_CACHE_SIZE:
+            self._refined.clear()
+        self._refined[id(schema)] = (schema, known, refined)
+        return refined
 
     def schema_key(self, mysql_types: dict, sql_types: Any, pk: tuple[str, ...]) -> Any:
         # Older TiCDC writes mysqlType in Go map order (random): key on its content.

@@ -34,13 +34,10 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 import msgspec
 
 from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Column, Op, TableSchema
+# TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
+from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
 from transforms.options import Option, Options, merge, resolve
 
-#: ``extra`` flag: the event is a tombstone (a null-value record carrying only the key).
-TOMBSTONE = "cdc_smt.tombstone"
-#: ``extra`` flag: ``after`` is a flat row to write as the whole value (``unwrap``).
-UNWRAPPED = "cdc_smt.unwrapped"
 #: ``extra`` key: consecutive events with the same value form one multi-row message.
 ROW_GROUP = "cdc_smt.row_group"
 
