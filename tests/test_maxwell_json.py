@@ -237,7 +237,7 @@ def test_control_events_have_no_maxwell_message_and_truncate_is_an_error():
 
 
 def test_ddl_from_other_formats_gets_a_maxwell_type_from_the_statement():
-    c = codec()
+    c = codec(output_ddl=True)
     for sql, kind in [
         ("CREATE TABLE t (id int)", "table-create"),
         ("drop table t", "table-drop"),
@@ -247,6 +247,16 @@ def test_ddl_from_other_formats_gets_a_maxwell_type_from_the_statement():
     ]:
         (out,) = encoded(c, ChangeEvent(op=Op.DDL, ddl=sql, source=SourcePosition(database="d", table="t")))
         assert out["type"] == kind and out["sql"] == sql
+
+
+def test_ddl_from_other_formats_is_written_only_when_asked_and_to_the_ddl_topic():
+    ddl = ChangeEvent(op=Op.DDL, ddl="CREATE TABLE t (id int)", source=SourcePosition(database="d", table="t"))
+    assert codec().encode(ddl) == []  # Maxwell's default: output_ddl off
+    assert codec(output_ddl=False).encode(ddl) == []
+    (rec,) = codec(output_ddl=True, ddl_topic="maxwell_ddl").encode(ddl)
+    assert rec.topic == "maxwell_ddl" and b'"table-create"' in rec.value
+    (rec,) = codec(output_ddl=True).encode(ddl)
+    assert rec.topic is None
 
 
 def test_reencoding_reproduces_the_message():

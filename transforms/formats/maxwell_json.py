@@ -23,6 +23,7 @@ from typing import Any
 from transforms.errors import DecodeError, EncodeError
 from transforms.formats._schemaless import JsonValues, SchemalessJson
 from transforms.formats.base import Capabilities, in_original_order
+from transforms.options import Option
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.types import Kind, parse_type
 
@@ -65,6 +66,22 @@ class MaxwellJson(SchemalessJson):
     )
     values = JsonValues(_NAME, embedded_json=True)
     set_as_list = True
+    options = (
+        Option(
+            "output_ddl",
+            bool,
+            None,
+            "Write DDL events as Maxwell's table-*/database-* messages (Maxwell's own output_ddl). Unset: "
+            "DDL that came from maxwell-json is reproduced and DDL from other formats is not written, since "
+            "Flink's maxwell-json and most consumers reject DDL on a data topic; true/false: always/never.",
+        ),
+        Option(
+            "ddl_topic",
+            str,
+            None,
+            "Topic for DDL messages when output_ddl is on (Maxwell's ddl_kafka_topic); unset = the data topic.",
+        ),
+    )
 
     # -- decode ------------------------------------------------------------
     def decode_message(self, obj: dict, record: Record) -> list[ChangeEvent]:
@@ -181,6 +198,9 @@ class MaxwellJson(SchemalessJson):
         if op.is_row:
             out = self._encode_row(event, extra)
         elif op is Op.DDL:
+            output_ddl = self.opts.output_ddl
+            if not (output_ddl or (output_ddl is None and same)):
+                return None
             out = self._encode_ddl(event, extra)
         elif op is Op.HEARTBEAT and same and extra.get("type") in _MARKER_TYPES:
             out = {"database": event.source.database, "table": event.source.table, "type": extra["type"]}
@@ -194,6 +214,13 @@ class MaxwellJson(SchemalessJson):
             if not k.startswith("_") and k not in out:
                 out[k] = v
         return in_original_order(out, extra.get("_keys"))
+
+    def encode(self, event: ChangeEvent) -> list[Record]:
+        records = super().encode(event)
+        if event.op is Op.DDL and self.opts.ddl_topic:
+            for r in records:
+                r.topic = self.opts.ddl_topic
+        return records
 
     def _encode_row(self, event: ChangeEvent, extra: dict) -> dict[str, Any]:
         src = event.source
