@@ -1,0 +1,345 @@
+"""The worker's throughput and latency, against its two ceilings, in one run.
+
+    .venv/bin/python -m bench.worker [--count 1000000] [--partitions 4]
+
+Generates ``--count`` Canal JSON row changes of realistic size (~900 bytes,
+eleven columns; the generator of ``bench.codec``), produces them keyed by
+primary key to a topic of ``--partitions`` partitions on the embedded broker
+(or ``--bootstrap``), then measures:
+
+(a) **worker**: ``cdc-smt worker`` (a separate process, as deployed) converting
+    canal-json -> debezium-json broker to broker; from its first consumed
+    record to its last acknowledged output record, read from its own metrics;
+(b) **codec ceiling**: the same conversion in this process with no Kafka: the
+    worker's own :class:`~connector.worker_pipeline.Converter` (decode, chain,
+    encode, output partitioning) over the same records, batch by batch;
+(c) **broker ceiling**: a raw aiokafka pipe over the same input with no
+    transformation: consume, and produce with ``create_batch``/``send_batch``;
+
+and then the end-to-end latency (p50/p99, source record timestamp to the
+moment a consumer of the output topic receives it) while the worker runs at a
+fixed moderate rate (``--latency-rate``, default a quarter of (a)).
+
+Targets (issue 5): (a) >= 50,000 msgs/s for one worker and (a) >= 0.7 x (b).
+Everything shares the machine: on 2 cores the broker, the worker's consumer
+thread and its conversion compete, and so does anything else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import namedtuple
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
+from connector import kafka as K
+from connector.jobconfig import load_job
+from connector.worker_pipeline import Converter
+from transforms.model import Record
+
+ROOT = Path(__file__).resolve().parents[1]
+IN, OUT, RAW = "bench.canal", "bench.debezium", "bench.raw"
+Msg = namedtuple("Msg", "topic partition offset timestamp key value headers")
+
+
+def job_doc(bootstrap: str, partitions: int, batch_size: int, fetch_wait_ms: int = 100, processes: int = 1) -> dict[str, Any]:
+    return {
+        "id": "bench-canal-to-debezium",
+        "kafka": {"bootstrap_servers": bootstrap},
+        "source": {"topics": [IN], "format": "canal-json"},
+        "sink": {"topic": OUT, "format": "debezium-json", "options": dict(DEBEZIUM_TYPED_NO_SCHEMA)},
+        "errors": {"tolerance": "all", "dead_letter_topic": "bench.dlq"},
+        "producer": {"acks": "all", "linger_ms": 5},
+        "consumer": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "fetch_max_wait_ms": fetch_wait_ms},
+        "worker": {
+            "batch_size": batch_size,
+            "commit_interval_ms": 1000,
+            "metrics_port": 0,
+            "create_topics": {"partitions": partitions},
+            "processes": processes,
+        },
+    }
+
+
+# -- input -----------------------------------------------------------------------------------
+def keyed(messages: list[bytes]) -> list[Record]:
+    """Records keyed by primary key, as Canal's producer with a per-row partition hash writes them."""
+    return [Record(value=v, key=b'{"id":%d}' % (i + 1)) for i, v in enumerate(messages)]
+
+
+async def produce_input(bootstrap: str, records: list[Record], partitions: int) -> None:
+    await K.create_topics(bootstrap, {IN: partitions, OUT: partitions, RAW: partitions, "bench.dlq": 1})
+    step = 50_000
+    for start in range(0, len(records), step):
+        await K.produce_records(bootstrap, IN, records[start : start + step])
+
+
+# -- (b) the codec ceiling -------------------------------------------------------------------
+def codec_ceiling(records: list[Record], partitions: int, batch_size: int, job: Any) -> tuple[float, int]:
+    """Seconds to convert every record with the worker's Converter, per partition, in batches."""
+    by_partition: dict[int, list[Msg]] = {p: [] for p in range(partitions)}
+    now = int(time.time() * 1000)
+    for r in records:
+        p = K.partition_for(r.key, partitions)
+        by_partition[p].append(Msg(IN, p, len(by_partition[p]), now, r.key, r.value, ()))
+    converter = Converter(job, {OUT: partitions, "bench.dlq": 1})
+    gc.collect()
+    out = 0
+    started = time.perf_counter()
+    for p, msgs in by_partition.items():
+        chain = job.build_chain()
+        for start in range(0, len(msgs), batch_size):
+            batch = converter.convert(chain, IN, p, msgs[start : start + batch_size])
+            converter.place(batch, p)
+            out += batch.n_out
+    return time.perf_counter() - started, out
+
+
+# -- (c) the broker ceiling ------------------------------------------------------------------
+async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int) -> float:
+    """Consume IN and produce every record unchanged to RAW with the batch API; seconds for all acks."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 * 1024 * 1024
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1_000_000, linger_ms=5)
+    await consumer.start()
+    await producer.start()
+    try:
+        tps = [TopicPartition(IN, p) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        futures: list[asyncio.Future] = []
+        seen = 0
+        started = time.perf_counter()
+        while seen < count:
+            fetched = await consumer.getmany(timeout_ms=1000, max_records=batch_size)
+            for tp, msgs in fetched.items():
+                batch = producer.create_batch()
+                for m in msgs:
+                    if batch.append(key=m.key, value=m.value, timestamp=m.timestamp, headers=[]) is None:
+                        futures.append(await producer.send_batch(batch, RAW, partition=tp.partition))
+                        batch = producer.create_batch()
+                        batch.append(key=m.key, value=m.value, timestamp=m.timestamp, headers=[])
+                futures.append(await producer.send_batch(batch, RAW, partition=tp.partition))
+                seen += len(msgs)
+            done = [f for f in futures if f.done()]
+            for f in done:
+                f.result()
+            futures = [f for f in futures if not f.done()]
+        await asyncio.gather(*futures)
+        return time.perf_counter() - started
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+# -- (a) the worker ----------------------------------------------------------------------------
+class WorkerProcess:
+    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
+        path = tmp / "job.yaml"
+        path.write_text(yaml.safe_dump(job))
+        self.log = tmp / "worker.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "connector.cli", "worker", "-c", str(path), "--log-format", "json"],
+            cwd=ROOT,
+            stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
+            stderr=subprocess.STDOUT,
+        )
+        self.port: int | None = None
+
+    def wait_metrics(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {self.log.read_text()[-2000:]}")
+            m = re.search(r"metrics on http://[^:]+:(\d+)/metrics", self.log.read_text(errors="replace"))
+            if m:
+                self.port = int(m.group(1))
+                return
+            time.sleep(0.1)
+        raise TimeoutError("the worker did not start")
+
+    def counters(self) -> tuple[float, float]:
+        """(records in, records out to the sink topic), from /metrics."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+
+        def value(pattern: str) -> float:
+            m = re.search(pattern + r" ([0-9.e+]+)", text)
+            return float(m.group(1)) if m else 0.0
+
+        return value(rf'cdc_smt_records_in_total\{{topic="{re.escape(IN)}"\}}'), value(rf'cdc_smt_records_out_total\{{topic="{re.escape(OUT)}"\}}')
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait(10)
+
+
+def worker_throughput(worker: WorkerProcess, count: int, expected_out: int, timeout: float) -> float:
+    """Seconds from the worker's first consumed record to its last acknowledged output."""
+    deadline = time.monotonic() + timeout
+    started = None
+    while time.monotonic() < deadline:
+        n_in, n_out = worker.counters()
+        now = time.perf_counter()
+        if started is None and n_in > 0:
+            started = now
+        if n_out >= expected_out:
+            return now - (started or now)
+        if worker.proc.poll() is not None:
+            raise RuntimeError("worker exited during the run")
+        time.sleep(0.05)
+    raise TimeoutError(f"worker did not finish {count} records in {timeout:.0f}s")
+
+
+async def latency(bootstrap: str, rate: int, seconds: float, partitions: int) -> list[float]:
+    """Produce at ``rate``/s for ``seconds``; latencies (ms) of the outputs as a consumer sees them."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    messages = canal_messages(int(rate * seconds), seed=11)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    await consumer.start()
+    await producer.start()
+    tps = [TopicPartition(OUT, p) for p in range(partitions)]
+    consumer.assign(tps)
+    await consumer.seek_to_end(*tps)
+    for tp in tps:
+        await consumer.position(tp)
+    lat: list[float] = []
+    since = time.time() * 1000  # outputs of earlier runs are not part of this one
+
+    async def consume() -> None:
+        while len(lat) < len(messages):
+            fetched = await consumer.getmany(timeout_ms=500)
+            now = time.time() * 1000
+            for msgs in fetched.values():
+                lat.extend(now - m.timestamp for m in msgs if m.value is not None and m.timestamp >= since)
+
+    reader = asyncio.ensure_future(consume())
+    tick = 0.01
+    per_tick = max(1, int(rate * tick))
+    started = time.monotonic()
+    for i in range(0, len(messages), per_tick):
+        for j, value in enumerate(messages[i : i + per_tick]):
+            await producer.send(IN, value, key=b'{"id":%d}' % (10_000_000 + i + j))
+        ahead = started + (i + per_tick) / rate - time.monotonic()
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+    await producer.flush()
+    try:
+        await asyncio.wait_for(reader, timeout=60)
+    except asyncio.TimeoutError:
+        reader.cancel()
+    await producer.stop()
+    await consumer.stop()
+    return lat
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+# -- main ----------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.worker", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=1_000_000, help="messages (default 1000000)")
+    parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")
+    parser.add_argument("--batch-size", type=int, default=5000, help="worker.batch_size (default 5000)")
+    parser.add_argument("--latency-rate", type=int, default=0, help="msgs/s for the latency run (default: a quarter of (a))")
+    parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency run (default 10)")
+    parser.add_argument("--processes", type=int, default=1, help="the worker's worker.processes (default 1)")
+    parser.add_argument("--fetch-wait-ms", type=int, default=100, help="the worker's consumer.fetch_max_wait_ms (default 100)")
+    parser.add_argument("--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)")
+    args = parser.parse_args(argv)
+
+    from connector.broker import EmbeddedBroker
+
+    print(f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
+    t0 = time.perf_counter()
+    messages = canal_messages(args.count)
+    avg = sum(map(len, messages)) / len(messages)
+    records = keyed(messages)
+    del messages
+    print(f"generated {args.count:,} Canal JSON messages, {avg:.0f} bytes on average ({time.perf_counter() - t0:.0f}s)", flush=True)
+
+    broker = None if args.bootstrap else EmbeddedBroker().start()
+    bootstrap = args.bootstrap or broker.bootstrap
+    results: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        asyncio.run(produce_input(bootstrap, records, args.partitions))
+        print(f"produced them to {IN} ({args.partitions} partitions) on {bootstrap} ({time.perf_counter() - t0:.0f}s)", flush=True)
+        doc = job_doc(bootstrap, args.partitions, args.batch_size, args.fetch_wait_ms, args.processes)
+        job = load_job(doc)
+
+        seconds, n_out = codec_ceiling(records, args.partitions, args.batch_size, job)
+        results["b"] = args.count / seconds
+        print(f"(b) codec ceiling, in-process, no Kafka:   {results['b']:>10,.0f} msgs/s  ({seconds:.1f}s, {n_out:,} output records)", flush=True)
+        del records
+        gc.collect()
+
+        seconds = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
+        results["c"] = args.count / seconds
+        print(f"(c) broker ceiling, raw aiokafka pipe:     {results['c']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            worker = WorkerProcess(doc, Path(tmp))
+            try:
+                worker.wait_metrics()
+                seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
+                results["a"] = args.count / seconds
+                print(f"(a) worker, broker to broker:              {results['a']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+                rate = args.latency_rate or max(100, int(results["a"] / 4 // 100 * 100))
+                lat = asyncio.run(latency(bootstrap, rate, args.latency_seconds, args.partitions))
+                p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+                print(f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)", flush=True)
+                results.update(rate=rate, p50=p50, p99=p99)
+            finally:
+                code = worker.stop()
+                if code != 0:
+                    print(f"worker exit code {code}; log tail:\n{worker.log.read_text(errors='replace')[-1500:]}")
+    finally:
+        if broker is not None:
+            broker.stop()
+
+    a, b, c = results["a"], results["b"], results["c"]
+    print()
+    print("| measure | msgs/s | vs (b) codec | vs (c) broker |")
+    print("|---|---:|---:|---:|")
+    procs = f", {args.processes} conversion processes" if args.processes > 1 else ""
+    print(f"| (a) worker{procs}, canal-json -> debezium-json, broker to broker | {a:,.0f} | {a / b:.2f} | {a / c:.2f} |")
+    print(f"| (b) same conversion in-process, no Kafka | {b:,.0f} | 1.00 | {b / c:.2f} |")
+    print(f"| (c) raw aiokafka batch pipe, no conversion | {c:,.0f} | | 1.00 |")
+    print()
+    print(f"end-to-end latency at {results['rate']:,} msgs/s: p50 {results['p50']:.0f} ms, p99 {results['p99']:.0f} ms")
+    print(f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; (a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})")
+    print(json.dumps({k: round(v, 1) for k, v in results.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,637 @@
+"""The worker's job file: load, substitute environment variables, validate, build.
+
+A job file is a superset of the chain file (``source``, ``transforms``,
+``sink``, ``errors``) plus the job ``id`` (consumer group), the Kafka
+connection, source topics, and producer/consumer/worker settings. It is
+validated against ``schemas/job.schema.json``; every error names the path of
+the offending setting (``sink.topic: missing required setting``).
+
+Secrets are written as ``${ENV_VAR}`` references and resolved at load time.
+The resolved values live only in fields that are excluded from ``repr`` and
+from :meth:`JobConfig.describe`, so they never reach a log line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from transforms.errors import ConfigError
+
+#: Placeholders the sink topic template may use.
+SINK_TOPIC_FIELDS = ("source_topic",)
+#: Keys whose values are secrets: never echoed in errors or descriptions.
+SECRET_KEYS = frozenset({"sasl_password", "ssl_password"})
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
+
+
+# -- environment references -----------------------------------------------------
+def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> Any:
+    """Replace ``${NAME}`` / ``${NAME:-default}`` in every string; ``$${`` is a literal ``${``.
+
+    A reference to an unset variable without a default is an error naming the
+    setting, never the value.
+    """
+    if isinstance(value, str):
+        if "$" not in value:
+            return value
+
+        def repl(m: re.Match[str]) -> str:
+            if m.group(0) == "$${":
+                return "${"
+            name, default = m.group(1), m.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"environment variable {name} is not set", path or None)
+
+        return _ENV_REF.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, env, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+# -- settings ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class KafkaSettings:
+    """How to reach the cluster. Passwords are excluded from ``repr``."""
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str = "cdc-smt"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = field(default=None, repr=False)
+    ssl_check_hostname: bool = True
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.bootstrap_servers)
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def ssl_context(self):  # -> ssl.SSLContext | None
+        """An SSL context from the CA/cert/key files, or ``None`` without SSL."""
+        if not self.uses_ssl:
+            return None
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=self.ssl_cafile)
+        ctx.check_hostname = self.ssl_check_hostname
+        if self.ssl_certfile:
+            ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password)
+        return ctx
+
+    def aiokafka_kwargs(self) -> dict[str, Any]:
+        """Connection keyword arguments for aiokafka clients (admin, producer, consumer)."""
+        out: dict[str, Any] = {
+            "bootstrap_servers": list(self.bootstrap_servers),
+            "client_id": self.client_id,
+            "security_protocol": self.security_protocol,
+        }
+        ctx = self.ssl_context()
+        if ctx is not None:
+            out["ssl_context"] = ctx
+        if self.uses_sasl:
+            out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
+            out["sasl_plain_username"] = self.sasl_username
+            out["sasl_plain_password"] = self.sasl_password
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """Loggable view: secrets replaced by ``***``."""
+        out: dict[str, Any] = {"bootstrap_servers": list(self.bootstrap_servers), "security_protocol": self.security_protocol}
+        if self.uses_sasl:
+            out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
+            out["sasl_username"] = self.sasl_username
+            out["sasl_password"] = "***" if self.sasl_password else None
+        if self.uses_ssl:
+            out["ssl_cafile"] = self.ssl_cafile
+            out["ssl_certfile"] = self.ssl_certfile
+        return out
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    format: str
+    options: dict[str, Any]
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern else None
+
+    def matches(self, topic: str) -> bool:
+        """Is ``topic`` a source topic? (A pattern must match the whole name.)"""
+        if self.pattern:
+            return re.fullmatch(self.pattern, topic) is not None and not topic.startswith("__")
+        return topic in self.topics
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    format: str
+    options: dict[str, Any]
+    topic: str
+
+    def topic_for(self, source_topic: str) -> str:
+        """The output topic for records from ``source_topic``."""
+        name = self.topic.format(source_topic=source_topic)
+        if not _TOPIC_NAME.match(name):
+            raise ConfigError(f"{name!r} is not a valid Kafka topic name", "sink.topic")
+        return name
+
+
+@dataclass(frozen=True)
+class ErrorSettings:
+    tolerance: str = "none"
+    dead_letter_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    acks: int = -1
+    compression_type: str | None = None
+    linger_ms: int = 5
+    batch_size: int = 1_000_000
+    max_request_size: int = 1_048_576
+    request_timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    auto_offset_reset: str = "earliest"
+    max_partition_fetch_bytes: int = 1024 * 1024
+    fetch_max_bytes: int = 50 * 1024 * 1024
+    fetch_max_wait_ms: int = 100
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    request_timeout_ms: int = 40_000
+
+
+@dataclass(frozen=True)
+class TopicCreation:
+    """``None`` partitions: as many as the source topic has."""
+
+    partitions: int | None = None
+    replication_factor: int = 1
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    batch_size: int = 5000
+    commit_interval_ms: int = 1000
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    create_topics: TopicCreation | None = None
+    log_format: str = "text"
+    data_dir: str | None = None
+    pattern_refresh_s: float = 300.0
+    processes: int = 1
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A validated job. ``transforms``/``predicates`` stay as written: the chain validates them."""
+
+    id: str
+    kafka: KafkaSettings
+    source: SourceSettings
+    sink: SinkSettings
+    transforms: list[dict[str, Any]] = field(default_factory=list)
+    predicates: dict[str, Any] = field(default_factory=dict)
+    schema_files: tuple[str, ...] = ()
+    errors: ErrorSettings = field(default_factory=ErrorSettings)
+    producer: ProducerSettings = field(default_factory=ProducerSettings)
+    consumer: ConsumerSettings = field(default_factory=ConsumerSettings)
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    path: str = ""
+
+    # -- the chain -----------------------------------------------------------------
+    def chain_document(self) -> dict[str, Any]:
+        """The chain-file part of the job (what ``cdc-smt convert -c`` would read)."""
+        doc: dict[str, Any] = {
+            "source": {"format": self.source.format, "options": dict(self.source.options)},
+            "sink": {"format": self.sink.format, "options": dict(self.sink.options)},
+            "transforms": list(self.transforms),
+            "errors": {"tolerance": self.errors.tolerance},
+        }
+        if self.predicates:
+            doc["predicates"] = dict(self.predicates)
+        return doc
+
+    def build_chain(self, *, catalog: Any = None):  # -> transforms.chain.Chain
+        """A fresh chain (own codec instances) for one source partition.
+
+        Goes through ``transforms.config`` (the chain file's own validation) when
+        it is installed, so a job's chain part is checked exactly like a chain file.
+        """
+        try:
+            from transforms import config as chain_config
+        except ImportError:
+            chain_config = None  # type: ignore[assignment]
+        if chain_config is not None:
+            _codec_class(self.source.format, "source", decode=True)
+            _codec_class(self.sink.format, "sink", decode=False)
+            return chain_config.build_chain(chain_config.load_config(self.chain_document()), catalog=catalog)
+        from transforms.chain import Chain
+
+        decoder = _codec(self.source.format, self.source.options, "source", catalog, decode=True)
+        encoder = _codec(self.sink.format, self.sink.options, "sink", catalog, decode=False)
+        return Chain(decoder, encoder, _build_transforms(self.transforms, self.predicates), self.errors.tolerance)
+
+    def new_catalog(self) -> Any:
+        """A schema catalog seeded from ``schema_files`` (``None`` without them: codecs keep their own)."""
+        if not self.schema_files:
+            return None
+        from transforms.catalog import SchemaCatalog
+
+        seed = _SEEDS.get(self.schema_files)
+        if seed is None:
+            catalog = SchemaCatalog()
+            for f in self.schema_files:
+                catalog.load_file(f)
+            seed = _SEEDS[self.schema_files] = catalog.to_dict()
+        return SchemaCatalog.from_dict(seed)
+
+    def check(self) -> None:
+        """Build one chain to validate formats, options, transforms and schema files now, not at the first record."""
+        self.build_chain(catalog=self.new_catalog())
+        _check_compression(self.producer.compression_type)
+
+    def describe(self) -> dict[str, Any]:
+        """A loggable summary (no secrets)."""
+        src = {"format": self.source.format}
+        src.update({"topics": list(self.source.topics)} if self.source.topics else {"pattern": self.source.pattern})
+        return {
+            "id": self.id,
+            "kafka": self.kafka.describe(),
+            "source": src,
+            "transforms": [t.get("type") for t in self.transforms],
+            "sink": {"format": self.sink.format, "topic": self.sink.topic},
+            "errors": {"tolerance": self.errors.tolerance, "dead_letter_topic": self.errors.dead_letter_topic},
+        }
+
+
+#: Parsed schema files, by path tuple: every partition's catalog starts from the same snapshot.
+_SEEDS: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+def _check_compression(kind: str | None) -> None:
+    """aiokafka compresses gzip natively; lz4, snappy and zstd need cramjam."""
+    if kind is None:
+        return
+    try:
+        from aiokafka import codec
+    except ImportError:  # no worker extra: nothing to check against
+        return
+    available = {"gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4, "zstd": codec.has_zstd}[kind]()
+    if not available:
+        raise ConfigError(f"{kind} compression needs cramjam: pip install 'aiokafka[{kind}]'", "producer.compression_type")
+
+
+def _can(cls: type, decode: bool) -> bool:
+    """Does the codec class implement this direction (beyond the abstract base)?"""
+    from transforms.formats.base import Codec, JsonCodec
+
+    names = ("decode", "decode_message") if decode else ("encode", "encode_message")
+    for name in names:
+        impl = getattr(cls, name, None)
+        if impl is not None and impl is not getattr(Codec, name, None) and impl is not getattr(JsonCodec, name, None):
+            return True
+    return False
+
+
+def _codec_class(name: str, section: str, *, decode: bool) -> type:
+    """The codec class for ``name``, checked to support this direction."""
+    from transforms.formats import codec_class
+
+    try:
+        cls = codec_class(name)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), f"{section}.format") from None
+    if not _can(cls, decode):
+        raise ConfigError(f"format {name!r} cannot be {'decoded' if decode else 'encoded'}", f"{section}.format")
+    return cls
+
+
+def _codec(name: str, options: Mapping[str, Any], section: str, catalog: Any, *, decode: bool):
+    cls = _codec_class(name, section, decode=decode)
+    return cls(dict(options), path=f"{section}.options", catalog=catalog)
+
+
+def _build_transforms(specs: list[dict[str, Any]], predicates: Mapping[str, Any]) -> list[Any]:
+    """Transforms through ``transforms.config`` (imported lazily: it may be absent)."""
+    if not specs:
+        return []
+    try:
+        from transforms import config as chain_config
+    except ImportError:
+        chain_config = None  # type: ignore[assignment]
+    build = getattr(chain_config, "build_transforms", None)
+    if build is None:
+        raise ConfigError("this installation cannot build transforms (transforms.config is missing)", "transforms")
+    try:
+        return list(build(specs, path="transforms", predicates=dict(predicates)))
+    except TypeError as exc:
+        if "predicates" not in str(exc):
+            raise
+        if predicates:
+            raise ConfigError("named predicates are not supported by this installation", "predicates") from None
+        return list(build(specs, path="transforms"))
+
+
+# -- loading ----------------------------------------------------------------------------
+def load_job(
+    source: str | Path | Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> JobConfig:
+    """Read (YAML file path or mapping), substitute ``${ENV}``, validate, and build a :class:`JobConfig`.
+
+    ``overrides`` maps dotted paths to values (``{"kafka.bootstrap_servers":
+    "host:9092"}``) applied before validation: the command line's way to point a
+    job file at another cluster.
+    """
+    path = ""
+    if isinstance(source, Mapping):
+        raw: Any = dict(source)
+    else:
+        import yaml
+
+        path = str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"job file not found: {source}") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path or 'job'}: expected a mapping at the top level, got {type(raw).__name__}")
+    doc = substitute_env(raw, os.environ if env is None else env)
+    for dotted, value in (overrides or {}).items():
+        _set_path(doc, dotted, value)
+    _coerce_scalars(doc)
+    validate(doc)
+    return _build(doc, path)
+
+
+def _scalar_settings(schema: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
+    """Paths of settings whose schema type is integer, number or boolean."""
+    out: dict[tuple[str, ...], str] = {}
+    for name, sub in (schema.get("properties") or {}).items():
+        for branch in sub.get("oneOf", [sub]):
+            t = branch.get("type")
+            if t in ("integer", "number", "boolean"):
+                out.setdefault(prefix + (name,), t)
+            elif "properties" in branch:
+                out.update(_scalar_settings(branch, prefix + (name,)))
+    return out
+
+
+def _coerce_scalars(doc: dict[str, Any]) -> None:
+    """Numbers and booleans written as strings (``${METRICS_PORT}``, a quoted "9108") become typed.
+
+    Environment references always yield strings; this lets them fill numeric
+    settings. A string that does not parse is left alone for validation to report.
+    """
+    import schemas
+
+    for path, typ in _scalar_settings(schemas.load("job")).items():
+        node: Any = doc
+        for name in path[:-1]:
+            node = node.get(name) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or not isinstance(node.get(path[-1]), str):
+            continue
+        text = node[path[-1]].strip()
+        try:
+            if typ == "boolean":
+                if text.lower() in ("true", "false"):
+                    node[path[-1]] = text.lower() == "true"
+            elif typ == "integer":
+                node[path[-1]] = int(text)
+            else:
+                node[path[-1]] = float(text)
+        except ValueError:
+            pass
+
+
+def _set_path(doc: dict[str, Any], dotted: str, value: Any) -> None:
+    node = doc
+    *parents, leaf = dotted.split(".")
+    for name in parents:
+        child = node.get(name)
+        if not isinstance(child, dict):
+            child = node[name] = {}
+        node = child
+    node[leaf] = value
+
+
+def validate(doc: Mapping[str, Any]) -> None:
+    """Check ``doc`` against ``schemas/job.schema.json``; raise the most relevant error."""
+    import schemas
+    from jsonschema.exceptions import best_match
+
+    errors = list(schemas.validator("job").iter_errors(doc))
+    if not errors:
+        return
+    err = best_match(errors)
+    path, message = _explain(err)
+    raise ConfigError(message, path or None)
+
+
+def _fmt_path(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _explain(err: Any) -> tuple[str, str]:
+    """A path and a plain-words message for one jsonschema error."""
+    path = _fmt_path(err.absolute_path)
+    leaf = str(err.absolute_path[-1]) if err.absolute_path else ""
+    v = err.validator
+    if v == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return _join(path, missing), "missing required setting"
+    if v == "additionalProperties":
+        known = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(known))
+        return _join(path, extra[0] if extra else ""), f"unknown setting (known: {', '.join(known)})"
+    if path == "source" and v == "oneOf" and isinstance(err.instance, dict):
+        if "topics" in err.instance and "pattern" in err.instance:
+            return path, "set either topics or pattern, not both"
+        if "topics" not in err.instance and "pattern" not in err.instance:
+            return path, "set topics (a list) or pattern (a regular expression)"
+    if leaf in SECRET_KEYS:
+        return path, f"invalid value (expected {err.schema.get('type', 'a valid value')})"
+    if v == "pattern" and path == "id":
+        return path, f"{err.instance!r}: use only letters, digits, '.', '_' and '-' (it names the consumer group)"
+    if v == "enum":
+        return path, f"must be one of {', '.join(dict.fromkeys(map(str, err.validator_value)))}; got {err.instance!r}"
+    if v == "type":
+        return path, f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
+    return path, err.message
+
+
+def _join(path: str, leaf: str) -> str:
+    return f"{path}.{leaf}" if path and leaf else (path or leaf)
+
+
+def _servers(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    out = tuple(s.strip() for s in items if s.strip())
+    for s in out:
+        host, sep, port = s.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"expected host:port, got {s!r}", "kafka.bootstrap_servers")
+    return out
+
+
+def _build(doc: dict[str, Any], path: str) -> JobConfig:
+    k = doc["kafka"]
+    kafka = KafkaSettings(
+        bootstrap_servers=_servers(k["bootstrap_servers"]),
+        client_id=k.get("client_id", f"cdc-smt-{doc['id']}"),
+        security_protocol=k.get("security_protocol", "PLAINTEXT"),
+        sasl_mechanism=k.get("sasl_mechanism"),
+        sasl_username=k.get("sasl_username"),
+        sasl_password=k.get("sasl_password"),
+        ssl_cafile=k.get("ssl_cafile"),
+        ssl_certfile=k.get("ssl_certfile"),
+        ssl_keyfile=k.get("ssl_keyfile"),
+        ssl_password=k.get("ssl_password"),
+        ssl_check_hostname=k.get("ssl_check_hostname", True),
+    )
+    if kafka.uses_sasl and (kafka.sasl_username is None or kafka.sasl_password is None):
+        raise ConfigError(f"{kafka.security_protocol} needs sasl_username and sasl_password", "kafka")
+
+    s = doc["source"]
+    topics = s.get("topics", ())
+    topics = (topics,) if isinstance(topics, str) else tuple(topics)
+    for i, t in enumerate(topics):
+        if not _TOPIC_NAME.match(t):
+            raise ConfigError(f"{t!r} is not a valid Kafka topic name", f"source.topics[{i}]")
+    pattern = s.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"not a valid regular expression: {exc}", "source.pattern") from None
+    source = SourceSettings(format=s["format"], options=dict(s.get("options") or {}), topics=topics, pattern=pattern)
+
+    k_sink = doc["sink"]
+    _check_template(k_sink["topic"])
+    sink = SinkSettings(format=k_sink["format"], options=dict(k_sink.get("options") or {}), topic=k_sink["topic"])
+    for i, t in enumerate(topics):
+        if sink.topic_for(t) in topics:
+            raise ConfigError(f"the sink topic {sink.topic_for(t)!r} is also a source topic (a loop)", f"source.topics[{i}]")
+
+    e = doc.get("errors") or {}
+    errors = ErrorSettings(tolerance=e.get("tolerance", "none"), dead_letter_topic=e.get("dead_letter_topic"))
+    if errors.tolerance == "all" and not errors.dead_letter_topic:
+        raise ConfigError(
+            "tolerance 'all' needs a dead_letter_topic (records that fail are written there; none is dropped)",
+            "errors.dead_letter_topic",
+        )
+    if errors.dead_letter_topic and not _TOPIC_NAME.match(errors.dead_letter_topic):
+        raise ConfigError(f"{errors.dead_letter_topic!r} is not a valid Kafka topic name", "errors.dead_letter_topic")
+    if errors.dead_letter_topic in topics:
+        raise ConfigError("the dead-letter topic is also a source topic (a loop)", "errors.dead_letter_topic")
+
+    p = doc.get("producer") or {}
+    producer = ProducerSettings(
+        acks=_ACKS[p.get("acks", "all")],
+        compression_type=None if p.get("compression_type", "none") == "none" else p["compression_type"],
+        linger_ms=p.get("linger_ms", ProducerSettings.linger_ms),
+        batch_size=p.get("batch_size", ProducerSettings.batch_size),
+        max_request_size=p.get("max_request_size", ProducerSettings.max_request_size),
+        request_timeout_ms=p.get("request_timeout_ms", ProducerSettings.request_timeout_ms),
+    )
+    c = doc.get("consumer") or {}
+    consumer = ConsumerSettings(**{f: c[f] for f in ConsumerSettings.__dataclass_fields__ if f in c})
+    if consumer.heartbeat_interval_ms * 3 > consumer.session_timeout_ms:
+        raise ConfigError("must be at most a third of session_timeout_ms", "consumer.heartbeat_interval_ms")
+    if consumer.session_timeout_ms > consumer.request_timeout_ms:
+        raise ConfigError("must not exceed consumer.request_timeout_ms", "consumer.session_timeout_ms")
+
+    w = doc.get("worker") or {}
+    ct = w.get("create_topics", False)
+    creation = (TopicCreation() if ct is True else TopicCreation(**ct)) if ct else None
+    worker = WorkerSettings(
+        **{f: w[f] for f in WorkerSettings.__dataclass_fields__ if f in w and f != "create_topics"},
+        create_topics=creation,
+    )
+    base = Path(path).parent if path else Path.cwd()
+    schema_files = tuple(str(base / f) for f in doc.get("schema_files") or ())
+    return JobConfig(
+        id=doc["id"],
+        schema_files=schema_files,
+        kafka=kafka,
+        source=source,
+        sink=sink,
+        transforms=[dict(t) for t in doc.get("transforms") or []],
+        predicates=dict(doc.get("predicates") or {}),
+        errors=errors,
+        producer=producer,
+        consumer=consumer,
+        worker=worker,
+        path=path,
+    )
+
+
+def _check_template(template: str) -> None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise ConfigError(f"bad topic template: {exc}", "sink.topic") from None
+    for f in fields:
+        if f not in SINK_TOPIC_FIELDS:
+            raise ConfigError(
+                f"unknown placeholder {{{f}}} (available: {', '.join('{' + n + '}' for n in SINK_TOPIC_FIELDS)})",
+                "sink.topic",
+            )
+    if not fields and not _TOPIC_NAME.match(template):
+        raise ConfigError(f"{template!r} is not a valid Kafka topic name", "sink.topic")
+
+
+__all__ = [
+    "ConsumerSettings",
+    "ErrorSettings",
+    "JobConfig",
+    "KafkaSettings",
+    "ProducerSettings",
+    "SinkSettings",
+    "SourceSettings",
+    "TopicCreation",
+    "WorkerSettings",
+    "load_job",
+    "substitute_env",
+    "validate",
+]

@@ -1,0 +1,451 @@
+"""The chain inside a Spark task: Arrow batches in, sinks written, one summary row per stream out.
+
+:func:`run_task` is the ``mapInArrow`` function. A task holds the rows of one
+or more *streams* (a Kafka partition's slice, or one file), each in source
+order; every stream gets its own :class:`~transforms.chain.Chain`, built once
+per task, because codecs may keep per-stream state.
+
+Per record it does what the worker does (:class:`connector.worker_pipeline.Converter`):
+``chain.process(record)``, output topic = the topic a transform set, else
+``sink.topic`` with ``{source_topic}``; the source timestamp is kept; Kafka
+partitions follow the key (see :mod:`connector.spark.sinks`).
+
+State across micro-batches. A task sees only its slice, so before the first
+record of a Kafka slice at offset ``s`` the chain is warmed up, outputs
+discarded:
+
+1. with the records of the DDL index (a first pass found them) before ``s - warmup``;
+2. with the ``warmup`` records ``[s - warmup, s)`` (default 1: completes a
+   DataWorks UPDATE_BEFOR/UPDATE_AFTER pair split by the batch boundary);
+Independently, ``state.schema_file`` (a :mod:`transforms.catalog` schema file)
+seeds a fresh catalog for every stream's chain.
+
+Held-back events (``Chain.flush``) are emitted only at the end of a stream's
+whole range (the backfill's target offset, or the end of a file): a pair split
+by a batch boundary is completed by the next batch's warm-up instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from connector.spark.kafkaio import KafkaRangeError, KafkaSession, TopicPartition
+from connector.spark.settings import SinkSpec
+from transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
+from transforms.errors import CdcSmtError
+from transforms.model import Record
+
+log = logging.getLogger("cdc_smt.backfill")
+
+#: Records read and fed at a time when a task reads its slice itself.
+CHUNK = 10_000
+#: Marks the one-line reason a task stopped, so the driver can show it without the JVM trace.
+HALT_MARK = "CDC-SMT-HALT:"
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("stream", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("first", pa.int64()),
+        ("last", pa.int64()),
+        ("records", pa.int64()),
+        ("outputs", pa.int64()),
+        ("dead_letters", pa.int64()),
+        ("tombstones_skipped", pa.int64()),
+        ("seconds", pa.float64()),
+    ]
+)
+SUMMARY_DDL = (
+    "stream string, topic string, partition int, first long, last long, records long, outputs long, "
+    "dead_letters long, tombstones_skipped long, seconds double"
+)
+
+
+class BackfillHalted(CdcSmtError):
+    """``errors.tolerance: none`` and a record failed: the micro-batch (and the run) stop."""
+
+    def __init__(self, where: str, dead_letter: DeadLetter) -> None:
+        self.where = where
+        self.dead_letter = dead_letter
+        super().__init__(f"{HALT_MARK} {where}: {dead_letter.describe()}")
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """Everything a task needs, pickled into the ``mapInArrow`` closure by the driver.
+
+    ``targets``: the backfill's end offset per Kafka partition (a stream whose
+    slice reaches it is flushed). ``ddl_offsets``: offsets of DDL records per
+    partition, from the first pass. ``catalog_data``: the parsed schema file
+    each stream's catalog starts from. ``file_topic``: the source topic of file records that
+    carry none (``None``: the file's stem).
+    """
+
+    job: Any  # connector.jobconfig.JobConfig
+    batch_id: int
+    sink: SinkSpec
+    dead_letters: SinkSpec
+    connection: str | None = None
+    targets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    warmup: int = 0
+    ddl_offsets: Mapping[TopicPartition, Sequence[int]] = field(default_factory=dict)
+    catalog_data: Mapping[str, Any] | None = None
+    catalog_source: str = "schema file"
+    file_topic: str | None = None
+    source_root: str | None = None
+
+
+@dataclass
+class Stream:
+    """One stream's chain, its outputs and its counters, within one task."""
+
+    name: str
+    chain: Chain
+    source_topic: str
+    topic: str | None
+    partition: int | None
+    final_offset: int | None  # flush after this source offset (Kafka); None: at the end (files)
+    outputs: Any
+    dead_letters: Any
+    first: int = -1
+    last: int = -1
+    records: int = 0
+    written: int = 0
+    failed: int = 0
+    last_timestamp: int | None = None
+    last_partition: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+# -- Arrow rows to records -------------------------------------------------------------------------
+
+
+def _timestamps_ms(column: Any) -> list[int | None]:
+    """Spark timestamps (microseconds) as epoch milliseconds."""
+    import pyarrow.compute as pc
+
+    micros = column.cast(pa.int64())
+    return pc.divide(micros, 1000).to_pylist()  # integer division on int64
+
+
+def _headers(column: Any) -> list[list[tuple[str, bytes]]] | None:
+    """Header lists, or ``None`` when no row has any (the common case: skip the conversion)."""
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column) or pc.sum(pc.list_value_length(column)).as_py() in (None, 0):
+        return None
+    return [[(h["key"], h["value"]) for h in hs] if hs else [] for hs in column.to_pylist()]
+
+
+def batch_records(batch: pa.RecordBatch) -> tuple[list[Any], list[Record], list[int]]:
+    """``(stream keys, records, positions)`` of one input batch, in row order.
+
+    Kafka rows: key ``(topic, partition)``, position = offset. File rows: key =
+    file, position = line (or datum) number, and the record carries only what
+    the file holds (as ``cdc-smt convert`` reads it).
+    """
+    names = batch.schema.names
+    col = {n: batch.column(i) for i, n in enumerate(names)}
+    keys_ = col["key"].to_pylist()
+    values = col["value"].to_pylist()
+    topics = col["topic"].to_pylist()
+    partitions = col["partition"].to_pylist()
+    offsets = col["offset"].to_pylist()
+    stamps = _timestamps_ms(col["timestamp"])
+    headers = _headers(col["headers"])
+    n = batch.num_rows
+    records = [
+        Record(
+            value=values[i],
+            key=keys_[i],
+            topic=topics[i],
+            partition=partitions[i],
+            offset=offsets[i],
+            timestamp=stamps[i],
+            headers=headers[i] if headers is not None else [],
+        )
+        for i in range(n)
+    ]
+    if "file" in col:
+        return col["file"].to_pylist(), records, col["position"].to_pylist()
+    return list(zip(topics, partitions)), records, offsets
+
+
+# -- the task ----------------------------------------------------------------------------------------
+
+
+class Task:
+    """One task's streams and sinks."""
+
+    def __init__(self, plan: TaskPlan) -> None:
+        self.plan = plan
+        self.streams: dict[Any, Stream] = {}
+        self._sink_topics: dict[str, str] = {}
+
+    # -- streams -------------------------------------------------------------------------
+    def stream(self, key: Any, first: Record, position: int) -> Stream:
+        st = self.streams.get(key)
+        if st is None:
+            st = self.streams[key] = self._open(key, first, position)
+        return st
+
+    def _open(self, key: Any, first: Record, position: int) -> Stream:
+        plan = self.plan
+        chain = plan.job.build_chain(catalog=self._catalog())
+        if isinstance(key, tuple):
+            topic, partition = key
+            name, source_topic, final = f"{topic}-{partition}", topic, plan.targets.get(key, 0) - 1
+            self._warm_up(chain, key, position)
+        else:
+            topic, partition, final = None, first.partition, None
+            name = _relative(key, plan.source_root)
+            source_topic = first.topic or plan.file_topic or _stem(key)
+        outputs, dead = self._sinks(name)
+        return Stream(name, chain, source_topic, topic, partition, final, outputs, dead)
+
+    def _catalog(self) -> Any:
+        """A fresh catalog from the schema file (``None``: codecs make their own)."""
+        if self.plan.catalog_data is None:
+            return None
+        from transforms.catalog import SchemaCatalog
+
+        catalog = SchemaCatalog()
+        catalog.load_dict(self.plan.catalog_data, source=self.plan.catalog_source)
+        return catalog
+
+    def _warm_up(self, chain: Chain, tp: TopicPartition, start: int) -> None:
+        """Replay DDL records and the ``warmup`` records before ``start`` into ``chain`` (outputs dropped)."""
+        plan = self.plan
+        begin = max(0, start - plan.warmup)
+        ddl = [o for o in plan.ddl_offsets.get(tp, ()) if o < begin]
+        if not ddl and begin == start:
+            return
+        records: list[Record] = []
+        with KafkaSession(plan.connection) as session:
+            for o in ddl:
+                records.extend(_to_records(tp, session.read(tp, o, o + 1)))
+            try:
+                records.extend(_to_records(tp, session.read(tp, begin, start)))
+            except KafkaRangeError as exc:  # the records before the range are gone: nothing to warm up with
+                log.warning("%s[%s]: no warm-up before offset %s: %s", tp[0], tp[1], start, exc)
+        saved, chain.tolerance = chain.tolerance, "all"  # a bad warm-up record was dealt with in its own batch
+        try:
+            chain.process_batch(records)
+        finally:
+            chain.tolerance = saved
+
+    def _sinks(self, name: str) -> tuple[Any, Any]:
+        from connector.spark.sinks import DeadLetterFiles, FileOutput, KafkaOutput
+
+        plan = self.plan
+        if plan.sink.is_kafka:
+            outputs: Any = KafkaOutput(plan.connection, plan.job.producer)
+        else:
+            outputs = FileOutput(plan.sink.path, plan.sink.type, plan.batch_id, name)
+        if plan.dead_letters.is_kafka:
+            dead: Any = outputs if plan.sink.is_kafka else KafkaOutput(plan.connection, plan.job.producer)
+        else:
+            dead = DeadLetterFiles(plan.dead_letters.path, plan.batch_id, name)
+        return outputs, dead
+
+    def sink_topic(self, source_topic: str) -> str:
+        name = self._sink_topics.get(source_topic)
+        if name is None:
+            name = self._sink_topics[source_topic] = self.plan.job.sink.topic_for(source_topic)
+        return name
+
+    # -- slices ----------------------------------------------------------------------------
+    def feed_slice(self, row: Mapping[str, Any]) -> None:
+        """Read one slice (a Kafka offset range, or a file) here in the task and feed it in order."""
+        if row["file"] is not None:
+            self._feed_file(row["file"], bool(row["binary"]))
+        else:
+            self._feed_kafka((row["topic"], row["partition"]), row["start"], row["end"])
+
+    def _feed_kafka(self, tp: TopicPartition, start: int, end: int) -> None:
+        with KafkaSession(self.plan.connection) as session:
+            for chunk in session.read(tp, start, end, max_records=CHUNK):
+                records = _to_records(tp, [chunk])
+                self.feed([tp] * len(records), records, [r.offset for r in records])
+
+    def _feed_file(self, path: str, binary: bool) -> None:
+        from connector.framing import read_records
+
+        positions: list[int] = []
+        records: list[Record] = []
+        for pos, record in read_records(path, binary):
+            positions.append(pos)
+            records.append(record)
+            if len(records) >= CHUNK:
+                self.feed([path] * len(records), records, positions)
+                positions, records = [], []
+        if records:
+            self.feed([path] * len(records), records, positions)
+
+    # -- records -------------------------------------------------------------------------
+    def feed(self, keys: Sequence[Any], records: Sequence[Record], positions: Sequence[int]) -> None:
+        st: Stream | None = None
+        current = object()
+        for key, record, pos in zip(keys, records, positions):
+            if key != current:
+                st, current = self.stream(key, record, pos), key
+            assert st is not None
+            if st.first < 0:
+                st.first = pos
+            st.last = pos
+            st.records += 1
+            st.last_timestamp = record.timestamp
+            st.last_partition = record.partition or 0
+            try:
+                result = st.chain.process(record)
+            except ChainHalted as halted:
+                raise BackfillHalted(self._where(st, record, pos), halted.dead_letter) from None
+            self._emit(st, result, record, pos)
+            if st.final_offset is not None and pos == st.final_offset:
+                self._flush(st, record, pos)
+
+    def _emit(self, st: Stream, result: ChainResult, record: Record, pos: int) -> None:
+        ts, sp = record.timestamp, record.partition or 0
+        kafka = self.plan.sink.is_kafka
+        for o in result.outputs:
+            topic = o.topic or self.sink_topic(st.source_topic)
+            if kafka:
+                o.topic = topic
+                if o.timestamp is None:
+                    o.timestamp = ts
+                st.outputs.add(o, sp)
+            else:
+                st.outputs.add(topic, o.value)
+            st.written += 1
+        for dl in result.dead_letters:
+            st.failed += 1
+            if self.plan.dead_letters.is_kafka:
+                st.dead_letters.add(dl.to_record(self.plan.job.errors.dead_letter_topic), sp)
+            else:
+                st.dead_letters.add(dl, self._coordinates(st, record, pos))
+
+    def _flush(self, st: Stream, record: Record, pos: int) -> None:
+        try:
+            result = st.chain.flush()
+        except ChainHalted as halted:
+            raise BackfillHalted(f"{st.name}: end of input", halted.dead_letter) from None
+        self._emit(st, result, record, pos)
+
+    def _where(self, st: Stream, record: Record, pos: int) -> str:
+        if st.topic is None:
+            unit = "record" if record.offset is not None or record.topic is not None else "line"
+            return f"{st.name}: {unit} {pos}"
+        return record.where()
+
+    def _coordinates(self, st: Stream, record: Record, pos: int) -> dict[str, Any]:
+        if st.topic is not None:
+            return {"topic": st.topic, "partition": st.partition, "offset": pos, "timestamp": record.timestamp}
+        where: dict[str, Any] = {"file": st.name, "position": pos}
+        if record.topic is not None or record.offset is not None:  # an Avro dump keeps Kafka coordinates
+            where.update(topic=record.topic, partition=record.partition, offset=record.offset, timestamp=record.timestamp)
+        return where
+
+    # -- the end -------------------------------------------------------------------------
+    def finish(self) -> pa.RecordBatch:
+        """Flush file streams, close every sink, and summarise."""
+        rows = []
+        for st in self.streams.values():
+            if st.final_offset is None and st.records:
+                self._flush(st, Record(value=None, partition=st.last_partition, timestamp=st.last_timestamp), st.last)
+            st.outputs.close()
+            if st.dead_letters is not st.outputs:
+                st.dead_letters.close()
+            rows.append(self._summary(st))
+        return pa.RecordBatch.from_pylist(rows, schema=SUMMARY_SCHEMA)
+
+    def _summary(self, st: Stream) -> dict[str, Any]:
+        return {
+            "stream": st.name,
+            "topic": st.topic,
+            "partition": st.partition if st.topic is not None else None,
+            "first": st.first,
+            "last": st.last,
+            "records": st.records,
+            "outputs": st.written,
+            "dead_letters": st.failed,
+            "tombstones_skipped": getattr(st.outputs, "tombstones", 0),
+            "seconds": time.perf_counter() - st.started,
+        }
+
+    def abort(self) -> None:
+        for st in self.streams.values():
+            for sink in {id(st.outputs): st.outputs, id(st.dead_letters): st.dead_letters}.values():
+                try:
+                    sink.abort()
+                except Exception:  # noqa: BLE001 - the original failure matters more
+                    log.debug("abort failed", exc_info=True)
+
+
+def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` body: every input row through its stream's chain into the sinks."""
+    task = Task(plan)
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if "start" in batch.schema.names:
+                for row in batch.to_pylist():
+                    task.feed_slice(row)
+            else:
+                task.feed(*batch_records(batch))
+        summary = task.finish()
+    except BaseException:
+        task.abort()
+        raise
+    yield summary
+
+
+def _to_records(tp: TopicPartition, chunks: Iterator[list[Any]]) -> list[Record]:
+    out = []
+    for chunk in chunks:
+        for m in chunk:
+            out.append(
+                Record(
+                    value=m.value,
+                    key=m.key,
+                    topic=tp[0],
+                    partition=tp[1],
+                    offset=m.offset,
+                    timestamp=m.timestamp,
+                    headers=list(m.headers) if m.headers else [],
+                )
+            )
+    return out
+
+
+def _stem(path: str) -> str:
+    """``orders.canal.jsonl`` -> ``orders``: a file's name as a topic name."""
+    from connector.spark.sinks import safe_name
+
+    return safe_name(Path(path).name.split(".")[0])
+
+
+def _relative(path: str, root: str | None) -> str:
+    """A file's stream name: its path under the source directory, without its framing extension."""
+    p = Path(path)
+    rel = p.name
+    if root and Path(root).is_dir():
+        try:
+            rel = str(p.relative_to(root))
+        except ValueError:
+            pass
+    for ext in (".jsonl", ".json", ".avro", ".txt"):
+        if rel.endswith(ext):
+            rel = rel[: -len(ext)]
+            break
+    return rel.replace("/", "__")
+
+
+__all__ = ["BackfillHalted", "HALT_MARK", "SUMMARY_DDL", "TaskPlan", "run_task"]

@@ -1,0 +1,466 @@
+"""The topic-to-topic rewriter: a Faust app that runs a job's chain between Kafka topics.
+
+Faust hosts the worker: consumer group membership and rebalancing (group =
+job id), partition assignment, seeking to committed offsets, the periodic
+commit, graceful shutdown on SIGTERM, and the aiokafka producer. What Faust
+does *not* do here is deliver records one event at a time: its per-event
+path (Message -> Event -> Stream, per-message ack and task hops) costs around
+100 µs a record, more than the conversion itself. :class:`CdcConsumer`
+replaces the fetch loop so each fetched partition batch goes straight to
+:class:`~connector.worker_pipeline.Pipeline` (decode, chain, encode, batch
+produce), and supplies the commit offsets from the pipeline's ack tracking.
+Other topics (table changelogs) still take Faust's normal path. Its consumer
+thread also gets the fetch settings Faust does not expose (see
+:class:`CdcConsumerThread`).
+
+Delivery guarantee: at-least-once. A source offset is committed only after
+every record produced from it (output and dead letters) is acknowledged. On
+SIGTERM the worker stops fetching, waits for in-flight batches to be
+acknowledged, commits, and exits. After a crash (SIGKILL, OOM, power loss)
+the records after the last commit are processed again: the duplicate window
+is at most what was processed since the last commit (``commit_interval_ms``
+worth of throughput, plus the in-flight batches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import faust
+from faust.transport.drivers import aiokafka as faust_aiokafka
+
+from connector import kafka as K
+from connector.jobconfig import JobConfig
+from connector.metrics import MetricsServer, WorkerMetrics
+from connector.worker_pipeline import Pipeline, WorkerFailed
+
+log = logging.getLogger("cdc_smt.worker")
+
+#: Exit codes of :func:`run`.
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    """Faust's consumer thread with the fetch settings Faust does not expose.
+
+    Faust hard-codes ``fetch_max_wait_ms=1500``. aiokafka keeps one fetch in
+    flight per broker, so a long poll for partitions that are caught up holds
+    back fetches for partitions that still have data: up to 1.5 s of stall
+    each time a partition runs dry. The job's ``consumer.fetch_max_wait_ms``
+    (default 100) bounds that.
+    """
+
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        pipeline = getattr(self.consumer, "pipeline", None)
+        if pipeline is not None:  # private attributes: read by AIOKafkaConsumer.start() to build its fetcher
+            settings = pipeline.job.consumer
+            consumer._fetch_max_wait_ms = settings.fetch_max_wait_ms
+            consumer._fetch_max_bytes = settings.fetch_max_bytes
+        return consumer
+
+
+class CdcConsumer(faust_aiokafka.Consumer):
+    """Faust's aiokafka consumer with a batch fast path for the job's source topics."""
+
+    pipeline: Pipeline | None = None
+
+    def _new_consumer_thread(self) -> CdcConsumerThread:
+        return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - exercised by the integration tests
+        pipeline = self.pipeline
+        assert pipeline is not None, "CdcConsumer.pipeline must be set before the app starts"
+        callback = self.callback
+        consumer_should_stop = self._stopped.is_set
+        fetcher_should_stop = fetcher._stopped.is_set
+        get_read_offset = self._read_offset.__getitem__
+        set_read_offset = self._read_offset.__setitem__
+        try:
+            while not (consumer_should_stop() or fetcher_should_stop()):
+                records, active = await self._wait_next_records(1.0)
+                await asyncio.sleep(0)
+                if not records or self.should_stop:
+                    continue
+                generation = self.app.consumer_generation_id
+                owned = []
+                for tp, recs in records.items():
+                    if not recs:
+                        continue
+                    if not self.flow_active or self.app.consumer_generation_id != generation:
+                        owned = []
+                        break  # rebalancing: these are fetched again from the committed offsets
+                    if active is not None and tp not in active and tp not in self._buffered_partitions:
+                        continue
+                    if pipeline.owns(tp.topic):
+                        owned.append((tp, recs))
+                        continue
+                    for rec in recs:  # Faust's own per-message path (table changelogs)
+                        r_offset = get_read_offset(tp)
+                        if r_offset is not None and rec.offset < r_offset:
+                            continue
+                        await self.wait_first(callback(self._to_message(tp, rec)), self.suspend_flow.wait())
+                        set_read_offset(tp, rec.offset)
+                # Shielded: a shutdown that cancels the fetcher must not cut a batch in
+                # half; wait_empty() waits for it and for its acks.
+                if pipeline.parallel:  # partitions convert at once, in their child processes
+                    await asyncio.shield(asyncio.gather(*(pipeline.process(tp, recs) for tp, recs in owned)))
+                    for tp, recs in owned:
+                        set_read_offset(tp, recs[-1].offset)
+                    continue
+                for tp, recs in owned:
+                    if not self.flow_active or self.app.consumer_generation_id != generation:
+                        break  # a rebalance began while converting: the rest is fetched again
+                    await asyncio.shield(pipeline.process(tp, recs))
+                    set_read_offset(tp, recs[-1].offset)
+        except self.consumer_stopped_errors:
+            if self.transport.app.should_stop:
+                return
+            raise
+        except asyncio.CancelledError:
+            if self.transport.app.should_stop:
+                return
+            raise
+
+    # -- commits: offsets come from the pipeline's ack tracking ------------------------
+    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterable[Any]:
+        seen = set()
+        for tp in super()._filter_tps_with_pending_acks(topics):
+            seen.add(tp)
+            yield tp
+        if self.pipeline is not None:
+            for tp in self.pipeline.committable_tps():
+                if tp not in seen and (topics is None or tp in topics or tp.topic in topics):
+                    yield tp
+
+    def _new_offset(self, tp: Any) -> int | None:
+        if self.pipeline is not None and self.pipeline.owns(tp.topic):
+            return self.pipeline.committable(tp)
+        return super()._new_offset(tp)
+
+    async def _commit_offsets(self, offsets: Mapping[Any, int], start_new_transaction: bool = True) -> bool:
+        did = await super()._commit_offsets(offsets, start_new_transaction=start_new_transaction)
+        if did and self.pipeline is not None and any(self.pipeline.owns(tp.topic) for tp in offsets):
+            self.pipeline.metrics.commits.inc()
+            log.debug("committed %s", {f"{tp.topic}[{tp.partition}]": o for tp, o in offsets.items()})
+        return did
+
+    async def wait_empty(self) -> None:
+        """Before Faust's final commit (rebalance or stop): let in-flight batches finish and be acked."""
+        if self.pipeline is not None:
+            if not await self.pipeline.drain(timeout=self.app.conf.broker_session_timeout * 0.8):
+                log.warning("in-flight batches not acknowledged in time; their offsets are not committed")
+        await super().wait_empty()
+
+    async def on_partitions_revoked(self, revoked: set) -> None:
+        await super().on_partitions_revoked(revoked)  # waits, commits (see wait_empty)
+        if self.pipeline is not None:
+            self.pipeline.forget(revoked)
+        log.info("partitions revoked: %s", _tps(revoked))
+
+    async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
+        await super().on_partitions_assigned(assigned, generation_id)
+        log.info("partitions assigned: %s", _tps(assigned), extra={"event": "assigned", "generation": generation_id})
+
+
+class CdcTransport(faust_aiokafka.Transport):
+    Consumer = CdcConsumer
+
+
+class CdcApp(faust.App):
+    """A Faust app whose consumer is :class:`CdcConsumer`."""
+
+    def _new_transport(self) -> Any:
+        return CdcTransport(self.conf.broker_consumer, self)
+
+
+def _tps(tps: Iterable[Any]) -> str:
+    return ", ".join(sorted(f"{tp.topic}[{tp.partition}]" for tp in tps)) or "none"
+
+
+# -- building the app -------------------------------------------------------------------
+def faust_credentials(job: JobConfig) -> Any:
+    """Faust credentials for the job's security settings (``None`` for PLAINTEXT)."""
+    k = job.kafka
+    ctx = k.ssl_context()
+    if k.uses_sasl:
+        return faust.SASLCredentials(
+            username=k.sasl_username, password=k.sasl_password, ssl_context=ctx, mechanism=k.sasl_mechanism or "PLAIN"
+        )
+    if ctx is not None:
+        return faust.SSLCredentials(ctx)
+    return None
+
+
+def build_app(job: JobConfig, *, data_dir: str | None = None) -> CdcApp:
+    """The Faust app for ``job`` (consumer group = ``job.id``)."""
+    c, p, w = job.consumer, job.producer, job.worker
+    data_dir = data_dir or w.data_dir or os.path.join(tempfile.gettempdir(), "cdc-smt", job.id)
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    settings: dict[str, Any] = dict(
+        broker=[f"kafka://{s}" for s in job.kafka.bootstrap_servers],
+        broker_client_id=job.kafka.client_id,
+        store="memory://",
+        web_enabled=False,
+        autodiscover=False,
+        datadir=data_dir,
+        table_standby_replicas=0,
+        stream_wait_empty=True,
+        consumer_auto_offset_reset=c.auto_offset_reset,
+        consumer_max_fetch_size=c.max_partition_fetch_bytes,
+        broker_max_poll_records=w.batch_size,
+        broker_session_timeout=c.session_timeout_ms / 1000,
+        broker_heartbeat_interval=c.heartbeat_interval_ms / 1000,
+        broker_request_timeout=c.request_timeout_ms / 1000,
+        broker_commit_interval=w.commit_interval_ms / 1000,
+        broker_commit_every=2**62,  # commits are driven by acks and the interval, not by counts
+        producer_acks=p.acks,
+        producer_compression_type=p.compression_type,
+        producer_linger=p.linger_ms / 1000,
+        producer_max_batch_size=p.batch_size,
+        producer_max_request_size=p.max_request_size,
+        producer_request_timeout=p.request_timeout_ms / 1000,
+        logging_config=None,
+    )
+    creds = faust_credentials(job)
+    if creds is not None:
+        settings["broker_credentials"] = creds
+    return CdcApp(job.id, **settings)
+
+
+class _HostWorker(faust.Worker):
+    """``faust.Worker`` without its logging takeover; signals only when asked."""
+
+    def __init__(self, app: faust.App, *, on_signal: Callable[[signal.Signals], None] | None, **kwargs: Any) -> None:
+        self._on_signal = on_signal
+        super().__init__(app, quiet=True, override_logging=False, redirect_stdouts=False, daemon=False, **kwargs)
+        self.spinner = None  # it writes terminal control codes to stdout
+
+    def install_signal_handlers(self) -> None:
+        if self._on_signal is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _setproctitle(self, info: str, **kwargs: Any) -> None:  # keep the process title (ps shows cdc-smt)
+        return
+
+
+class WorkerRuntime:
+    """One running job: app, pipeline, metrics, and the stop/fail bookkeeping."""
+
+    def __init__(self, job: JobConfig) -> None:
+        self.job = job
+        self.metrics = WorkerMetrics(job.id, job.source.format, job.sink.format)
+        self.app = build_app(job)
+        self.stop_requested = asyncio.Event()
+        self.failure: BaseException | None = None
+        self.state = "starting"
+        self.pool = None
+        if job.worker.processes > 1:
+            from connector.worker_pool import ConversionPool
+
+            self.pool = ConversionPool(job, job.worker.processes)
+        self.pipeline = Pipeline(
+            job,
+            self.metrics,
+            producer=self._aiokafka_producer,
+            on_fatal=self._on_fatal,
+            chain_factory=lambda: job.build_chain(catalog=job.new_catalog()),
+            pool=self.pool,
+        )
+        self.server: MetricsServer | None = None
+        self._source_channel: Any = None
+
+    # -- wiring -------------------------------------------------------------------------------
+    def _aiokafka_producer(self) -> Any:
+        """The aiokafka producer inside Faust's producer service (batch API access)."""
+        return self.app.producer._ensure_producer()  # noqa: SLF001 - Faust exposes no public handle
+
+    def _on_fatal(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = exc
+            log.error("%s", exc, extra={"event": "worker_failed"})
+            self.app.consumer.stop_flow()  # fetch no more; what is in flight still settles
+            self.stop_requested.set()
+
+    def request_stop(self, sig: signal.Signals | None = None) -> None:
+        if not self.stop_requested.is_set():
+            log.info("stop requested%s: draining in-flight batches, then committing", f" ({sig.name})" if sig else "")
+        self.stop_requested.set()
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        consumer = self.app.consumer
+        out = {}
+        for tp, next_offset in self.pipeline.positions().items():
+            try:
+                hw = consumer.highwater(tp)
+            except Exception:  # noqa: BLE001 - not assigned any more
+                continue
+            if hw is not None and hw >= 0:
+                out[(tp.topic, tp.partition)] = max(0, hw - next_offset)
+        return out
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        ok = self.state == "running" and self.failure is None
+        last = self.pipeline.last_batch_at
+        info = {
+            "status": "failed" if self.failure else self.state,
+            "job": self.job.id,
+            "assigned": sorted(f"{tp.topic}[{tp.partition}]" for tp in self.pipeline.states),
+            "in_flight_batches": self.pipeline.in_flight(),
+            "last_batch_age_s": None if last is None else round(time.time() - last, 3),
+        }
+        if self.failure is not None:
+            info["error"] = str(self.failure)
+        return ok, info
+
+    # -- start-up steps -----------------------------------------------------------------------
+    async def resolve_sources(self) -> list[str]:
+        """Source topics: the configured list, or the cluster's topics matching the pattern."""
+        src = self.job.source
+        conn = self.job.kafka.aiokafka_kwargs()
+        if src.topics:
+            existing = await K.list_topics(conn)
+            for t in src.topics:
+                if t not in existing:
+                    log.warning("source topic %s does not exist (yet); the worker waits for it", t)
+            return list(src.topics)
+        candidates = {t for t in await K.list_topics(conn) if src.matches(t)}
+        # Never consume our own output: that would be a loop.
+        outputs = {self.job.sink.topic_for(t) for t in candidates} | {self.job.errors.dead_letter_topic}
+        matched = sorted(candidates - outputs)
+        if not matched:
+            log.warning("no topic matches source.pattern %r yet", src.pattern)
+        return matched
+
+    async def create_topics(self, sources: list[str]) -> None:
+        creation = self.job.worker.create_topics
+        if creation is None:
+            return
+        conn = self.job.kafka.aiokafka_kwargs()
+        counts = await K.partition_counts(conn, sources)
+        wanted: dict[str, int] = {}
+        for t in sources:
+            n = creation.partitions or counts.get(t, 1)
+            name = self.job.sink.topic_for(t)
+            wanted[name] = max(wanted.get(name, 0), n)
+        if self.job.errors.dead_letter_topic:
+            wanted.setdefault(self.job.errors.dead_letter_topic, creation.partitions or max(counts.values(), default=1))
+        created = await K.create_topics(conn, wanted, replication_factor=creation.replication_factor)
+        if created:
+            log.info("created topics: %s", ", ".join(created))
+
+    async def check_outputs(self, sources: list[str]) -> None:
+        """Fail at start-up, not at the first record, when an output topic is missing."""
+        names = {self.job.sink.topic_for(t) for t in sources}
+        if self.job.errors.dead_letter_topic:
+            names.add(self.job.errors.dead_letter_topic)
+        found = await K.partition_counts(self.job.kafka.aiokafka_kwargs(), names)
+        missing = sorted(names - set(found))
+        if missing:
+            raise WorkerFailed(
+                f"output topic{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                "do not exist: create them, or set worker.create_topics: true"
+            )
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Register source topics with Faust's conductor (it subscribes; we consume in batches)."""
+        new = [t for t in topics if t not in self.pipeline.source_topics]
+        if not new:
+            return
+        self.pipeline.source_topics.update(new)
+        # acks=False: Faust's stream livelock checks do not apply to the batch path.
+        channel = self.app.topic(*new, acks=False, value_serializer="raw", key_serializer="raw")
+        self.app.topics.add(channel)
+
+    async def _refresh_pattern(self) -> None:
+        """Pick up new topics matching ``source.pattern`` (Faust subscribes by name only)."""
+        interval = self.job.worker.pattern_refresh_s
+        while not self.stop_requested.is_set():
+            try:
+                await asyncio.wait_for(self.stop_requested.wait(), timeout=interval)
+                return
+            except asyncio.TimeoutError:
+                pass
+            try:
+                new = [t for t in await self.resolve_sources() if t not in self.pipeline.source_topics]
+            except Exception as exc:  # noqa: BLE001 - retried at the next interval
+                log.warning("pattern refresh failed: %s", exc)
+                continue
+            if new:
+                log.info("new source topics match the pattern: %s", ", ".join(new))
+                await self.create_topics(new)
+                self.subscribe(new)
+
+    # -- run ----------------------------------------------------------------------------------
+    async def run(self, *, install_signals: bool = True, ready: Callable[["WorkerRuntime"], None] | None = None) -> int:
+        job = self.job
+        log.info("starting job %s", job.id, extra={"event": "start", "job": job.describe()})
+        job.check()  # formats, options, transforms: fail before touching Kafka
+        try:
+            await K.wait_until_ready(job.kafka.aiokafka_kwargs(), timeout=job.consumer.request_timeout_ms / 1000)
+        except TimeoutError as exc:
+            raise WorkerFailed(f"cannot reach Kafka: {exc}") from None
+        sources = await self.resolve_sources()
+        await self.create_topics(sources)
+        await self.check_outputs(sources)
+        consumer = self.app.consumer
+        assert isinstance(consumer, CdcConsumer)
+        consumer.pipeline = self.pipeline
+        self.subscribe(sources)
+        if job.worker.metrics_port is not None:
+            self.server = MetricsServer(self.metrics, self.health, job.worker.metrics_host, job.worker.metrics_port).start()
+            self.metrics.set_lag_source(self.lag)
+            log.info("metrics on http://%s:%d/metrics, health on /health", self.server.host, self.server.port)
+        host = _HostWorker(self.app, on_signal=self.request_stop if install_signals else None, loop=asyncio.get_running_loop())
+        refresher = None
+        try:
+            if self.pool is not None:
+                await self.pool.start()
+                log.info("converting in %d child processes", self.pool.size)
+            await host.start()
+            self.state = "running"
+            log.info("worker running: %s -> %s", ", ".join(sources) or job.source.pattern, job.sink.topic, extra={"event": "running"})
+            if ready is not None:
+                ready(self)
+            if job.source.pattern and job.worker.pattern_refresh_s > 0:
+                refresher = asyncio.ensure_future(self._refresh_pattern())
+            await self.stop_requested.wait()
+        finally:
+            self.state = "stopping"
+            if refresher is not None:
+                refresher.cancel()
+            await host.stop()
+            if self.pool is not None:
+                self.pool.shutdown()
+            if self.server is not None:
+                self.server.stop()
+            self.state = "stopped"
+        if self.failure is not None:
+            return EXIT_FAILED
+        log.info("worker stopped cleanly", extra={"event": "stopped"})
+        return EXIT_OK
+
+
+def run(job: JobConfig, *, install_signals: bool = True) -> int:
+    """Run ``job`` until SIGTERM/SIGINT (exit 0) or a failure (exit 1, reason logged)."""
+    async def main() -> int:
+        return await WorkerRuntime(job).run(install_signals=install_signals)
+
+    try:
+        return asyncio.run(main())
+    except WorkerFailed as exc:
+        log.error("%s", exc)
+        return EXIT_FAILED
+
+
+__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "run"]

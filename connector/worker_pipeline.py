@@ -1,0 +1,425 @@
+"""The worker's hot path: convert one fetched batch of one source partition and produce it.
+
+This is deliberately independent of Faust's per-event machinery (Events,
+Streams, per-message acks cost ~100 µs a record there). The Faust consumer in
+:mod:`connector.worker` hands whole per-partition record lists to
+:meth:`Pipeline.process`; output goes out through aiokafka's batch API; and
+the offset to commit for a partition advances only when every record produced
+from the batches before it has been acknowledged (at-least-once).
+
+Per source partition the pipeline keeps one :class:`~transforms.chain.Chain`
+(codecs may hold per-stream state) and a queue of in-flight batches in
+source order. A batch is *done* when all its produce futures resolved; the
+commit offset is the ``next_offset`` of the last done batch with no unfinished
+batch before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Iterable, Sequence
+
+from connector.jobconfig import JobConfig
+from connector import kafka as K
+from connector.kafka import partition_for
+from connector.metrics import LATENCY_SAMPLES, WorkerMetrics
+from transforms.chain import Chain, ChainHalted, DeadLetter
+from transforms.model import Record
+
+log = logging.getLogger("cdc_smt.worker")
+
+#: Dead letters logged one by one per batch before switching to a summary line.
+DEAD_LETTER_LOG_LIMIT = 5
+
+
+class WorkerFailed(Exception):
+    """The worker must stop: the message says why; nothing past the failure is committed."""
+
+
+@dataclass(slots=True)
+class Converted:
+    """One batch after the chain: records to produce, grouped by (topic, partition) in order."""
+
+    groups: dict[tuple[str, int], list[tuple[bytes | None, bytes | None, int | None, list]]] = field(default_factory=dict)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    #: Rows for topics whose partition count was not known yet (set by a routing transform).
+    deferred: list[tuple[str, bytes | None, bytes | None, int | None, list]] = field(default_factory=list)
+    n_in: int = 0
+    n_out: int = 0
+    next_offset: int = 0
+    #: Source timestamps of a sample of the batch, for the latency histogram.
+    timestamps: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A produced batch waiting for acks."""
+
+    next_offset: int
+    remaining: int
+    timestamps: list[int]
+    error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.remaining == 0
+
+
+@dataclass(slots=True)
+class PartitionState:
+    chain: Chain | None = None  # built on first use (in a child process with a pool)
+    next_offset: int | None = None  # next source offset to process
+    committable: int | None = None  # offset safe to commit (all output before it acked)
+    pending: deque = field(default_factory=deque)
+
+
+class Converter:
+    """decode -> chain -> encode -> (topic, partition) groups, without any Kafka I/O.
+
+    Shared by the worker and by ``bench/worker.py``'s in-process ceiling, so the
+    benchmark measures exactly the conversion the worker runs.
+    """
+
+    def __init__(self, job: JobConfig, partition_counts: dict[str, int]) -> None:
+        self.job = job
+        self.partition_counts = partition_counts
+        self.dead_letter_topic = job.errors.dead_letter_topic
+        self._sink_topics: dict[str, str] = {}
+
+    def sink_topic(self, source_topic: str) -> str:
+        name = self._sink_topics.get(source_topic)
+        if name is None:
+            name = self._sink_topics[source_topic] = self.job.sink.topic_for(source_topic)
+        return name
+
+    def convert(self, chain: Chain, topic: str, partition: int, messages: Sequence[Any]) -> Converted:
+        """Run the chain over ``messages`` (aiokafka ``ConsumerRecord``-like) of one partition.
+
+        Raises :class:`~transforms.chain.ChainHalted` (tolerance ``none``) with
+        nothing of this batch produced.
+        """
+        out = Converted(n_in=len(messages))
+        groups = out.groups
+        default_topic = self.sink_topic(topic)
+        n_parts = self.partition_counts
+        deferred = out.deferred
+        process = chain.process
+        for m in messages:
+            ts = m.timestamp
+            if ts is not None and ts < 0:  # no timestamp (pre-0.10 message format)
+                ts = None
+            record = Record(
+                value=m.value,
+                key=m.key,
+                topic=topic,
+                partition=partition,
+                offset=m.offset,
+                timestamp=ts,
+                headers=list(m.headers) if m.headers else [],
+            )
+            result = process(record)
+            if result.dead_letters:
+                out.dead_letters.extend(result.dead_letters)
+            for o in result.outputs:
+                t = o.topic or default_topic
+                key = o.key
+                n = n_parts.get(t)
+                if n is None:
+                    deferred.append((t, key, o.value, ts, o.headers))
+                    out.n_out += 1
+                    continue
+                p = partition_for(key, n, partition)
+                g = groups.get((t, p))
+                if g is None:
+                    g = groups[(t, p)] = []
+                g.append((key, o.value, ts, o.headers))
+                out.n_out += 1
+        step = max(1, len(messages) // LATENCY_SAMPLES)
+        out.timestamps = [m.timestamp for m in messages[::step] if m.timestamp is not None and m.timestamp > 0]
+        if out.dead_letters:
+            dlq = self.dead_letter_topic
+            for dl in out.dead_letters:
+                r = dl.to_record(dlq)
+                deferred.append((dlq, r.key, r.value, r.timestamp, r.headers))
+        out.next_offset = messages[-1].offset + 1 if messages else 0
+        return out
+
+    def place(self, batch: Converted, partition: int) -> None:
+        """Group the deferred rows once their topics' partition counts are known."""
+        groups = batch.groups
+        for t, key, value, ts, headers in batch.deferred:
+            p = partition_for(key, self.partition_counts[t], partition)
+            g = groups.get((t, p))
+            if g is None:
+                g = groups[(t, p)] = []
+            g.append((key, value, ts, headers))
+        batch.deferred = []
+
+
+class Pipeline:
+    """Per-partition chains, batch produce, ack tracking and the commit offsets."""
+
+    def __init__(
+        self,
+        job: JobConfig,
+        metrics: WorkerMetrics,
+        *,
+        producer: Callable[[], Any],
+        on_fatal: Callable[[BaseException], None],
+        chain_factory: Callable[[], Chain] | None = None,
+        pool: Any = None,
+    ) -> None:
+        self.job = job
+        self.pool = pool  # connector.worker_pool.ConversionPool, or None: convert in this thread
+        self.metrics = metrics
+        self._producer = producer  # -> aiokafka.AIOKafkaProducer (Faust's, once started)
+        self._on_fatal = on_fatal
+        self._chain_factory = chain_factory or job.build_chain
+        self.states: dict[Any, PartitionState] = {}
+        self.partition_counts: dict[str, int] = {}
+        self.converter = Converter(job, self.partition_counts)
+        self.fatal: BaseException | None = None
+        self.busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._acked = asyncio.Event()
+        self.last_batch_at: float | None = None
+        self.source_topics: set[str] = set()
+
+    # -- topics --------------------------------------------------------------------------
+    def owns(self, topic: str) -> bool:
+        return topic in self.source_topics
+
+    async def _ensure_partitions(self, topics: Iterable[str], source_topic: str) -> None:
+        """Learn the partition counts of output topics; with ``worker.create_topics``,
+        create missing ones first (also those named by routing transforms or by the
+        sink format, such as Debezium's schema-change topic)."""
+        missing = sorted({t for t in topics if t not in self.partition_counts})
+        if not missing:
+            return
+        producer = self._producer()
+        creation = self.job.worker.create_topics
+        if creation is not None:
+            conn = self.job.kafka.aiokafka_kwargs()
+            existing = await K.partition_counts(conn, missing + [source_topic])
+            default = creation.partitions or existing.get(source_topic, 1)
+            wanted = {t: default for t in missing if t not in existing}
+            if wanted:
+                created = await K.create_topics(conn, wanted, replication_factor=creation.replication_factor)
+                if created:
+                    log.info("created topics: %s", ", ".join(created))
+        for t in missing:
+            # Track the topic in the producer's metadata. Without this, aiokafka keeps
+            # only topics it was asked about while unknown: a later lookup of another
+            # new topic refreshes metadata for that one alone, the others' leaders
+            # vanish, and their pending batches expire (NotLeaderForPartitionError).
+            await producer.client.add_topic(t)
+            try:
+                parts = await producer.partitions_for(t)
+            except Exception as exc:  # noqa: BLE001 - reported as a clear stop reason
+                raise WorkerFailed(
+                    f"cannot get partitions of output topic {t!r} ({type(exc).__name__}: {exc}); "
+                    "create it or set worker.create_topics: true"
+                ) from exc
+            self.partition_counts[t] = len(parts)
+
+    # -- processing ---------------------------------------------------------------------
+    @property
+    def parallel(self) -> bool:
+        """Can batches of different partitions be converted at the same time?"""
+        return self.pool is not None
+
+    def state(self, tp: Any) -> PartitionState:
+        st = self.states.get(tp)
+        if st is None:
+            st = self.states[tp] = PartitionState()
+        return st
+
+    async def process(self, tp: Any, messages: list[Any]) -> None:
+        """Convert and produce one batch of ``tp``; returns once it is enqueued (not acked)."""
+        if self.fatal is not None:
+            return
+        self.busy += 1
+        self._idle.clear()
+        started = time.perf_counter()
+        try:
+            await self._process(tp, messages)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure stops the worker cleanly
+            self._fail(exc)
+        finally:
+            self.busy -= 1
+            if self.busy == 0:
+                self._idle.set()
+            self.last_batch_at = time.time()
+            self.metrics.batch_seconds.observe(time.perf_counter() - started)
+
+    async def _process(self, tp: Any, messages: list[Any]) -> None:
+        st = self.state(tp)
+        if st.next_offset is not None:
+            # Already processed in this assignment (a seek back re-delivered them):
+            # they are in flight or acked, and will be committed.
+            messages = [m for m in messages if m.offset >= st.next_offset]
+        if not messages:
+            return
+        topic, partition = tp.topic, tp.partition
+        self.metrics.count_in(topic, len(messages))
+        conv = self.converter
+        sink = conv.sink_topic(topic)
+        needed = [sink] + ([conv.dead_letter_topic] if conv.dead_letter_topic else [])
+        if any(t not in self.partition_counts for t in needed):
+            await self._ensure_partitions(needed, topic)
+        if self.pool is not None:
+            batch = await self.pool.convert(topic, partition, messages, dict(self.partition_counts))
+            if not isinstance(batch, Converted):  # Halted
+                raise self._halted(batch.where, batch.describe, messages[0].offset)
+        else:
+            if st.chain is None:
+                st.chain = self._chain_factory()
+            try:
+                batch = conv.convert(st.chain, topic, partition, messages)
+            except ChainHalted as exc:
+                dl = exc.dead_letter
+                raise self._halted(dl.record.where(), dl.describe(), messages[0].offset) from None
+        if batch.deferred:
+            await self._ensure_partitions({row[0] for row in batch.deferred}, topic)
+            conv.place(batch, partition)
+        st.next_offset = batch.next_offset
+        self._report_dead_letters(batch.dead_letters)
+        await self._produce(st, batch)
+
+    @staticmethod
+    def _halted(where: str, describe: str, batch_start: int) -> WorkerFailed:
+        return WorkerFailed(
+            f"stopping at {where} (errors.tolerance=none): {describe}. "
+            f"Offsets are committed only up to before this batch (offset {batch_start}); "
+            "fix the input or the chain, or set errors.tolerance: all with a dead_letter_topic"
+        )
+
+    def _report_dead_letters(self, dead: list[DeadLetter]) -> None:
+        if not dead:
+            return
+        for i, dl in enumerate(dead):
+            self.metrics.dead_letters.labels(dl.stage).inc()
+            if i < DEAD_LETTER_LOG_LIMIT:
+                log.warning(
+                    "dead letter %s: %s",
+                    dl.record.where(),
+                    dl.describe(),
+                    extra={"event": "dead_letter", "stage": dl.stage, "topic": dl.record.topic, "partition": dl.record.partition, "offset": dl.record.offset},
+                )
+        if len(dead) > DEAD_LETTER_LOG_LIMIT:
+            log.warning("%d more dead letters in this batch", len(dead) - DEAD_LETTER_LOG_LIMIT)
+
+    async def _produce(self, st: PartitionState, batch: Converted) -> None:
+        producer = self._producer()
+        flight = InFlight(next_offset=batch.next_offset, remaining=0, timestamps=batch.timestamps)
+        st.pending.append(flight)
+        sends: list[tuple[str, int, Any, int]] = []
+        for (topic, p), rows in batch.groups.items():
+            builder = producer.create_batch()
+            count = 0
+            for key, value, ts, headers in rows:
+                if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                    if count == 0:
+                        raise WorkerFailed(f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size")
+                    sends.append((topic, p, builder, count))
+                    builder = producer.create_batch()
+                    count = 0
+                    if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                        raise WorkerFailed(f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size")
+                count += 1
+            if count:
+                sends.append((topic, p, builder, count))
+        flight.remaining = len(sends)
+        if not sends:
+            self._settle(st)
+            return
+        for topic, p, builder, count in sends:
+            fut = await producer.send_batch(builder, topic, partition=p)
+            fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
+
+    def _on_ack(self, st: PartitionState, flight: InFlight, topic: str, count: int, fut: asyncio.Future) -> None:
+        flight.remaining -= 1
+        if fut.cancelled():
+            exc: BaseException | None = asyncio.CancelledError("produce cancelled")
+        else:
+            exc = fut.exception()
+        if exc is not None:
+            flight.error = flight.error or exc
+            self._fail(WorkerFailed(f"producing to {topic} failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.metrics.count_out(topic, count)
+        if flight.done:
+            if flight.error is None:
+                self.metrics.observe_latency(flight.timestamps)
+            self._settle(st)
+            self._acked.set()
+
+    @staticmethod
+    def _settle(st: PartitionState) -> None:
+        """Advance the commit offset over the leading batches that are fully acknowledged."""
+        pending = st.pending
+        while pending and pending[0].done:
+            flight = pending[0]
+            if flight.error is not None:
+                return  # never commit past a batch whose output was not acknowledged
+            pending.popleft()
+            st.committable = flight.next_offset
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.fatal is None:
+            self.fatal = exc
+            self._on_fatal(exc)
+
+    # -- commits and draining -----------------------------------------------------------
+    def committable(self, tp: Any) -> int | None:
+        st = self.states.get(tp)
+        return st.committable if st is not None else None
+
+    def committable_tps(self) -> list[Any]:
+        return [tp for tp, st in self.states.items() if st.committable is not None]
+
+    def in_flight(self) -> int:
+        return sum(len(st.pending) for st in self.states.values())
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no batch is being converted and every produced batch is settled.
+
+        Returns ``False`` on timeout. Failed batches count as settled (they will
+        not be committed).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.busy == 0 and all(f.done for st in self.states.values() for f in st.pending):
+                return True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            self._acked.clear()
+            waits = [asyncio.ensure_future(self._acked.wait()), asyncio.ensure_future(self._idle.wait())]
+            try:
+                await asyncio.wait(waits, timeout=min(1.0, remaining) if remaining is not None else 1.0, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
+
+    def forget(self, tps: Iterable[Any]) -> None:
+        """Drop the state of partitions this worker no longer owns (after their final commit)."""
+        tps = list(tps)
+        for tp in tps:
+            self.states.pop(tp, None)
+        if self.pool is not None:
+            self.pool.forget([(tp.topic, tp.partition) for tp in tps])
+
+    def positions(self) -> dict[Any, int]:
+        return {tp: st.next_offset for tp, st in self.states.items() if st.next_offset is not None}
+
+
+__all__ = ["Converted", "Converter", "Pipeline", "WorkerFailed"]

@@ -1,0 +1,127 @@
+"""The embedded broker: starts, answers Kafka requests, stops, and never outlives its owner."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from connector import kafka as K
+from connector.broker import BrokerError, EmbeddedBroker, find_tansu, probe_metadata
+from transforms.model import Record
+
+from tests.integration.helpers import ROOT, apache_kafka_container, docker_engine_available, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def _tansu_or_skip() -> None:
+    try:
+        find_tansu()
+    except BrokerError as exc:
+        pytest.skip(str(exc))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_embedded_broker_round_trip_and_clean_stop() -> None:
+    _tansu_or_skip()
+    with EmbeddedBroker() as broker:
+        pid = broker.pid
+        assert broker.running and _alive(pid)
+        host, port = broker.bootstrap.split(":")
+        assert probe_metadata(host, int(port)) == 1
+
+        async def round_trip() -> list[Record]:
+            await K.create_topics(broker.bootstrap, {"t": 2})
+            await K.produce_records(broker.bootstrap, "t", [Record(value=b"v%d" % i, key=b"k%d" % i) for i in range(50)])
+            return await K.consume_all(broker.bootstrap, "t", min_records=50, idle=0.3)
+
+        got = asyncio.run(round_trip())
+        assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(50))
+    assert not broker.running
+    assert not _alive(pid)
+
+
+def test_broker_dies_with_a_killed_owner(tmp_path) -> None:
+    """PR_SET_PDEATHSIG: SIGKILL the process that started the broker; the broker goes too."""
+    _tansu_or_skip()
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parent-death signal is Linux-only")
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import sys, time\n"
+        "from connector.broker import EmbeddedBroker\n"
+        "b = EmbeddedBroker().start()\n"
+        "print(b.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    owner = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        broker_pid = int(owner.stdout.readline())
+        assert _alive(broker_pid)
+        owner.kill()
+        owner.wait(10)
+        wait_for(lambda: not _alive(broker_pid), 10, "the orphaned broker to exit")
+    finally:
+        owner.kill()
+        owner.wait(10)
+
+
+def test_broker_command_prints_bootstrap_and_stops_on_sigterm() -> None:
+    _tansu_or_skip()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "connector.cli", "broker", "--port", "0", "--topic", "demo:3"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("bootstrap: 127.0.0.1:"), line
+        bootstrap = line.split()[-1]
+        assert asyncio.run(K.partition_counts(bootstrap, ["demo"])) == {"demo": 3}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        host, port = bootstrap.split(":")
+        with pytest.raises(OSError):
+            probe_metadata(host, int(port), timeout=1)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_fixed_port_in_use_is_a_clear_error() -> None:
+    _tansu_or_skip()
+    with EmbeddedBroker() as first:
+        second = EmbeddedBroker(port=first.port, startup_timeout=10)
+        with pytest.raises(BrokerError, match="in use"):
+            second.start()
+        assert not second.running
+
+
+def test_apache_kafka_through_testcontainers() -> None:
+    """The Docker fixture path: skips cleanly where no Docker engine answers."""
+    if not docker_engine_available():
+        pytest.skip("no Docker engine: the testcontainers (Apache Kafka) path is not available here")
+    for bootstrap in apache_kafka_container():
+        asyncio.run(K.create_topics(bootstrap, {"tc": 1}))
+        asyncio.run(K.produce_records(bootstrap, "tc", [Record(value=b"x", key=b"k")]))
+        got = asyncio.run(K.consume_all(bootstrap, "tc", min_records=1, idle=0.2))
+        assert [r.value for r in got] == [b"x"]
