@@ -13,13 +13,28 @@ transforms, no schema catalog), least CPU time of ``--runs``, in one thread
 can cost, so "x floor" says how much the model and the two codecs add.
 
 Rows whose codecs are not registered print as ``missing``. To benchmark more
-formats, add a :class:`Row` to :data:`ROWS`.
+conversions, add a :class:`Row` to :data:`ROWS`.
+
+A second table has one row per registered format (``--formats a,b`` limits
+it): the generated Canal events are encoded into the format once (codecs that
+keep a schema catalog -- TDSQL, CKafka -- get one built from the table's DDL,
+:data:`ORDERS_DDL`; every other format runs with default options and no
+catalog), then each run times ``codec.decode`` of every record (plus
+``flush``), with ``event.typed()`` called on every event so the cost of typed
+Python values is included, and, separately, ``codec.encode`` of those decoded,
+typed events. Rates count the format's own Kafka messages (Debezium's delete
+tombstones and DataWorks' split updates included). The baseline is measured
+per format on the same messages: ``orjson.loads`` + ``orjson.dumps`` for the
+JSON formats (null tombstones skipped), ``fastavro.schemaless_reader`` +
+``schemaless_writer`` (schema parsed once, union branches named) for ``dts-avro``; "x baseline" is
+codec time over baseline time.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import io
 import os
 import platform
 import random
@@ -160,6 +175,14 @@ def canal_messages(count: int, seed: int = 7) -> list[bytes]:
     return out
 
 
+#: The generated table's DDL, for formats that name or type columns from a schema catalog.
+ORDERS_DDL = (
+    "CREATE TABLE `orders` ("
+    + ", ".join(f"`{c}` {t}{'' if c == 'address' else ' NOT NULL'}" for c, t in MYSQL_TYPES.items())
+    + ", PRIMARY KEY (`id`))"
+)
+
+
 # -- measuring ---------------------------------------------------------------------------
 
 
@@ -254,6 +277,129 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
     return Result(row.label, rate=len(records) / seconds, errors=errors)
 
 
+@dataclass
+class FormatResult:
+    """Decode and encode of one format's messages, against that format's baseline."""
+
+    name: str
+    baseline: str = ""
+    messages: int = 0
+    avg_bytes: float = 0.0
+    baseline_rate: float | None = None
+    decode_rate: float | None = None
+    encode_rate: float | None = None
+    status: str = "ok"  # ok | missing | error
+    detail: str = ""
+    catalog: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (decode + `typed()`; encode of typed events{'; DDL catalog' if self.catalog else ''})"
+
+
+def orders_catalog() -> Any:
+    """A schema catalog holding ``shop.orders`` from :data:`ORDERS_DDL`."""
+    from transforms.catalog import SchemaCatalog  # sqlglot is heavy: only when a format needs it
+
+    catalog = SchemaCatalog()
+    warnings = catalog.apply_ddl("shop", ORDERS_DDL)
+    if warnings or catalog.get("shop", "orders") is None:
+        raise CdcSmtError(f"cannot build the benchmark catalog: {'; '.join(warnings)}")
+    return catalog
+
+
+def avro_baseline_seconds(values: Sequence[bytes], runs: int) -> float:
+    """``fastavro.schemaless_reader`` + ``schemaless_writer`` of each message (schema parsed once).
+
+    Read with ``return_record_name=True``, as the codec reads: union values then come
+    back as ``(branch, value)`` and the writer need not guess the branch by validating
+    the value against each one (which makes the write about four times slower).
+    """
+    import fastavro
+
+    from schemas import load_avro
+
+    parsed = fastavro.parse_schema(load_avro("dts-avro"))
+    reader, writer, BytesIO = fastavro.schemaless_reader, fastavro.schemaless_writer, io.BytesIO
+
+    def once() -> None:
+        for v in values:
+            buf = BytesIO()
+            writer(buf, parsed, reader(BytesIO(v), parsed, None, True))
+            buf.getvalue()
+
+    return best_seconds(once, runs)
+
+
+def json_baseline_seconds(values: Sequence[bytes | None], runs: int) -> float:
+    """``orjson.loads`` + ``orjson.dumps`` of each message; null values (tombstones) are skipped."""
+    return floor_seconds([v for v in values if v is not None], runs)
+
+
+def measure_format(name: str, canal: Sequence[bytes], runs: int) -> FormatResult:
+    """Encode the Canal messages into ``name`` once, then time decode (typed) and encode."""
+    known = registry()
+    if name not in known or SOURCE_FORMAT not in known:
+        return FormatResult(name, status="missing", detail=", ".join(sorted({name, SOURCE_FORMAT} - set(known))))
+    cls = known[name]
+    result = FormatResult(name, catalog=cls.own_catalog)
+    try:
+        catalog = orders_catalog() if cls.own_catalog else None
+        source = get_codec(SOURCE_FORMAT)
+        sink = get_codec(name, catalog=catalog)
+        records: list[Record] = []
+        for message in canal:
+            for event in source.decode(Record(value=message)):
+                records += sink.encode(event)
+        values = [r.value for r in records]
+        result.messages = len(records)
+        result.avg_bytes = sum(len(v) for v in values if v is not None) / max(1, len(records))
+
+        if cls.binary:
+            if name != "dts-avro":
+                raise CdcSmtError(f"no baseline for binary format {name}")
+            result.baseline = "`fastavro` schemaless_reader + schemaless_writer"
+            base = avro_baseline_seconds(values, runs)
+        else:
+            result.baseline = "`orjson.loads` + `orjson.dumps`"
+            base = json_baseline_seconds(values, runs)
+        result.baseline_rate = len(records) / base
+
+        decoded: list[Any] = []
+
+        def decode_once() -> None:
+            codec = get_codec(name, catalog=catalog)
+            decode = codec.decode
+            out = []
+            for r in records:
+                for e in decode(r):
+                    out.append(e.typed())
+            for e in codec.flush():
+                out.append(e.typed())
+            decoded[:] = out
+
+        result.decode_rate = len(records) / best_seconds(decode_once, runs)
+        events = list(decoded)
+        written = 0
+
+        def encode_once() -> None:
+            nonlocal written
+            codec = get_codec(name, catalog=catalog)
+            encode = codec.encode
+            out: list[Record] = []
+            for e in events:
+                out += encode(e)
+            written = len(out)
+
+        seconds = best_seconds(encode_once, runs)  # sets ``written``
+        result.encode_rate = written / seconds if written else None
+        if written != len(records):
+            result.detail = f"{len(events)} events → {written} messages (input had {len(records)})"
+    except Exception as exc:  # noqa: BLE001 - one failing format must not stop the others
+        result.status, result.detail = "error", f"{type(exc).__name__}: {exc}"
+    return result
+
+
 def pin(cpu: int | None) -> str:
     """Optionally pin to one CPU (steadier numbers on an idle machine; worse on a busy one)."""
     if cpu is None:
@@ -306,11 +452,41 @@ def markdown_table(results: list[Result], floor_rate: float) -> str:
     return "\n".join(lines)
 
 
+def _format_cells(r: FormatResult) -> tuple[str, str, str, str, str]:
+    def rate(v: float | None) -> str:
+        return f"{v:,.0f}" if v is not None else r.status
+
+    def cost(v: float | None) -> str:
+        return f"{r.baseline_rate / v:.1f}×" if v is not None and r.baseline_rate else "–"
+
+    return rate(r.baseline_rate), rate(r.decode_rate), cost(r.decode_rate), rate(r.encode_rate), cost(r.encode_rate)
+
+
+def format_table(results: list[FormatResult]) -> str:
+    lines = [
+        "| format | msgs | bytes/msg | baseline | baseline msgs/s | decode msgs/s | decode × baseline "
+        "| encode msgs/s | encode × baseline | note |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        base, dec, dec_cost, enc, enc_cost = _format_cells(r)
+        lines.append(
+            f"| {r.label} | {r.messages:,} | {r.avg_bytes:.0f} | {r.baseline or '–'} | {base} "
+            f"| {dec} | {dec_cost} | {enc} | {enc_cost} | {r.detail} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.codec", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=200_000, help="messages per run (default 200000)")
     parser.add_argument("--runs", type=int, default=3, help="runs per row; the best counts (default 3)")
     parser.add_argument("--pin", type=int, metavar="CPU", help="pin the process to this CPU (Linux)")
+    parser.add_argument(
+        "--formats",
+        metavar="NAMES",
+        help="comma-separated formats for the per-format table (default: every registered format; '' for none)",
+    )
     args = parser.parse_args(argv)
 
     pinned = pin(args.pin)
@@ -332,8 +508,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate, cost = _cells(result, floor_rate)
         unit = " msgs/s" if result.rate is not None else ""
         print(f"{row.label:<55} {rate:>12}{unit}  {cost}", flush=True)
+    formats = list(registry()) if args.formats is None else [f.strip() for f in args.formats.split(",") if f.strip()]
+    format_results = []
+    if formats:
+        print()
+    for name in formats:
+        fr = measure_format(name, messages, args.runs)
+        format_results.append(fr)
+        base, dec, dec_cost, enc, enc_cost = _format_cells(fr)
+        print(
+            f"{name:<20} baseline {base:>10}  decode {dec:>10} ({dec_cost})  encode {enc:>10} ({enc_cost})"
+            + (f"  {fr.detail}" if fr.detail else ""),
+            flush=True,
+        )
     print()
     print(markdown_table(results, floor_rate))
+    if format_results:
+        print()
+        print(format_table(format_results))
     return 0
 
 
