@@ -21,6 +21,7 @@ from typing import Any, Callable
 import orjson
 import pytest
 
+import schemas
 from tests import workload
 from transforms.catalog import SchemaCatalog
 from transforms.chain import Chain
@@ -63,7 +64,12 @@ def convert(source: str, target: str, events: list[ChangeEvent]) -> list[ChangeE
     chain = Chain(get_codec(source, catalog=cat), get_codec(target, catalog=cat), tolerance="none")
     result = chain.process_batch(Record(value=r.value, key=r.key) for r in src_records)
     result.extend(chain.flush())
-    return _decode(target, [r for r in result.outputs if r.value is not None])
+    outputs = [r for r in result.outputs if r.value is not None]
+    if target in schemas.names():  # every encoder's output validates against its schema
+        validate = schemas.validator(target).validate
+        for r in outputs:
+            validate(orjson.loads(r.value))
+    return _decode(target, outputs)
 
 
 # -- declared value losses ---------------------------------------------------------
