@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+from connector.tuning import tune_allocator
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -122,6 +123,8 @@ def cores_of(master: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The hosts run with this allocator tuning (connector/tuning.py); so do the benches.
+    print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     p = argparse.ArgumentParser(prog="python -m bench.backfill", description=__doc__.split("\n\n")[0])
     p.add_argument("--count", type=int, default=1_000_000)
     p.add_argument("--master", default="local[2]")

@@ -24,6 +24,7 @@ import gc
 import platform
 import sys
 import time
+from connector.tuning import tune_allocator
 from typing import Any, Sequence
 
 from transforms.chain import Chain
@@ -82,6 +83,8 @@ def compare(records: Sequence[Record], variants: dict[str, list[dict[str, Any]]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The hosts run with this allocator tuning (connector/tuning.py); so do the benches.
+    print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.chain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=100_000, help="messages per run (default 100000)")
     parser.add_argument(

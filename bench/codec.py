@@ -40,6 +40,7 @@ import platform
 import random
 import sys
 import time
+from connector.tuning import tune_allocator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
@@ -478,6 +479,8 @@ def format_table(results: list[FormatResult]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The hosts run with this allocator tuning (connector/tuning.py); so do the benches.
+    print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.codec", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=200_000, help="messages per run (default 200000)")
     parser.add_argument("--runs", type=int, default=3, help="runs per row; the best counts (default 3)")

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from connector.tuning import tune_allocator
 from collections import namedtuple
 from pathlib import Path
 from typing import Any, Sequence
@@ -265,6 +266,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 # -- main ----------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
+    # The hosts run with this allocator tuning (connector/tuning.py); so do the benches.
+    print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1_000_000, help="messages (default 1000000)")
     parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")

@@ -18,6 +18,7 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
+from connector.tuning import tune_allocator
 from transforms.errors import CdcSmtError
 
 PROG = "cdc-smt"
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     setup_logging(args.log_level)
+    tune_allocator()
     try:
         return int(args.func(args) or 0)
     except CdcSmtError as exc:

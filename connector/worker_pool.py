@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from connector.jobconfig import JobConfig
+from connector.tuning import tune_allocator
 from connector.worker_pipeline import Converted, Converter, WorkerFailed
 from transforms.chain import ChainHalted
 
@@ -76,6 +77,7 @@ class _ChildState:
 def _child_main(conn: Any, job: JobConfig) -> None:  # pragma: no cover - runs in the child process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    tune_allocator()
     state = _ChildState(job)
     while True:
         try:

@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from connector.spark.kafkaio import KafkaRangeError, KafkaSession, TopicPartition
 from connector.spark.settings import SinkSpec
+from connector.tuning import tune_allocator
 from transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
 from transforms.errors import CdcSmtError
 from transforms.model import Record
@@ -390,6 +391,7 @@ class Task:
 
 def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` body: every input row through its stream's chain into the sinks."""
+    tune_allocator()  # in the executor's Python worker; repeating it is harmless
     task = Task(plan)
     try:
         for batch in batches:
