@@ -15,7 +15,6 @@ does not happen (the rules are checked for being needed).
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 from typing import Any, Callable
 
 import orjson
@@ -27,7 +26,7 @@ from transforms.catalog import SchemaCatalog
 from transforms.chain import Chain
 from transforms.changelog import replay
 from transforms.formats import get_codec, registry
-from transforms.model import ChangeEvent, Column, Op, Record
+from transforms.model import ChangeEvent, Column, Record
 from transforms.types import InvalidTemporal, Kind
 
 FORMATS = sorted(registry())

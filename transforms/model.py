@@ -18,7 +18,7 @@ Canal strings); anything that needs real values calls :meth:`ChangeEvent.typed`
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import zoneinfo
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from transforms.errors import ConfigError

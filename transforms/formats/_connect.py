@@ -35,6 +35,7 @@ from transforms.types import (
     format_decimal,
     parse_type,
     quote_label,
+    type_of_value,
 )
 
 Converter = Callable[[Any], Any]
@@ -1153,29 +1154,10 @@ def schema_from_python(row: Mapping[str, Any]) -> TableSchema:
     """A table schema for typed rows that came without one (types from Python values)."""
     cols = []
     for k, v in row.items():
-        cols.append(Column(k, _python_type(v)))
+        cols.append(Column(k, type_of_value(v)))
     return TableSchema(columns=tuple(cols))
 
 
-def _python_type(v: Any) -> str:
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        return "bigint"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal):
-        exp = v.as_tuple().exponent if v.is_finite() else 0
-        return f"decimal(65,{min(30, max(0, -exp))})"
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return "longblob"
-    if isinstance(v, dt.datetime):
-        return "datetime(6)"
-    if isinstance(v, dt.date):
-        return "date"
-    if isinstance(v, dt.timedelta):
-        return "time(6)"
-    return "longtext"
 
 
 __all__ = [

@@ -17,7 +17,6 @@ Not a format: modules starting with ``_`` are not registered.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, ClassVar, Iterable
@@ -35,6 +34,7 @@ from transforms.types import (
     parse_type,
     rebase_timestamp,
     to_json_value,
+    type_of_value,
 )
 
 # ---------------------------------------------------------------------------
@@ -77,24 +77,9 @@ def inferred_columns(images: Iterable[dict | None]) -> tuple[tuple[str, str], ..
 
 
 def infer_python_type(v: Any) -> str:
-    """MySQL type text for a typed Python value (events that carry no schema)."""
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        return "bigint" if v < (1 << 63) else "bigint unsigned"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal):
-        return "decimal(65,30)"
-    if isinstance(v, (bytes, bytearray)):
-        return "longblob"
-    if isinstance(v, dt.datetime):
-        return "datetime(6)"
-    if isinstance(v, dt.date):
-        return "date"
-    if isinstance(v, dt.timedelta):
-        return "time(6)"
-    return "longtext"
+    """MySQL type text for a typed Python value (events that carry no schema);
+    decimals get the widest scale, since one value's scale says little of the column's."""
+    return type_of_value(v, decimal_scale=30)
 
 
 @lru_cache(maxsize=2048)

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import struct
 import time
 from decimal import Decimal
 from functools import lru_cache

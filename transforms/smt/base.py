@@ -25,18 +25,17 @@ Markers that are not part of any one format live in ``event.extra`` under the
 
 from __future__ import annotations
 
-import datetime as dt
-import zoneinfo
-from decimal import Decimal
-from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import msgspec
 
 from transforms.errors import ConfigError
-# TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
 from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
 from transforms.options import Option, Options, merge, resolve
+
+# TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
+from transforms.types import type_of_value
+from transforms.types import zone as types_zone
 
 #: ``extra`` key: consecutive events with the same value form one multi-row message.
 ROW_GROUP = "cdc_smt.row_group"
@@ -274,30 +273,10 @@ def with_columns(schema: TableSchema, added: Iterable[Column]) -> TableSchema:
 
 def infer_type(value: Any) -> str:
     """A MySQL type for a value a transform adds (static fields, extracted JSON)."""
-    if isinstance(value, bool):
-        return "bit(1)"
-    if isinstance(value, int):
-        return "bigint"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, Decimal):
-        exp = value.as_tuple().exponent
-        scale = max(0, -exp) if isinstance(exp, int) else 0
-        return f"decimal(65,{min(scale, 30)})"
-    if isinstance(value, dt.datetime):
-        return "datetime(6)"
-    if isinstance(value, dt.date):
-        return "date"
-    if isinstance(value, dt.timedelta):
-        return "time(6)"
-    if isinstance(value, (bytes, bytearray)):
-        return "longblob"
-    return "longtext"
+    return type_of_value(value)
 
 
-@lru_cache(maxsize=64)
-def zone(name: str) -> zoneinfo.ZoneInfo:
-    return zoneinfo.ZoneInfo(name)
+zone = types_zone  # one cached ZoneInfo per name, shared with the codecs
 
 
 def check_regex(pattern: str) -> None:
