@@ -180,6 +180,7 @@ class EmbeddedBroker:
         self.binary = binary
         self._log_path = Path(log) if log else None
         self._log_file: IO[bytes] | None = None
+        self._own_log = False
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -211,6 +212,7 @@ class EmbeddedBroker:
             fd, name = tempfile.mkstemp(prefix="cdc-smt-tansu-", suffix=".log")
             os.close(fd)
             self._log_path = Path(name)
+            self._own_log = True  # a log we created is removed again on a clean stop
         fixed_port = self.port != 0
         if fixed_port and port_in_use(self.host, self.port):
             raise BrokerError(f"cannot start Tansu: {self.host}:{self.port} is in use (pick another port, or 0 for a free one)")
@@ -299,6 +301,9 @@ class EmbeddedBroker:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+        if self._own_log and self._log_path is not None and proc is not None and proc.returncode in (0, -15):
+            self._log_path.unlink(missing_ok=True)
+            self._log_path, self._own_log = None, False
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()
