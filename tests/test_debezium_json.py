@@ -623,6 +623,18 @@ class TestDDL:
         rows = codec(topic_prefix="dbserver1").encode(insert(SCHEMA, {"id": 1, "name": "a"}))
         assert rows[0].topic is None  # rows keep the host's default (the data topic)
 
+    def test_heartbeats_and_transaction_markers_go_to_their_own_topics(self):
+        # Debezium's defaults: `__debezium-heartbeat.<prefix>` and `<prefix>.transaction`.
+        src = SourcePosition(database="shop", gtid="3E11FA47-71CA-11E1-9E33-C80AA9429562:23")
+        hb = ChangeEvent(op=Op.HEARTBEAT, ts_ms=1_700_000_000_000)
+        begin = ChangeEvent(op=Op.BEGIN, source=src, ts_ms=1_700_000_000_000)
+        commit = ChangeEvent(op=Op.COMMIT, source=src, ts_ms=1_700_000_000_000)
+        c = codec(topic_prefix="dbserver1")
+        assert [r.topic for r in c.encode(hb)] == ["__debezium-heartbeat.dbserver1"]
+        assert [r.topic for e in (begin, commit) for r in c.encode(e)] == ["dbserver1.transaction"] * 2
+        c = codec(transaction_topic="tx", heartbeat_topic="hb")
+        assert [r.topic for e in (hb, begin) for r in c.encode(e)] == ["hb", "tx"]
+
     def test_change_type_from_statement_when_kind_unknown(self):
         ev = ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int primary key, name varchar(20))")
         (r,) = codec().encode(ev)

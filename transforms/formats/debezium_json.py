@@ -208,6 +208,20 @@ class DebeziumJsonCodec(JsonCodec):
             "on them). Encoded DDL records carry it as their topic, replacing any routing; default: the "
             "`topic_prefix` value. (A file written by `convert` holds them in line with the rows.)",
         ),
+        Option(
+            "transaction_topic",
+            str,
+            None,
+            "Topic of transaction-metadata (BEGIN/END) records, as Debezium's `topic.transaction`; "
+            "default `<topic_prefix>.transaction`. Never a table's data topic.",
+        ),
+        Option(
+            "heartbeat_topic",
+            str,
+            None,
+            "Topic of heartbeat records, as Debezium's `topic.heartbeat.prefix`; default "
+            "`__debezium-heartbeat.<topic_prefix>`. Never a table's data topic.",
+        ),
     )
     # column_types: Connect types are not MySQL types (TINYINT and SMALLINT are both int16,
     # VARCHAR has no length), so the catalog must not learn them over exact ones.
@@ -238,6 +252,8 @@ class DebeziumJsonCodec(JsonCodec):
         self.timezone: str = o.source_timezone
         self.prefix: str = o.topic_prefix
         self.schema_change_topic: str = o.schema_change_topic if o.schema_change_topic is not None else o.topic_prefix
+        self.transaction_topic: str = o.transaction_topic or f"{o.topic_prefix}.transaction"
+        self.heartbeat_topic: str = o.heartbeat_topic or f"__debezium-heartbeat.{o.topic_prefix}"
         self.schemas_enable: bool = o.schemas_enable
         self.tombstones_on_delete: bool = o.tombstones_on_delete
         #: Null-value records (Kafka tombstones) read: they carry no change, so they yield no event.
@@ -545,6 +561,12 @@ class DebeziumJsonCodec(JsonCodec):
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, IndexError, OverflowError, struct.error) as exc:
             raise EncodeError(f"cannot encode {event.op.value} event: {_describe(exc)}", format=NAME) from None
 
+    @staticmethod
+    def _addressed(record: Record, topic: str) -> Record:
+        """Debezium writes control records to topics of their own, never a table's data topic."""
+        record.topic = topic
+        return record
+
     def _encode(self, event: ChangeEvent) -> list[Record]:
         extra = event.extra
         op = event.op
@@ -563,11 +585,11 @@ class DebeziumJsonCodec(JsonCodec):
         if op is Op.DDL:
             return [self._encode_ddl(event)]
         if op is Op.BEGIN or op is Op.COMMIT:
-            return [self._encode_transaction(event)]
+            return [self._addressed(self._encode_transaction(event), self.transaction_topic)]
         if op is Op.HEARTBEAT:
             if event.origin == NAME and "payload" in extra and "message" in extra["payload"]:
                 return self._encode_row(event)
-            return [self._encode_heartbeat(event)]
+            return [self._addressed(self._encode_heartbeat(event), self.heartbeat_topic)]
         raise EncodeError(f"no Debezium message for {op.value} events", format=NAME)
 
     def _record(self, event: ChangeEvent, value: bytes | None, key: bytes | None) -> Record:
