@@ -118,29 +118,9 @@ class Chain:
     def process_batch(self, records: Iterable[Record]) -> ChainResult:
         """Process records in order; outputs keep input order."""
         result = ChainResult()
-        if self.transforms or self.catalog is not None:
-            for record in records:
-                self._one(record, result)
-            return result
-        # No transforms, no catalog: decode -> encode with the lookups hoisted (same as _one).
-        decode = self.decoder.decode
-        encode_batch = self.encoder.encode_batch
-        extend = result.outputs.extend
+        one = self._one
         for record in records:
-            try:
-                events = decode(record)
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a dead letter
-                self._fail(record, "decode", None, exc, result)
-                continue
-            for e in events:
-                if e.record is None:
-                    e.record = record
-            try:
-                out = encode_batch(events)
-            except Exception as exc:  # noqa: BLE001
-                self._fail(record, "encode", None, exc, result)
-                continue
-            extend(out)
+            one(record, result)
         return result
 
     def flush(self) -> ChainResult:
