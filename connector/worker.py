@@ -150,6 +150,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         did = await super()._commit_offsets(offsets, start_new_transaction=start_new_transaction)
         if did and self.pipeline is not None and any(self.pipeline.owns(tp.topic) for tp in offsets):
             self.pipeline.metrics.commits.inc()
+            self.pipeline.on_committed({tp: o for tp, o in offsets.items() if self.pipeline.owns(tp.topic)})
             log.debug("committed %s", {f"{tp.topic}[{tp.partition}]": o for tp, o in offsets.items()})
         return did
 
@@ -372,6 +373,17 @@ class WorkerRuntime:
                 "do not exist: create them, or set worker.create_topics: true"
             )
 
+    async def define_state(self, sources: list[str]) -> None:
+        """Changelog-backed Faust tables for the chain's state, when the chain keeps any
+        (see :mod:`connector.worker_state`); stateless chains get no tables."""
+        if not self.job.build_chain(catalog=self.job.new_catalog()).stateful:
+            return
+        from connector.worker_state import StateStore
+
+        counts = await K.partition_counts(self.job.kafka.aiokafka_kwargs(), sources)
+        self.pipeline.state_store = StateStore(self.app, counts)
+        log.info("chain state kept in tables %s", ", ".join(t.name for t in self.pipeline.state_store.tables.values()))
+
     def subscribe(self, topics: Iterable[str]) -> None:
         """Register source topics with Faust's conductor (it subscribes; we consume in batches)."""
         new = [t for t in topics if t not in self.pipeline.source_topics]
@@ -399,6 +411,8 @@ class WorkerRuntime:
             if new:
                 log.info("new source topics match the pattern: %s", ", ".join(new))
                 await self.create_topics(new)
+                if self.pipeline.state_store is not None:
+                    self.pipeline.state_store.add_topics(await K.partition_counts(self.job.kafka.aiokafka_kwargs(), new))
                 self.subscribe(new)
 
     # -- run ----------------------------------------------------------------------------------
@@ -413,6 +427,7 @@ class WorkerRuntime:
         sources = await self.resolve_sources()
         await self.create_topics(sources)
         await self.check_outputs(sources)
+        await self.define_state(sources)
         consumer = self.app.consumer
         assert isinstance(consumer, CdcConsumer)
         consumer.pipeline = self.pipeline

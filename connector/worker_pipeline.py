@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+
+import orjson
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,6 +56,8 @@ class Converted:
     next_offset: int = 0
     #: Source timestamps of a sample of the batch, for the latency histogram.
     timestamps: list[int] = field(default_factory=list)
+    #: The chain's serialized state after this batch, when the batch changed it.
+    state: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -73,6 +77,8 @@ class InFlight:
 @dataclass(slots=True)
 class PartitionState:
     chain: Chain | None = None  # built on first use (in a child process with a pool)
+    started: bool = False  # first batch seen (chain state restored, with a state store)
+    committed: int | None = None  # last offset committed for this partition
     next_offset: int | None = None  # next source offset to process
     committable: int | None = None  # offset safe to commit (all output before it acked)
     pending: deque = field(default_factory=deque)
@@ -90,6 +96,27 @@ class Converter:
         self.partition_counts = partition_counts
         self.dead_letter_topic = job.errors.dead_letter_topic
         self._sink_topics: dict[str, str] = {}
+        #: Per (topic, partition): the chain's serialized state after the last batch.
+        self._states: dict[tuple[str, int], bytes] = {}
+
+    def restore(self, chain: Chain, topic: str, partition: int, blob: bytes) -> None:
+        """Continue ``chain`` from a stored state snapshot (see :mod:`connector.worker_state`)."""
+        chain.restore_state(orjson.loads(blob))
+        self._states[(topic, partition)] = orjson.dumps(chain.state())
+
+    def forget(self, keys: Iterable[tuple[str, int]]) -> None:
+        for key in keys:
+            self._states.pop(key, None)
+
+    def _changed_state(self, chain: Chain, topic: str, partition: int) -> bytes | None:
+        if not chain.stateful:
+            return None
+        blob = orjson.dumps(chain.state())
+        key = (topic, partition)
+        if self._states.get(key) == blob:
+            return None
+        self._states[key] = blob
+        return blob
 
     def sink_topic(self, source_topic: str) -> str:
         name = self._sink_topics.get(source_topic)
@@ -147,6 +174,7 @@ class Converter:
                 r = dl.to_record(dlq)
                 deferred.append((dlq, r.key, r.value, r.timestamp, r.headers))
         out.next_offset = messages[-1].offset + 1 if messages else 0
+        out.state = self._changed_state(chain, topic, partition)
         return out
 
     def place(self, batch: Converted, partition: int) -> None:
@@ -173,8 +201,11 @@ class Pipeline:
         on_fatal: Callable[[BaseException], None],
         chain_factory: Callable[[], Chain] | None = None,
         pool: Any = None,
+        state_store: Any = None,
     ) -> None:
         self.job = job
+        #: connector.worker_state.StateStore, or None: chain state lives in memory only.
+        self.state_store = state_store
         self.pool = pool  # connector.worker_pool.ConversionPool, or None: convert in this thread
         self.metrics = metrics
         self._producer = producer  # -> aiokafka.AIOKafkaProducer (Faust's, once started)
@@ -275,13 +306,20 @@ class Pipeline:
         needed = [sink] + ([conv.dead_letter_topic] if conv.dead_letter_topic else [])
         if any(t not in self.partition_counts for t in needed):
             await self._ensure_partitions(needed, topic)
+        restore = None
+        if not st.started:
+            st.started = True
+            if self.state_store is not None:
+                restore = self.state_store.restore(topic, partition, messages[0].offset)
         if self.pool is not None:
-            batch = await self.pool.convert(topic, partition, messages, dict(self.partition_counts))
+            batch = await self.pool.convert(topic, partition, messages, dict(self.partition_counts), restore)
             if not isinstance(batch, Converted):  # Halted
                 raise self._halted(batch.where, batch.describe, messages[0].offset)
         else:
             if st.chain is None:
                 st.chain = self._chain_factory()
+            if restore is not None:
+                conv.restore(st.chain, topic, partition, restore)
             try:
                 batch = conv.convert(st.chain, topic, partition, messages)
             except ChainHalted as exc:
@@ -291,6 +329,11 @@ class Pipeline:
             await self._ensure_partitions({row[0] for row in batch.deferred}, topic)
             conv.place(batch, partition)
         st.next_offset = batch.next_offset
+        if batch.state is not None and self.state_store is not None:
+            row = self.state_store.update(topic, partition, batch.next_offset, batch.state, st.committed)
+            if row is not None:  # goes out (and is acknowledged) with the batch it describes
+                changelog, key, value = row
+                batch.groups.setdefault((changelog, partition), []).append((key, value, None, []))
         self._report_dead_letters(batch.dead_letters)
         await self._produce(st, batch)
 
@@ -383,6 +426,13 @@ class Pipeline:
         st = self.states.get(tp)
         return st.committable if st is not None else None
 
+    def on_committed(self, offsets: dict[Any, int]) -> None:
+        """Offsets committed to Kafka (state snapshots before them are no longer needed)."""
+        for tp, offset in offsets.items():
+            st = self.states.get(tp)
+            if st is not None:
+                st.committed = offset
+
     def committable_tps(self) -> list[Any]:
         return [tp for tp, st in self.states.items() if st.committable is not None]
 
@@ -415,6 +465,10 @@ class Pipeline:
         tps = list(tps)
         for tp in tps:
             self.states.pop(tp, None)
+        keys = [(tp.topic, tp.partition) for tp in tps]
+        self.converter.forget(keys)
+        if self.state_store is not None:
+            self.state_store.forget(keys)
         if self.pool is not None:
             self.pool.forget([(tp.topic, tp.partition) for tp in tps])
 

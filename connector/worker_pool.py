@@ -63,11 +63,15 @@ class _ChildState:
         self.converter = Converter(job, {})
         self.chains: dict[tuple[str, int], Any] = {}
 
-    def convert(self, topic: str, partition: int, rows: Sequence[tuple], counts: dict[str, int]) -> Converted | Halted:
+    def convert(
+        self, topic: str, partition: int, rows: Sequence[tuple], counts: dict[str, int], restore: bytes | None = None
+    ) -> Converted | Halted:
         self.converter.partition_counts.update(counts)
         chain = self.chains.get((topic, partition))
         if chain is None:
             chain = self.chains[(topic, partition)] = self.job.build_chain(catalog=self.job.new_catalog())
+        if restore is not None:
+            self.converter.restore(chain, topic, partition, restore)
         try:
             return self.converter.convert(chain, topic, partition, [Row(*r) for r in rows])
         except ChainHalted as exc:
@@ -87,6 +91,7 @@ def _child_main(conn: Any, job: JobConfig) -> None:  # pragma: no cover - runs i
         if kind == "forget":
             for key in args:
                 state.chains.pop(key, None)
+            state.converter.forget(args)
             continue
         if kind == "stop":
             return
@@ -199,9 +204,12 @@ class ConversionPool:
             self._load[idx] += 1
         return self._children[idx]
 
-    async def convert(self, topic: str, partition: int, messages: Iterable[Any], counts: dict[str, int]) -> Converted | Halted:
+    async def convert(
+        self, topic: str, partition: int, messages: Iterable[Any], counts: dict[str, int], restore: bytes | None = None
+    ) -> Converted | Halted:
+        """Convert in the partition's child; ``restore``: a state snapshot to continue from first."""
         rows = [(m.offset, m.timestamp, m.key, m.value, m.headers) for m in messages]
-        return await self._child((topic, partition)).call("convert", (topic, partition, rows, counts))
+        return await self._child((topic, partition)).call("convert", (topic, partition, rows, counts, restore))
 
     def forget(self, keys: Iterable[tuple[str, int]]) -> None:
         """Drop the chains of partitions no longer owned (their next owner starts from the commit)."""

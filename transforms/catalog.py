@@ -454,9 +454,19 @@ class SchemaCatalog:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, max_versions: int = 64) -> "SchemaCatalog":
         cat = cls(max_versions=max_versions)
+        cat.restore(data)
+        return cat
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Replace this catalog's content with a :meth:`to_dict` snapshot, in place
+        (codecs sharing this catalog object see the restored tables)."""
+        self._tables.clear()
+        self._folded.clear()
+        self._seen.clear()
+        self._applied.clear()
         for entry in data.get("tables", ()):
             key = (entry["database"], entry["table"])
-            cat._tables[key] = [
+            self._tables[key] = [
                 TableVersion(
                     v["version"],
                     None if v["schema"] is None else schema_from_dict(v["schema"]),
@@ -466,9 +476,8 @@ class SchemaCatalog:
                 )
                 for v in entry["versions"]
             ]
-            cat._folded[_fold(key)] = key
-        cat._version = int(data.get("version", 0))
-        return cat
+            self._folded[_fold(key)] = key
+        self._version = int(data.get("version", 0))
 
 
 class _DDLProblem(Exception):

@@ -110,6 +110,31 @@ class Chain:
         # to name and type values of formats that carry none.
         self.catalog = catalog if catalog is not None else getattr(decoder, "catalog", None)
 
+    # -- per-stream state (schema catalog, codecs' held-back halves) --------------
+    @property
+    def stateful(self) -> bool:
+        """Does this chain keep state across records that a restarted host must restore?"""
+        return self.catalog is not None or any(
+            type(c).pending_state is not Codec.pending_state for c in (self.decoder, self.encoder)
+        )
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-able snapshot of the chain's per-stream state (see :meth:`restore_state`)."""
+        catalog = self.catalog
+        return {
+            "catalog": None if catalog is None else catalog.to_dict(),
+            "decoder": self.decoder.pending_state(),
+            "encoder": self.encoder.pending_state(),
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state` snapshot: the catalog is restored in place
+        (codecs share it) and each codec reloads what it held back."""
+        if state.get("catalog") is not None and self.catalog is not None:
+            self.catalog.restore(state["catalog"])
+        self.decoder.restore_state(state.get("decoder") or {})
+        self.encoder.restore_state(state.get("encoder") or {})
+
     def process(self, record: Record) -> ChainResult:
         result = ChainResult()
         self._one(record, result)
