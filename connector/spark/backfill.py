@@ -110,18 +110,12 @@ def spark_session(master: str, conf: Mapping[str, str] = {}, *, package: str | N
 
 
 def map_in_arrow(df: Any, fn: Callable[..., Any], schema: str) -> Any:
-    """``df.mapInArrow``; without pandas (which pyspark's API insists on, though Arrow UDFs do not
-    use it) the same plan node is built directly."""
-    try:
-        return df.mapInArrow(fn, schema)
-    except ImportError:
-        from pyspark.sql import DataFrame
-        from pyspark.sql.udf import UserDefinedFunction
-        from pyspark.util import PythonEvalType
+    """``df.mapInArrow(fn, schema)``: ``fn`` gets an iterator of Arrow record batches per task.
 
-        udf = UserDefinedFunction(fn, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-        column = udf(*[df[c] for c in df.columns])
-        return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)  # noqa: SLF001
+    PySpark checks for pandas here although Arrow UDFs do not use it; the ``spark``
+    extra installs it.
+    """
+    return df.mapInArrow(fn, schema)
 
 
 def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> Any:

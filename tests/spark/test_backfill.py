@@ -397,3 +397,44 @@ def test_avro_container_files_keep_their_kafka_coordinates(spark, tmp_path):
     entry = orjson.loads(read_tree(tmp_path / "out" / "_dead_letters", "batch=*/*.jsonl")["batch=000000/dump.jsonl"][0])
     assert (entry["file"], entry["position"], entry["message"]) == ("dump", 11, "nope")
     assert (entry["topic"], entry["partition"], entry["offset"]) == ("shop.canal", 3, 110)
+
+
+# -- DDL before a slice: the first pass ------------------------------------------------------------
+
+
+def _tdsql(kind: str, code: int, i: int, **fields: Any) -> bytes:
+    msg = {
+        "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
+        "localip": "10.0.0.1", "localport": 3306, "begintime": 1718000000 + i, "gtid": f"0-1-{i}", "event_index": "4",
+    }  # fmt: skip
+    msg.update(fields)
+    return orjson.dumps(msg)
+
+
+@pytest.mark.parametrize("ddl", ["first-pass", "none"])
+def test_ddl_first_pass_names_rows_of_later_micro_batches(spark, broker, tmp_path, ddl):
+    """TDSQL rows are positional: only the CREATE TABLE at offset 0 names them. Micro-batches of
+    10 records start after it; the first pass finds it and every task replays it first."""
+    name = f"ddl-{ddl.replace('-', '')}"
+    values = [_tdsql("query", 2, 0, sql="create table items (id int primary key, name varchar(20))")]
+    values += [_tdsql("insert", 23, i, where=[], field=[str(i), f"'n{i}'"]) for i in range(1, 61)]
+    produce_source(broker, name, values, partitions=1)
+    path = kafka_job(tmp_path, broker, name, source_format="tdsql-binlog-json", batch=10)
+    doc = yaml.safe_load(path.read_text())
+    doc["backfill"]["state"] = {"ddl": ddl, "warmup": 0}
+    write_job(path, doc)
+    progress = run(spark, path)
+    assert progress.totals.batches == 7
+    got = topic_contents(broker, f"{name}.out")
+    values_out = [orjson.loads(v) for rows in got.values() for _, v, _, _ in rows if v]
+    named = sorted(v.get("payload", v)["after"]["id"] for v in values_out if v.get("payload", v).get("after"))
+    dead = topic_contents(broker, f"{name}.dlq")
+    if ddl == "first-pass":
+        assert named == list(range(1, 61)) and not dead
+        job, _ = load(path)
+        # One chain over the whole partition (the DDL itself goes to Debezium's schema-change topic).
+        expected = worker_output(job, broker, [f"{name}.out", "cdc_smt"])
+        assert got == {k: v for k, v in expected.items() if k[0] == f"{name}.out"}
+    else:  # without it, only the micro-batch holding the DDL can name its rows
+        assert named == list(range(1, 10))
+        assert sum(len(rows) for rows in dead.values()) == 51
