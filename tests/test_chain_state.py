@@ -6,18 +6,14 @@ from __future__ import annotations
 import orjson
 
 from connector.worker_state import MAX_SNAPSHOTS, decode_snapshots, encode_snapshots, pick, push
+from tests.messages import tdsql_message
 from transforms.chain import Chain
 from transforms.formats import get_codec
 from transforms.model import Record
 
 
 def tdsql(kind: str, code: int, **fields) -> Record:
-    msg = {
-        "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
-        "localip": "10.0.0.1", "localport": 3306, "begintime": 1718000000, "gtid": "0-1-1", "event_index": "4",
-    }  # fmt: skip
-    msg.update(fields)
-    return Record(value=orjson.dumps(msg), topic="t", partition=0, offset=0)
+    return Record(value=orjson.dumps(tdsql_message(kind, code, **fields)), topic="t", partition=0, offset=0)
 
 
 def tdsql_chain() -> Chain:

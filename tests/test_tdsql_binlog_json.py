@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import schemas
 from tests.strategies import change_streams, essence, table_schemas, value_strategy, COLUMN_TYPES
+from tests.messages import tdsql_message
 from transforms.catalog import SchemaCatalog
 from transforms.errors import DecodeError
 from transforms.formats import get_codec
@@ -157,13 +158,7 @@ def codec(**options) -> object:
     return get_codec(FMT, options, catalog=cat)
 
 
-def message(kind: str, code: int, **fields) -> dict:
-    base = {
-        "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
-        "localip": "10.0.0.1", "localport": 3306, "begintime": 1511350073, "gtid": "0-2670193178-726233561", "event_index": "4",
-    }  # fmt: skip
-    base.update(fields)
-    return base
+message = tdsql_message
 
 
 def decode(c, msg: dict) -> list[ChangeEvent]:

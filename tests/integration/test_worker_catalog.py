@@ -8,6 +8,7 @@ import orjson
 import pytest
 import yaml
 
+from tests.messages import tdsql_message
 from tests.integration.helpers import KafkaCluster, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
 from transforms.chain import ERROR_HEADER_PREFIX
@@ -17,22 +18,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 def tdsql_insert(i: int) -> bytes:
-    return orjson.dumps(
-        {
-            "logtype": "mysqlbinlog",
-            "eventtype": 23,
-            "eventtypestr": "insert",
-            "db": "shop",
-            "table": "items",
-            "localip": "10.0.0.1",
-            "localport": 3306,
-            "begintime": 1718000000 + i,
-            "gtid": f"0-2670193178-{726233561 + i}",
-            "event_index": "4",
-            "where": [],
-            "field": [str(i), f"'item ''{i}'''", f"{i}.50"],
-        }
-    )
+    fields = [str(i), f"'item ''{i}'''", f"{i}.50"]
+    msg = tdsql_message("insert", 23, begintime=1718000000 + i, gtid=f"0-2670193178-{726233561 + i}", where=[], field=fields)
+    return orjson.dumps(msg)
 
 
 def test_schema_files_name_positional_columns(kafka: KafkaCluster, names, tmp_path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from connector.worker_state import StateStore, decode_snapshots
 from tests.integration.helpers import KafkaCluster, committed, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
+from tests.messages import tdsql_message
 from transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -23,17 +24,25 @@ KEY = b"shop.items"  # one key: every message in one partition, in order
 
 
 def tdsql(kind: str, code: int, i: int, **fields) -> Record:
-    msg = {
-        "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
-        "localip": "10.0.0.1", "localport": 3306, "begintime": 1718000000 + i, "gtid": f"0-2670193178-{726233561 + i}",
-        "event_index": "4",
-    }  # fmt: skip
-    msg.update(fields)
+    msg = tdsql_message(kind, code, begintime=1718000000 + i, gtid=f"0-2670193178-{726233561 + i}", **fields)
     return Record(value=orjson.dumps(msg), key=KEY)
 
 
 def tdsql_insert(i: int) -> Record:
     return tdsql("insert", 23, i, where=[], field=[str(i), f"'item {i}'", f"{i}.25"])
+
+
+def stateful_job(kafka: KafkaCluster, names, job_id: str, src: str, fmt: str, processes: int = 1) -> dict:
+    """A ``fmt`` -> debezium-json job that dead-letters (so a lost state shows as dead letters)."""
+    return job_doc(
+        kafka,
+        names(job_id),
+        src,
+        names("items.out"),
+        source={"topics": [src], "format": fmt},
+        errors={"tolerance": "all", "dead_letter_topic": names("items.dlq")},
+        worker={"create_topics": True, "processes": processes},
+    )
 
 
 def after_rows(kafka: KafkaCluster, topic: str, n: int) -> dict[int, dict]:
@@ -54,15 +63,7 @@ def test_a_restarted_worker_keeps_the_catalog_learned_from_ddl(kafka: KafkaClust
     first = [tdsql("query", 2, 0, sql="create table items (id int primary key, name varchar(20), price decimal(10,2))")]
     first += [tdsql_insert(i) for i in range(1, 21)]
     produce(kafka, src, first, partitions=2)
-    job = job_doc(
-        kafka,
-        names("state"),
-        src,
-        names("items.out"),
-        source={"topics": [src], "format": "tdsql-binlog-json"},
-        errors={"tolerance": "all", "dead_letter_topic": names("items.dlq")},
-        worker={"create_topics": True, "processes": processes},
-    )
+    job = stateful_job(kafka, names, "state", src, "tdsql-binlog-json", processes=processes)
     runtime, code, reached = run_worker(job, all_acked(src, partition_sizes(first, 2)))
     assert reached and code == 0
     store = runtime.pipeline.state_store
@@ -115,15 +116,7 @@ def test_a_held_back_update_half_is_paired_after_a_restart(kafka: KafkaCluster, 
         dataworks("UPDATE_BEFOR", "2", before={"id": 1, "name": "old"}),
     ]
     produce(kafka, src, first, partitions=1)
-    job = job_doc(
-        kafka,
-        names("halves"),
-        src,
-        names("items.out"),
-        source={"topics": [src], "format": "dataworks-json"},
-        errors={"tolerance": "all", "dead_letter_topic": names("items.dlq")},
-        worker={"create_topics": True},
-    )
+    job = stateful_job(kafka, names, "halves", src, "dataworks-json")
     _, code, reached = run_worker(job, all_acked(src, {0: 2}))
     assert reached and code == 0
     # The held-back half's offset is committed: the state table carries the half.

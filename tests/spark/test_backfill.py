@@ -18,6 +18,7 @@ import yaml
 
 from bench.codec import canal_messages
 from connector import kafka
+from tests.messages import tdsql_message
 from tests.spark.conftest import read_tree, run_async, write_lines
 from transforms.model import Record
 
@@ -403,12 +404,7 @@ def test_avro_container_files_keep_their_kafka_coordinates(spark, tmp_path):
 
 
 def _tdsql(kind: str, code: int, i: int, **fields: Any) -> bytes:
-    msg = {
-        "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
-        "localip": "10.0.0.1", "localport": 3306, "begintime": 1718000000 + i, "gtid": f"0-1-{i}", "event_index": "4",
-    }  # fmt: skip
-    msg.update(fields)
-    return orjson.dumps(msg)
+    return orjson.dumps(tdsql_message(kind, code, begintime=1718000000 + i, gtid=f"0-1-{i}", **fields))
 
 
 @pytest.mark.parametrize("ddl", ["first-pass", "none"])
