@@ -339,3 +339,27 @@ def test_reencoding_decoded_messages_is_exact(events):
         (record,) = enc.encode(e)
         (back,) = c.decode(record)
         assert [r.value for r in c.encode(back)] == [record.value]
+
+
+def test_numbers_a_double_cannot_hold_are_exact_both_ways():
+    """Maxwell writes DECIMAL as a JSON number; a decimal(24,4) amount has 24 digits."""
+    text = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"amt":12345678901234567890.1234,"j":{"x":0.10000000000000000001}}}'
+    schema = TableSchema(
+        columns=(Column("id", "int", primary_key=True), Column("amt", "decimal(24,4)"), Column("j", "json")), primary_key=("id",)
+    )
+    c = get_codec("maxwell-json", catalog=_Catalog({("shop", "t"): schema}))
+    (e,) = c.decode(Record(value=text))
+    assert [r.value for r in c.encode(e)] == [text]
+    after = e.typed().after
+    assert after["amt"] == Decimal("12345678901234567890.1234")
+    assert after["j"] == "{\"x\":0.10000000000000000001}"  # JSON documents keep them too
+    debezium = get_codec("debezium-json", {"decimal_handling_mode": "string", "schemas_enable": False})
+    assert orjson.loads(debezium.encode(e)[0].value)["after"]["amt"] == "12345678901234567890.1234"
+
+
+class _Catalog:
+    def __init__(self, tables):
+        self.tables = tables
+
+    def get(self, database, table):
+        return self.tables.get((database, table))

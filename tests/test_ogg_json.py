@@ -192,3 +192,20 @@ def test_round_trip_with_a_catalog_is_lossless(events):
         (back,) = dec.decode(record)
         assert back.ts_ms == e.ts_ms
         assert essence(back) == essence(e)
+
+
+def test_numbers_a_double_cannot_hold_are_exact_both_ways():
+    """A decimal(24,4) amount has 24 digits; through a double it would be rounded."""
+    text = (
+        b'{"table":"INV.PRODUCTS","op_type":"I","op_ts":"2021-03-04 05:06:07.123456",'
+        b'"current_ts":"2021-03-04T05:06:08.500000","pos":"00000000010000002345","primary_keys":["ID"],'
+        b'"after":{"ID":1,"PRICE":12345678901234567890.1234,"RATE":1.5}}'
+    )
+    price = Column("PRICE", "decimal(24,4)")
+    schema = TableSchema(columns=(Column("ID", "int", primary_key=True), price, Column("RATE", "double")), primary_key=("ID",))
+    c = codec(Catalog({("INV", "PRODUCTS"): schema}))
+    (e,) = c.decode(Record(value=text))
+    assert [r.value for r in c.encode(e)] == [text]  # raw values: the same number text
+    after = e.typed().after
+    assert after["PRICE"] == Decimal("12345678901234567890.1234") and after["RATE"] == 1.5
+    assert float(after["PRICE"]) != after["PRICE"]  # not representable as a double

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Iterable
 
 import orjson
 
-from transforms.formats.base import JsonCodec, typed_image
+from transforms.formats.base import JsonCodec, exact_number, typed_image
 from transforms.model import ChangeEvent, Column, TableSchema
 from transforms.types import (
     Kind,
@@ -57,7 +57,7 @@ def infer_type(v: Any) -> str | None:
         if -(1 << 63) <= v < (1 << 63):
             return "bigint"
         return "bigint unsigned" if 0 <= v < (1 << 64) else "decimal(65,0)"
-    if isinstance(v, float):
+    if isinstance(v, (float, Decimal)):  # a JSON number with a fraction (exact: see JsonCodec.exact_numbers)
         return "double"
     if isinstance(v, str):
         return "longtext"
@@ -118,25 +118,31 @@ def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
         return None
     k = t.kind
     if k is Kind.INT or k is Kind.YEAR:
+        if isinstance(raw, Decimal):
+            if not raw.is_finite() or raw != raw.to_integral_value():
+                raise ValueError(f"{raw} is not an integer")
+            return int(raw)
         if isinstance(raw, float):
             if not raw.is_integer():
                 raise ValueError(f"{raw!r} is not an integer")
             return int(raw)
         return int(raw)
     if k is Kind.DECIMAL:
+        if isinstance(raw, Decimal):
+            return raw
         if isinstance(raw, float):
             return Decimal(repr(raw))
         return Decimal(raw if isinstance(raw, str) else int(raw))
     if k is Kind.FLOAT:
         return float(raw)
     if k is Kind.STRING or k is Kind.ENUM:
-        return raw if isinstance(raw, str) else orjson.dumps(raw).decode()
+        return raw if isinstance(raw, str) else _json_text(raw)
     if k is Kind.SET:
         return ",".join(raw) if isinstance(raw, list) else str(raw)
     if k is Kind.JSON:
         if isinstance(raw, str) and not embedded_json:
             return raw
-        return orjson.dumps(raw).decode()
+        return _json_text(raw)
     if k is Kind.BYTES or k is Kind.GEOMETRY:
         return base64.b64decode(raw, validate=True)
     if k is Kind.BIT:
@@ -181,12 +187,25 @@ class JsonValues:
 # ---------------------------------------------------------------------------
 
 
+def _json_text(raw: Any) -> str:
+    """JSON text of a parsed value, numbers exactly as they were written."""
+    return orjson.dumps(raw, default=exact_number).decode()
+
+
 class SchemalessJson(JsonCodec):
     """Base of typed-JSON formats without column types (Maxwell, OGG).
 
     Subclasses set ``values`` (their :class:`JsonValues`, which says whether
-    JSON columns are embedded documents) and ``set_as_list``.
+    JSON columns are embedded documents) and ``set_as_list``. DECIMAL values
+    are JSON numbers in these formats: they are parsed exactly and written back
+    as the same number text.
     """
+
+    exact_numbers: ClassVar[bool] = True
+
+    @staticmethod
+    def dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj, default=exact_number)
 
     values: ClassVar[JsonValues]
     #: SET columns are JSON arrays of labels (Maxwell), not comma-joined text.

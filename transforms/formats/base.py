@@ -12,8 +12,10 @@ checkpoint a stream persist that state through :meth:`Codec.pending_state` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Iterable, Mapping
 
+import msgspec
 import orjson
 
 from transforms.errors import DecodeError, EncodeError
@@ -155,6 +157,18 @@ class Codec:
         return False
 
 
+def _exact_float(text: str) -> float | Decimal:
+    """A JSON number with a fraction or exponent: a float when a double holds it exactly
+    (its shortest repr is the same number), else the exact ``Decimal``."""
+    f = float(text)
+    exact = Decimal(text)
+    return f if Decimal(repr(f)) == exact else exact
+
+
+#: Parses JSON numbers a double cannot hold as exact Decimals (see ``JsonCodec.exact_numbers``).
+_EXACT_JSON = msgspec.json.Decoder(float_hook=_exact_float)
+
+
 class JsonCodec(Codec):
     """Shared JSON behaviour: parse/serialise with orjson, error wording, framing.
 
@@ -163,6 +177,11 @@ class JsonCodec(Codec):
     or ``None`` for a tombstone).
     """
 
+    #: Formats that write DECIMAL values as JSON numbers (Maxwell, OGG) parse
+    #: numbers a double cannot hold exactly as ``Decimal``s: through a double,
+    #: ``decimal(20,4)`` amounts past 15-17 digits would be rounded.
+    exact_numbers: ClassVar[bool] = False
+
     def decode(self, record: Record) -> list[ChangeEvent]:
         value = record.value
         if value is None:
@@ -170,8 +189,8 @@ class JsonCodec(Codec):
         if len(value) > self._max_message_bytes:
             self.check_size(value)
         try:
-            obj = orjson.loads(value)
-        except orjson.JSONDecodeError as exc:
+            obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
+        except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
@@ -332,9 +351,16 @@ def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, A
     return out
 
 
+def exact_number(v: Any) -> Any:
+    """``orjson`` ``default`` that writes a ``Decimal`` as the JSON number it was parsed from
+    (:attr:`JsonCodec.exact_numbers`); anything else as :func:`json_default` does."""
+    if isinstance(v, Decimal):
+        return orjson.Fragment(str(v))
+    return json_default(v)
+
+
 def json_default(v: Any) -> Any:
     """Last-resort JSON rendering for typed values inside keys and extras."""
-    from decimal import Decimal
     import base64
     import datetime as dt
 
