@@ -241,6 +241,11 @@ def test_several_statements_with_semicolons_in_strings():
         ("create unique index ix on t (a)", "CINDEX"),
         ("drop index ix on t", "DINDEX"),
         ("CREATE DATABASE `dip_test`", "QUERY"),
+        ("CREATE TABLE /*!32312 IF NOT EXISTS*/ `t` (a int)", "CREATE"),
+        ("/*!40000 ALTER TABLE `t` DISABLE KEYS */", "ALTER"),
+        ("CREATE /* tool */ TABLE t (a int)", "CREATE"),
+        ("-- migration 12\nDROP TABLE t", "ERASE"),
+        ("/*!50001 CREATE ALGORITHM=UNDEFINED */ /*!50001 VIEW v AS select 1 */", "QUERY"),
     ],
 )
 def test_classify_ddl_uses_canal_types(sql, kind):

@@ -538,13 +538,20 @@ _DDL_KINDS = (
     (re.compile(r"create\s+(?:unique\s+|fulltext\s+|spatial\s+|online\s+)*index\b", re.I), "CINDEX"),
     (re.compile(r"drop\s+index\b", re.I), "DINDEX"),
 )
-_LEADING_NOISE = re.compile(r"^(?:\s+|/\*(?!!).*?\*/|--[^\n]*\n|#[^\n]*\n)*", re.S)
+#: MySQL runs the body of a versioned comment (``/*!40101 ... */``): it is SQL.
+_CONDITIONAL_COMMENT = re.compile(r"/\*!\d*(.*?)\*/", re.S)
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)", re.S)
+#: Enough of a statement to see its kind (comments stripped from the head only).
+_HEAD = 512
 
 
 def classify_ddl(sql: str) -> str:
     """Canal's DDL type for a statement: CREATE, ALTER, ERASE, RENAME, TRUNCATE,
-    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...)."""
-    text = sql[_LEADING_NOISE.match(sql).end() :]
+    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...). Comments are
+    skipped and versioned comments read as SQL, as MySQL does
+    (mysqldump's ``/*!40000 ALTER TABLE ... DISABLE KEYS */``)."""
+    head = _CONDITIONAL_COMMENT.sub(r" \1 ", sql[:_HEAD])
+    text = _COMMENT.sub(" ", head).lstrip()
     for pattern, kind in _DDL_KINDS:
         if pattern.match(text):
             return kind
