@@ -193,9 +193,10 @@ def test_catalog_types_convert_maxwell_value_forms():
         "d": InvalidTemporal("0000-00-00"),
         "flag": True,
     }
-    # written back in Maxwell's own forms
+    # written back in Maxwell's own forms: DECIMAL as a JSON number, with its scale
     (out,) = encoded(c, e)
-    assert out["data"] == data
+    assert out["data"] == dict(data, price=12.3)
+    assert b'"price":12.30,' in c.encode(e)[0].value
 
 
 # -- encoding ---------------------------------------------------------------
@@ -363,3 +364,15 @@ class _Catalog:
 
     def get(self, database, table):
         return self.tables.get((database, table))
+
+
+def test_decimal65_values_written_as_bare_integers_round_trip_exactly():
+    """orjson reads a 65-digit JSON integer as a float (1e+65) and cannot write one back."""
+    big = 10**65 - 1
+    text = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"n":%d}}' % big
+    schema = TableSchema(columns=(Column("id", "int", primary_key=True), Column("n", "decimal(65,0)")), primary_key=("id",))
+    c = get_codec("maxwell-json", catalog=_Catalog({("shop", "t"): schema}))
+    (e,) = c.decode(Record(value=text))
+    assert [r.value for r in c.encode(e)] == [text]
+    assert e.typed().after["n"] == Decimal(big)
+    assert [r.value for r in c.encode(e)] == [text]  # typed, written as Maxwell writes DECIMAL

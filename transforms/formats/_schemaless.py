@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Iterable
 
 import orjson
 
-from transforms.formats.base import JsonCodec, exact_number, typed_image
+from transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
 from transforms.model import ChangeEvent, Column, TableSchema
 from transforms.types import (
     Kind,
@@ -165,7 +165,9 @@ def python_to_json(t: MySQLType, v: Any, *, embedded_json: bool, set_as_list: bo
     if k is Kind.SET and set_as_list:
         return [s for s in v.split(",") if s] if v else []
     if k is Kind.JSON and embedded_json:
-        return orjson.loads(v)
+        return _EXACT_JSON.decode(v)
+    if k is Kind.DECIMAL:
+        return v  # a JSON number, as Maxwell and GoldenGate write it (SchemalessJson.dumps keeps it exact)
     return to_json_value(t, v)
 
 
@@ -189,7 +191,18 @@ class JsonValues:
 
 def _json_text(raw: Any) -> str:
     """JSON text of a parsed value, numbers exactly as they were written."""
-    return orjson.dumps(raw, default=exact_number).decode()
+    return SchemalessJson.dumps(raw).decode()
+
+
+def _big_ints_as_text(obj: Any) -> Any:
+    """``obj`` with integers outside orjson's 64-bit range as ``orjson.Fragment`` number text."""
+    if isinstance(obj, dict):
+        return {k: _big_ints_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_big_ints_as_text(v) for v in obj]
+    if obj.__class__ is int and not -(1 << 63) <= obj < (1 << 64):
+        return orjson.Fragment(str(obj))
+    return obj
 
 
 class SchemalessJson(JsonCodec):
@@ -205,7 +218,12 @@ class SchemalessJson(JsonCodec):
 
     @staticmethod
     def dumps(obj: Any) -> bytes:
-        return orjson.dumps(obj, default=exact_number)
+        try:
+            return orjson.dumps(obj, default=exact_number)
+        except orjson.JSONEncodeError:
+            # orjson writes 64-bit integers only; a decimal(65,0) value parsed from a bare
+            # JSON integer is bigger. Rare: retry with those integers as number text.
+            return orjson.dumps(_big_ints_as_text(obj), default=exact_number)
 
     values: ClassVar[JsonValues]
     #: SET columns are JSON arrays of labels (Maxwell), not comma-joined text.

@@ -158,14 +158,14 @@ class Codec:
 
 
 def _exact_float(text: str) -> float | Decimal:
-    """A JSON number with a fraction or exponent: a float when a double holds it exactly
-    (its shortest repr is the same number), else the exact ``Decimal``."""
+    """A JSON number with a fraction or exponent: a float when the float writes back as the
+    same text, else the exact ``Decimal`` (more digits than a double holds, or a DECIMAL's
+    trailing zeros: ``54331.10``)."""
     f = float(text)
-    exact = Decimal(text)
-    return f if Decimal(repr(f)) == exact else exact
+    return f if orjson.dumps(f) == text.encode() else Decimal(text)
 
 
-#: Parses JSON numbers a double cannot hold as exact Decimals (see ``JsonCodec.exact_numbers``).
+#: Parses JSON numbers a float would change as exact Decimals (see ``JsonCodec.exact_numbers``).
 _EXACT_JSON = msgspec.json.Decoder(float_hook=_exact_float)
 
 
@@ -178,8 +178,9 @@ class JsonCodec(Codec):
     """
 
     #: Formats that write DECIMAL values as JSON numbers (Maxwell, OGG) parse
-    #: numbers a double cannot hold exactly as ``Decimal``s: through a double,
-    #: ``decimal(20,4)`` amounts past 15-17 digits would be rounded.
+    #: numbers that a float would change as ``Decimal``s: through a double,
+    #: ``decimal(20,4)`` amounts past 15-17 digits would be rounded, and
+    #: ``54331.10`` would lose its scale.
     exact_numbers: ClassVar[bool] = False
 
     def decode(self, record: Record) -> list[ChangeEvent]:
@@ -354,8 +355,10 @@ def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, A
 def exact_number(v: Any) -> Any:
     """``orjson`` ``default`` that writes a ``Decimal`` as the JSON number it was parsed from
     (:attr:`JsonCodec.exact_numbers`); anything else as :func:`json_default` does."""
-    if isinstance(v, Decimal):
-        return orjson.Fragment(str(v))
+    if isinstance(v, Decimal) and v.is_finite():
+        # Plain digits (keeps a DECIMAL's scale: 0.0000000000, not 0E-10), unless the number
+        # was written with a positive exponent (1E+400), which plain digits would blow up.
+        return orjson.Fragment(str(v) if v.as_tuple().exponent > 0 else format(v, "f"))
     return json_default(v)
 
 
