@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1_000_000, help="messages (default 1000000)")
     parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")
-    parser.add_argument("--batch-size", type=int, default=5000, help="worker.batch_size (default 5000)")
+    parser.add_argument("--batch-size", type=int, default=2000, help="worker.batch_size (default 2000, the worker's default)")
     parser.add_argument("--latency-rate", type=int, default=0, help="msgs/s for the latency run (default: a quarter of (a))")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency run (default 10)")
     parser.add_argument("--processes", type=int, default=1, help="the worker's worker.processes (default 1)")
