@@ -380,27 +380,33 @@ def load_job(
     if isinstance(source, Mapping):
         raw: Any = dict(source)
     else:
-        import yaml
-
         path = str(source)
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"job file not found: {source}") from None
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path or 'job'}: expected a mapping at the top level, got {type(raw).__name__}")
+        raw = read_job_file(source)
     doc = substitute_env(raw, os.environ if env is None else env)
     for dotted, value in (overrides or {}).items():
         _set_path(doc, dotted, value)
     _coerce_scalars(doc)
     validate(doc)
     return _build(doc, path)
+
+
+def read_job_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The YAML mapping of a job file; errors name the file (and the line and column of bad YAML)."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"job file not found: {path}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    return raw
 
 
 def _scalar_settings(schema: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:

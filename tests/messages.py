@@ -1,4 +1,4 @@
-"""Vendor messages the tests build by hand (one builder per format, shared by the suites)."""
+"""What the test suites build by hand and share: vendor messages, a fixed schema catalog."""
 
 from __future__ import annotations
 
@@ -14,3 +14,13 @@ def tdsql_message(kind: str, code: int, **fields: Any) -> dict[str, Any]:
     }  # fmt: skip
     base.update(fields)
     return base
+
+
+class Catalog:
+    """The catalog interface codecs use, ``get(database, table)``, over a fixed mapping."""
+
+    def __init__(self, tables: dict[tuple[str | None, str], Any]) -> None:
+        self.tables = tables
+
+    def get(self, database: str | None, table: str | None) -> Any:
+        return self.tables.get((database, table))

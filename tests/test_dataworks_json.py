@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import schemas
+from tests.messages import Catalog
 from tests.strategies import change_streams
 from transforms.changelog import replay
 from transforms.errors import DecodeError
@@ -18,13 +19,6 @@ from transforms.formats import get_codec
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from transforms.types import InvalidTemporal, Kind, format_time
 
-
-class Catalog:
-    def __init__(self, tables):
-        self.tables = tables
-
-    def get(self, database, table):
-        return self.tables.get((database, table))
 
 
 def codec(catalog=None, **options):

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import schemas
+from tests.messages import Catalog
 from tests.strategies import change_streams, essence
 from transforms.errors import DecodeError
 from transforms.formats import get_codec
@@ -22,13 +23,6 @@ from transforms.types import InvalidTemporal
 NS = "com.alibaba.dts.formats.avro."
 SCHEMA = fastavro.parse_schema(schemas.load_avro("dts-avro"))
 
-
-class Catalog:
-    def __init__(self, tables):
-        self.tables = tables
-
-    def get(self, database, table):
-        return self.tables.get((database, table))
 
 
 def codec(catalog=None, **options):

@@ -10,18 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import schemas
+from tests.messages import Catalog
 from tests.strategies import change_streams, essence
 from transforms.errors import DecodeError, EncodeError
 from transforms.formats import get_codec
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
-
-class Catalog:
-    def __init__(self, tables):
-        self.tables = tables
-
-    def get(self, database, table):
-        return self.tables.get((database, table))
 
 
 def codec(catalog=None, **options):

@@ -459,6 +459,7 @@ __all__ = [
     "MySQLTextForm",
     "SqlLiteralForm",
     "classify_ddl",
+    "statement_head",
     "has_timestamp",
     "literal_value",
     "parse_literal",
@@ -545,13 +546,17 @@ _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)", re.S)
 _HEAD = 512
 
 
+def statement_head(sql: str) -> str:
+    """The start of a statement as MySQL reads it: comments skipped, versioned comments
+    read as SQL (mysqldump's ``/*!40000 ALTER TABLE ... DISABLE KEYS */``)."""
+    head = _CONDITIONAL_COMMENT.sub(r" \1 ", sql[:_HEAD])
+    return _COMMENT.sub(" ", head).lstrip()
+
+
 def classify_ddl(sql: str) -> str:
     """Canal's DDL type for a statement: CREATE, ALTER, ERASE, RENAME, TRUNCATE,
-    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...). Comments are
-    skipped and versioned comments read as SQL, as MySQL does
-    (mysqldump's ``/*!40000 ALTER TABLE ... DISABLE KEYS */``)."""
-    head = _CONDITIONAL_COMMENT.sub(r" \1 ", sql[:_HEAD])
-    text = _COMMENT.sub(" ", head).lstrip()
+    CINDEX, DINDEX, else QUERY (database DDL, views, grants, ...)."""
+    text = statement_head(sql)
     for pattern, kind in _DDL_KINDS:
         if pattern.match(text):
             return kind

@@ -411,20 +411,9 @@ def _fill_inert(doc: dict[str, Any], settings: BackfillSettings) -> None:
 
 def load(path: str | os.PathLike[str], overrides: Overrides = Overrides(), *, env: Mapping[str, str] | None = None):
     """``(JobConfig, BackfillSettings)`` from a job file; flags in ``overrides`` win."""
-    import yaml
+    from connector.jobconfig import load_job, read_job_file, substitute_env
 
-    from connector.jobconfig import load_job, substitute_env
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"job file not found: {path}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+    doc = read_job_file(path)
     environ = os.environ if env is None else env
     section = substitute_env(doc.pop("backfill", None) or {}, environ, "backfill")
     validate_section(section)

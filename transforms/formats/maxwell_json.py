@@ -25,6 +25,7 @@ from transforms.formats._schemaless import JsonValues, SchemalessJson
 from transforms.formats.base import Capabilities, in_original_order
 from transforms.options import Option
 from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from transforms.sqltext import classify_ddl, statement_head
 from transforms.types import Kind, parse_type
 
 _ROW_TYPES = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
@@ -36,13 +37,9 @@ _MAPPED = frozenset(
     {"database", "table", "type", "ts", "xid", "data", "old", "primary_key", "primary_key_columns", "position", "server_id", "gtid", "sql"}
 )
 _POSITION = re.compile(r"^(?P<file>.+):(?P<pos>\d+)$")
-_DDL_KIND = (
-    (re.compile(r"^\s*create\s+(database|schema)\b", re.I), "database-create"),
-    (re.compile(r"^\s*alter\s+(database|schema)\b", re.I), "database-alter"),
-    (re.compile(r"^\s*drop\s+(database|schema)\b", re.I), "database-drop"),
-    (re.compile(r"^\s*create\s+(temporary\s+)?table\b", re.I), "table-create"),
-    (re.compile(r"^\s*drop\s+(temporary\s+)?table\b", re.I), "table-drop"),
-)
+_DATABASE_DDL = re.compile(r"(create|alter|drop)\s+(?:database|schema)\b", re.I)
+#: Canal's DDL types (``classify_ddl``) that Maxwell names apart; the rest are ``table-alter``.
+_TABLE_DDL = {"CREATE": "table-create", "ERASE": "table-drop"}
 _NAME = "maxwell-json"
 
 
@@ -309,10 +306,12 @@ class MaxwellJson(SchemalessJson):
 
 
 def _ddl_kind(sql: str) -> str:
-    for pattern, kind in _DDL_KIND:
-        if pattern.match(sql):
-            return kind
-    return "table-alter"  # ALTER/RENAME TABLE, CREATE/DROP INDEX, ...
+    """Maxwell's DDL ``type`` for a statement: database-*, table-create, table-drop, else
+    table-alter (ALTER/RENAME TABLE, CREATE/DROP INDEX, ...)."""
+    m = _DATABASE_DDL.match(statement_head(sql))
+    if m:
+        return f"database-{m.group(1).lower()}"
+    return _TABLE_DDL.get(classify_ddl(sql), "table-alter")
 
 
 def _schema_from_def(definition: dict) -> TableSchema | None:
