@@ -96,27 +96,29 @@ class Converter:
         self.partition_counts = partition_counts
         self.dead_letter_topic = job.errors.dead_letter_topic
         self._sink_topics: dict[str, str] = {}
-        #: Per (topic, partition): the chain's serialized state after the last batch.
-        self._states: dict[tuple[str, int], bytes] = {}
+        #: Per (topic, partition): the chain's state marker after the last batch.
+        self._states: dict[tuple[str, int], Any] = {}
 
     def restore(self, chain: Chain, topic: str, partition: int, blob: bytes) -> None:
         """Continue ``chain`` from a stored state snapshot (see :mod:`connector.worker_state`)."""
         chain.restore_state(orjson.loads(blob))
-        self._states[(topic, partition)] = orjson.dumps(chain.state())
+        self._states[(topic, partition)] = chain.state_marker()
 
     def forget(self, keys: Iterable[tuple[str, int]]) -> None:
         for key in keys:
             self._states.pop(key, None)
 
     def _changed_state(self, chain: Chain, topic: str, partition: int) -> bytes | None:
+        """The chain's serialized state when this batch changed it (the whole catalog is
+        serialized only then: most batches change nothing)."""
         if not chain.stateful:
             return None
-        blob = orjson.dumps(chain.state())
+        marker = chain.state_marker()
         key = (topic, partition)
-        if self._states.get(key) == blob:
+        if self._states.get(key) == marker:
             return None
-        self._states[key] = blob
-        return blob
+        self._states[key] = marker
+        return orjson.dumps(chain.state())
 
     def sink_topic(self, source_topic: str) -> str:
         name = self._sink_topics.get(source_topic)

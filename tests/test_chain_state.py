@@ -76,3 +76,13 @@ def test_history_is_bounded_when_commits_lag():
     for offset in range(1, 100):
         snaps = push(snaps, offset, blob(offset), committed=None)
     assert len(snaps) == MAX_SNAPSHOTS + 1 and snaps[-1][0] == 99
+
+
+def test_the_state_marker_changes_exactly_when_the_state_does():
+    chain = tdsql_chain()
+    empty = chain.state_marker()
+    chain.process(tdsql("query", 2, sql="create table items (id int primary key, name varchar(20))"))
+    learned, state = chain.state_marker(), chain.state()
+    assert learned != empty
+    chain.process(tdsql("insert", 23, where=[], field=["7", "'seven'"]))
+    assert chain.state_marker() == learned and chain.state() == state
