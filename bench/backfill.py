@@ -29,7 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
-from connector.tuning import tune_allocator
+from cdc_smt.connector.tuning import tune_allocator
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -57,8 +57,8 @@ def job_doc(name: str, backfill: dict[str, Any], bootstrap: str | None = None) -
 
 
 def run_job(spark: Any, work: Path, doc: dict[str, Any]) -> tuple[float, Any]:
-    from connector.spark.backfill import run
-    from connector.spark.settings import load
+    from cdc_smt.connector.spark.backfill import run
+    from cdc_smt.connector.spark.settings import load
 
     path = work / f"{doc['id']}.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -97,9 +97,9 @@ def spark_native(spark: Any, src: Path, out: Path) -> float:
 
 
 def kafka_run(spark: Any, work: Path, messages: list[bytes], partitions: int, batch: int) -> tuple[float, float, Any]:
-    from connector import kafka
-    from connector.broker import EmbeddedBroker
-    from transforms.model import Record
+    from cdc_smt.connector import kafka
+    from cdc_smt.connector.broker import EmbeddedBroker
+    from cdc_smt.transforms.model import Record
 
     with EmbeddedBroker() as broker:
         bs = broker.bootstrap
@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
 
-    from connector.spark.backfill import spark_session
+    from cdc_smt.connector.spark.backfill import spark_session
 
     messages = canal_messages(args.count)
     cores = cores_of(args.master)

@@ -24,13 +24,13 @@ import gc
 import platform
 import sys
 import time
-from connector.tuning import tune_allocator
+from cdc_smt.connector.tuning import tune_allocator
 from typing import Any, Sequence
 
-from transforms.chain import Chain
-from transforms.config import build_transforms
-from transforms.formats import get_codec, registry
-from transforms.model import Record
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.config import build_transforms
+from cdc_smt.transforms.formats import get_codec, registry
+from cdc_smt.transforms.model import Record
 
 SOURCE, SINK = "canal-json", "debezium-json"
 SINK_OPTIONS = {"schemas_enable": False}

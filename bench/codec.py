@@ -40,17 +40,17 @@ import platform
 import random
 import sys
 import time
-from connector.tuning import tune_allocator
+from cdc_smt.connector.tuning import tune_allocator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
 import orjson
 
-from transforms.chain import Chain
-from transforms.errors import CdcSmtError
-from transforms.formats import get_codec, registry
-from transforms.model import Record
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.errors import CdcSmtError
+from cdc_smt.transforms.formats import get_codec, registry
+from cdc_smt.transforms.model import Record
 
 SOURCE_FORMAT = "canal-json"  # what the generator writes
 CHUNK = 10_000  # records per process_batch call; bounds memory, as a worker batch would
@@ -300,7 +300,7 @@ class FormatResult:
 
 def orders_catalog() -> Any:
     """A schema catalog holding ``shop.orders`` from :data:`ORDERS_DDL`."""
-    from transforms.catalog import SchemaCatalog  # sqlglot is heavy: only when a format needs it
+    from cdc_smt.transforms.catalog import SchemaCatalog  # sqlglot is heavy: only when a format needs it
 
     catalog = SchemaCatalog()
     warnings = catalog.apply_ddl("shop", ORDERS_DDL)
@@ -318,7 +318,7 @@ def avro_baseline_seconds(values: Sequence[bytes], runs: int) -> float:
     """
     import fastavro
 
-    from schemas import load_avro
+    from cdc_smt.schemas import load_avro
 
     parsed = fastavro.parse_schema(load_avro("dts-avro"))
     reader, writer, BytesIO = fastavro.schemaless_reader, fastavro.schemaless_writer, io.BytesIO

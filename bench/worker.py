@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from connector.tuning import tune_allocator
+from cdc_smt.connector.tuning import tune_allocator
 from collections import namedtuple
 from pathlib import Path
 from typing import Any, Sequence
@@ -48,10 +48,10 @@ from typing import Any, Sequence
 import yaml
 
 from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
-from connector import kafka as K
-from connector.jobconfig import load_job
-from connector.worker_pipeline import Converter
-from transforms.model import Record
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.jobconfig import load_job
+from cdc_smt.connector.worker_pipeline import Converter
+from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[1]
 IN, OUT, RAW = "bench.canal", "bench.debezium", "bench.raw"
@@ -158,7 +158,7 @@ class WorkerProcess:
         path.write_text(yaml.safe_dump(job))
         self.log = tmp / "worker.log"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "connector.cli", "worker", "-c", str(path), "--log-format", "json"],
+            [sys.executable, "-m", "cdc_smt.connector.cli", "worker", "-c", str(path), "--log-format", "json"],
             cwd=ROOT,
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)")
     args = parser.parse_args(argv)
 
-    from connector.broker import EmbeddedBroker
+    from cdc_smt.connector.broker import EmbeddedBroker
 
     print(f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.perf_counter()

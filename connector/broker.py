@@ -31,7 +31,7 @@ import weakref
 from pathlib import Path
 from typing import IO
 
-from transforms.errors import CdcSmtError
+from cdc_smt.transforms.errors import CdcSmtError
 
 #: Environment variable naming an explicit ``tansu`` binary (wins over the bundled one).
 BIN_ENV = "CDC_SMT_TANSU_BIN"

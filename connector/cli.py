@@ -18,8 +18,8 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
-from connector.tuning import tune_allocator
-from transforms.errors import CdcSmtError
+from cdc_smt.connector.tuning import tune_allocator
+from cdc_smt.transforms.errors import CdcSmtError
 
 PROG = "cdc-smt"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -37,7 +37,7 @@ def _version() -> str:
 
 def command_modules() -> list[tuple[str, ModuleType | ImportError]]:
     """``(module name, module or its ImportError)`` for each command module, sorted."""
-    from connector import commands
+    from cdc_smt.connector import commands
 
     found: list[tuple[str, ModuleType | ImportError]] = []
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):

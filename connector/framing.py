@@ -46,8 +46,8 @@ import fastavro
 import orjson
 from fastavro.write import Writer as _AvroWriter
 
-from transforms.errors import CdcSmtError
-from transforms.model import Record
+from cdc_smt.transforms.errors import CdcSmtError
+from cdc_smt.transforms.model import Record
 
 #: A path (``-`` for stdin/stdout) or an already open binary stream.
 Source = Union[str, "os.PathLike[str]", BinaryIO]

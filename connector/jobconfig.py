@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 #: Placeholders the sink topic template may use.
 SINK_TOPIC_FIELDS = ("source_topic",)
@@ -249,14 +249,14 @@ class JobConfig:
         it is installed, so a job's chain part is checked exactly like a chain file.
         """
         try:
-            from transforms import config as chain_config
+            from cdc_smt.transforms import config as chain_config
         except ImportError:
             chain_config = None  # type: ignore[assignment]
         if chain_config is not None:
             _codec_class(self.source.format, "source", decode=True)
             _codec_class(self.sink.format, "sink", decode=False)
             return chain_config.build_chain(chain_config.load_config(self.chain_document()), catalog=catalog)
-        from transforms.chain import Chain
+        from cdc_smt.transforms.chain import Chain
 
         decoder = _codec(self.source.format, self.source.options, "source", catalog, decode=True)
         encoder = _codec(self.sink.format, self.sink.options, "sink", catalog, decode=False)
@@ -266,7 +266,7 @@ class JobConfig:
         """A schema catalog seeded from ``schema_files`` (``None`` without them: codecs keep their own)."""
         if not self.schema_files:
             return None
-        from transforms.catalog import SchemaCatalog
+        from cdc_smt.transforms.catalog import SchemaCatalog
 
         seed = _SEEDS.get(self.schema_files)
         if seed is None:
@@ -314,7 +314,7 @@ def _check_compression(kind: str | None) -> None:
 
 def _can(cls: type, decode: bool) -> bool:
     """Does the codec class implement this direction (beyond the abstract base)?"""
-    from transforms.formats.base import Codec, JsonCodec
+    from cdc_smt.transforms.formats.base import Codec, JsonCodec
 
     names = ("decode", "decode_message") if decode else ("encode", "encode_message")
     for name in names:
@@ -326,7 +326,7 @@ def _can(cls: type, decode: bool) -> bool:
 
 def _codec_class(name: str, section: str, *, decode: bool) -> type:
     """The codec class for ``name``, checked to support this direction."""
-    from transforms.formats import codec_class
+    from cdc_smt.transforms.formats import codec_class
 
     try:
         cls = codec_class(name)
@@ -347,7 +347,7 @@ def _build_transforms(specs: list[dict[str, Any]], predicates: Mapping[str, Any]
     if not specs:
         return []
     try:
-        from transforms import config as chain_config
+        from cdc_smt.transforms import config as chain_config
     except ImportError:
         chain_config = None  # type: ignore[assignment]
     build = getattr(chain_config, "build_transforms", None)
@@ -428,7 +428,7 @@ def _coerce_scalars(doc: dict[str, Any]) -> None:
     Environment references always yield strings; this lets them fill numeric
     settings. A string that does not parse is left alone for validation to report.
     """
-    import schemas
+    from cdc_smt import schemas
 
     for path, typ in _scalar_settings(schemas.load("job")).items():
         node: Any = doc
@@ -462,7 +462,7 @@ def _set_path(doc: dict[str, Any], dotted: str, value: Any) -> None:
 
 def validate(doc: Mapping[str, Any]) -> None:
     """Check ``doc`` against ``schemas/job.schema.json``; raise the most relevant error."""
-    import schemas
+    from cdc_smt import schemas
     from jsonschema.exceptions import best_match
 
     errors = list(schemas.validator("job").iter_errors(doc))

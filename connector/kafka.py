@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 Conn = str | Mapping[str, Any]
 

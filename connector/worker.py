@@ -36,10 +36,10 @@ from typing import Any, Callable, Iterable, Mapping
 import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from connector import kafka as K
-from connector.jobconfig import JobConfig
-from connector.metrics import MetricsServer, WorkerMetrics
-from connector.worker_pipeline import Pipeline, WorkerFailed
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.jobconfig import JobConfig
+from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
+from cdc_smt.connector.worker_pipeline import Pipeline, WorkerFailed
 
 log = logging.getLogger("cdc_smt.worker")
 
@@ -267,7 +267,7 @@ class WorkerRuntime:
         self.state = "starting"
         self.pool = None
         if job.worker.processes > 1:
-            from connector.worker_pool import ConversionPool
+            from cdc_smt.connector.worker_pool import ConversionPool
 
             self.pool = ConversionPool(job, job.worker.processes)
         self.pipeline = Pipeline(
@@ -378,7 +378,7 @@ class WorkerRuntime:
         (see :mod:`connector.worker_state`); stateless chains get no tables."""
         if not self.job.build_chain(catalog=self.job.new_catalog()).stateful:
             return
-        from connector.worker_state import StateStore
+        from cdc_smt.connector.worker_state import StateStore
 
         counts = await K.partition_counts(self.job.kafka.aiokafka_kwargs(), sources)
         self.pipeline.state_store = StateStore(self.app, counts)

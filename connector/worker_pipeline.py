@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
-from connector.jobconfig import JobConfig
-from connector import kafka as K
-from connector.kafka import partition_for
-from connector.metrics import LATENCY_SAMPLES, WorkerMetrics
-from transforms.chain import Chain, ChainHalted, DeadLetter
-from transforms.model import Record
+from cdc_smt.connector.jobconfig import JobConfig
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.kafka import partition_for
+from cdc_smt.connector.metrics import LATENCY_SAMPLES, WorkerMetrics
+from cdc_smt.transforms.chain import Chain, ChainHalted, DeadLetter
+from cdc_smt.transforms.model import Record
 
 log = logging.getLogger("cdc_smt.worker")
 

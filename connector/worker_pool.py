@@ -30,10 +30,10 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from connector.jobconfig import JobConfig
-from connector.tuning import tune_allocator
-from connector.worker_pipeline import Converted, Converter, WorkerFailed
-from transforms.chain import ChainHalted
+from cdc_smt.connector.jobconfig import JobConfig
+from cdc_smt.connector.tuning import tune_allocator
+from cdc_smt.connector.worker_pipeline import Converted, Converter, WorkerFailed
+from cdc_smt.transforms.chain import ChainHalted
 
 #: What a child gets per record: the fields ``Converter.convert`` reads.
 Row = namedtuple("Row", "offset timestamp key value headers")

@@ -23,9 +23,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from transforms.formats.canal_json import java_float_text
-from transforms.types import float32
-from transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.formats.canal_json import java_float_text
+from cdc_smt.transforms.types import float32
+from cdc_smt.transforms.model import ChangeEvent, Op
 
 Field = tuple[str, str]  # (column name, Flink/Paimon type name)
 

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
-from transforms.types import InvalidTemporal, Kind, parse_type
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal, Kind, parse_type
 
 #: Every MySQL type the property tests cover.
 COLUMN_TYPES: tuple[str, ...] = (

@@ -20,14 +20,14 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-import schemas
+from cdc_smt import schemas
 from tests import workload
-from transforms.catalog import SchemaCatalog
-from transforms.chain import Chain
-from transforms.changelog import replay
-from transforms.formats import get_codec, registry
-from transforms.model import ChangeEvent, Column, Record
-from transforms.types import InvalidTemporal, Kind
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.formats import get_codec, registry
+from cdc_smt.transforms.model import ChangeEvent, Column, Record
+from cdc_smt.transforms.types import InvalidTemporal, Kind
 
 FORMATS = sorted(registry())
 

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import schemas
+from cdc_smt import schemas
 from tests.strategies import change_streams, essence
-from transforms.changelog import replay
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats import get_codec, registry
-from transforms.formats.canal_json import (
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats import get_codec, registry
+from cdc_smt.transforms.formats.canal_json import (
     CANAL_TEXT,
     CanalJson,
     canal_sql_type,
@@ -28,9 +28,9 @@ from transforms.formats.canal_json import (
     go_float_text,
     java_float_text,
 )
-from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.smt.base import tombstone_for
-from transforms.types import InvalidTemporal, parse_type
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.smt.base import tombstone_for
+from cdc_smt.transforms.types import InvalidTemporal, parse_type
 
 VALIDATOR = schemas.validator("canal-json")
 
@@ -484,7 +484,7 @@ def test_raw_values_that_read_as_null_are_written_as_null():
     # TDSQL binlog JSON keeps SQL literals (sqltext.SqlLiteralForm): NULL there is the text
     # 'NULL', a raw value that is not None but types to None. The per-column writers once
     # handed that None to the DATE writer (AttributeError: 'NoneType' has no 'year').
-    from transforms.sqltext import SqlLiteralForm
+    from cdc_smt.transforms.sqltext import SqlLiteralForm
 
     schema = TableSchema(
         columns=(
@@ -645,7 +645,7 @@ def _marked_event(**more) -> ChangeEvent:
 
 @pytest.mark.parametrize("fmt", _JSON_FORMATS)
 def test_tombstone_marker_is_a_null_value_with_the_key(fmt):
-    from transforms.smt.base import TOMBSTONE as REEXPORTED
+    from cdc_smt.transforms.smt.base import TOMBSTONE as REEXPORTED
 
     assert REEXPORTED is TOMBSTONE
     tomb = tombstone_for(_marked_event())
@@ -676,7 +676,7 @@ def test_encoders_keep_the_source_records_headers_unless_the_event_sets_its_own(
 
 def test_the_before_image_is_declared_full():
     # `old` holds only the changed columns, but the decoder rebuilds the whole before-image.
-    from transforms.capabilities import losses
+    from cdc_smt.transforms.capabilities import losses
 
     assert CanalJson.capabilities.before_image == "full"
     [e] = decode(message(type="UPDATE", data=[{"id": "106", "name": "hammer", "description": "new", "weight": "1.0"}],

@@ -7,10 +7,10 @@ import json
 import orjson
 import pytest
 
-from transforms.catalog import SchemaCatalog, classify_ddl, split_statements
-from transforms.errors import ConfigError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.catalog import SchemaCatalog, classify_ddl, split_statements
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 
 def catalog_with(database: str, *ddl: str) -> SchemaCatalog:

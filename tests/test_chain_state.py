@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import orjson
 
-from connector.worker_state import MAX_SNAPSHOTS, decode_snapshots, encode_snapshots, pick, push
+from cdc_smt.connector.worker_state import MAX_SNAPSHOTS, decode_snapshots, encode_snapshots, pick, push
 from tests.messages import tdsql_message
-from transforms.chain import Chain
-from transforms.formats import get_codec
-from transforms.model import Record
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import Record
 
 
 def tdsql(kind: str, code: int, **fields) -> Record:

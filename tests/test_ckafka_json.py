@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import schemas
+from cdc_smt import schemas
 from tests.strategies import change_streams, essence, table_schemas
-from transforms.catalog import SchemaCatalog
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 FMT = "ckafka-json"
 SCHEMA = TableSchema(
@@ -86,7 +86,7 @@ def test_without_a_schema_values_stay_strings():
 
 
 def test_create_table_ddl_in_the_stream_types_later_rows():
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     c = codec()
     create = ddl(
         "CREATE TABLE `customers` (\n`id` int NOT NULL AUTO_INCREMENT,\n`first_name` varchar(255) NOT NULL,\n"
@@ -112,7 +112,7 @@ def test_columns_the_catalog_lacks_stay_text():
 
 
 def test_canal_ddl_es_in_milliseconds_is_kept():
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     msg = ddl("rename table test to t_test", "t_test", "RENAME", database="testDB")
     msg["es"] = msg["ts"] = 1656300979748
     [e] = decode(codec(), msg)
@@ -163,7 +163,7 @@ def test_same_format_reproduces_dml_bytes():
 
 
 def test_same_format_reproduces_ddl():
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     c = codec()
     msg = ddl("DROP TABLE IF EXISTS `dip_test`.`customers`", "customers", "ERASE", database="dip_test")
     [e] = decode(c, msg)
@@ -192,14 +192,14 @@ def test_encode_foreign_events():
 
 
 def test_encode_without_any_time_is_an_error():
-    from transforms.errors import EncodeError
+    from cdc_smt.transforms.errors import EncodeError
 
     with pytest.raises(EncodeError, match="no event time"):
         codec().encode(ChangeEvent(op=Op.INSERT, after={"a": "1"}))
 
 
 def test_sniff():
-    from transforms.formats.ckafka_json import CKafkaJson
+    from cdc_smt.transforms.formats.ckafka_json import CKafkaJson
 
     assert CKafkaJson.sniff(dml("I", new=ROW))
     assert CKafkaJson.sniff(ddl("drop table t", "t", "ERASE"))
@@ -227,7 +227,7 @@ def test_round_trip_with_the_schema_in_the_catalog(data):
 
 
 def test_encode_foreign_ddl_in_canal_shape():
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     e = ChangeEvent(op=Op.DDL, source=SourcePosition(database="d", table="t"), ddl="alter table t add c int", ts_ms=1_600_000_000_000)
     obj = orjson.loads(codec().encode(e)[0].value)
     assert (obj["isDdl"], obj["sql"], obj["type"], obj["database"], obj["table"], obj["es"]) == (True, e.ddl, "ALTER", "d", "t", 1_600_000_000_000)

@@ -10,21 +10,21 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connector import cli
-from connector.commands import parse_assignments
-from connector.commands.convert import (
+from cdc_smt.connector import cli
+from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands.convert import (
     TZ_WARNING,
     Converter,
     DeadLetterFile,
     split_options,
     timezone_warning,
 )
-from connector.framing import RecordWriter, read_records, write_records
-from transforms.chain import Chain, ChainHalted, DeadLetter
-from transforms.errors import ConfigError, DecodeError
-from transforms.formats import registry
-from transforms.formats.base import Codec
-from transforms.model import ChangeEvent, Op, Record
+from cdc_smt.connector.framing import RecordWriter, read_records, write_records
+from cdc_smt.transforms.chain import Chain, ChainHalted, DeadLetter
+from cdc_smt.transforms.errors import ConfigError, DecodeError
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.formats.base import Codec
+from cdc_smt.transforms.model import ChangeEvent, Op, Record
 
 
 def canal_message(row_id: int, name: str) -> bytes:

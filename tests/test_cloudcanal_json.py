@@ -9,12 +9,12 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.strategies import change_streams, essence
-from transforms.catalog import SchemaCatalog
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 FMT = "cloudcanal-json"
 TYPES = {"col1": "varchar(22)", "col2": "varchar(22)", "col_pk": "varchar(22)"}

@@ -10,13 +10,13 @@ import orjson
 import pytest
 from referencing import Registry, Resource
 
-import schemas
-from transforms.chain import ChainHalted
-from transforms.config import ChainConfig, build_chain, build_transforms, load_config
-from transforms.errors import ConfigError
-from transforms.formats import registry
-from transforms.model import Record
-from transforms.smt.base import Transform
+from cdc_smt import schemas
+from cdc_smt.transforms.chain import ChainHalted
+from cdc_smt.transforms.config import ChainConfig, build_chain, build_transforms, load_config
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.smt.base import Transform
 
 CANAL = {
     "data": [{"id": "1", "email": "a@example.com", "amount": "10.50"}],

@@ -21,14 +21,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-import schemas
+from cdc_smt import schemas
 from tests.corpus import read_expected, read_messages
 from tests.flink_notation import flink_rows, paimon_row
-from transforms.changelog import replay
-from transforms.formats.canal_json import CanalJson
-from transforms.formats.ticdc_canal_json import TicdcCanalJson
-from transforms.model import ChangeEvent, Op, Record
-from transforms.types import Kind, parse_type
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.formats.canal_json import CanalJson
+from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+from cdc_smt.transforms.model import ChangeEvent, Op, Record
+from cdc_smt.transforms.types import Kind, parse_type
 
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]
 FLINK_FILES = ["flink-canal-data.txt", "flink-canal-data-with-init.txt", "flink-canal-data-filter-table.txt"]

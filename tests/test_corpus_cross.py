@@ -22,12 +22,12 @@ import msgspec
 import pytest
 
 from tests.corpus import read_messages
-from transforms.chain import Chain
-from transforms.changelog import replay
-from transforms.config import build_transforms
-from transforms.formats import codec_class, get_codec
-from transforms.model import ChangeEvent, Column, Op, Record
-from transforms.types import Kind, set_bits_from_labels
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.config import build_transforms
+from cdc_smt.transforms.formats import codec_class, get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record
+from cdc_smt.transforms.types import Kind, set_bits_from_labels
 
 pytestmark = pytest.mark.corpus
 

@@ -22,13 +22,13 @@ import msgspec
 import orjson
 import pytest
 
-from schemas import validator
+from cdc_smt.schemas import validator
 from tests.corpus import read_expected, read_messages, strip_comments
 from tests.flink_notation import flink_rows, paimon_row
-from transforms.changelog import replay
-from transforms.formats import get_codec
-from transforms.catalog import SchemaCatalog
-from transforms.model import Column, Op, Record, TableSchema
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.model import Column, Op, Record, TableSchema
 
 NAME = "debezium-json"
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]

@@ -12,13 +12,13 @@ import orjson
 import pytest
 from fastavro.schema import to_parsing_canonical_form
 
-import schemas
+from cdc_smt import schemas
 from tests.corpus import read_expected, read_messages
 from tests.flink_notation import flink_rows
-from transforms.changelog import replay
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 #: The physical schema of Flink's maxwell/ogg tests (SOURCES.md).
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]

@@ -15,12 +15,12 @@ from zoneinfo import ZoneInfo
 import orjson
 import pytest
 
-import schemas
+from cdc_smt import schemas
 from tests.corpus import read_messages, strip_comments
-from transforms.catalog import SchemaCatalog
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import Op, Record
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import Op, Record
 
 pytestmark = pytest.mark.corpus
 
@@ -94,7 +94,7 @@ def test_ckafka_dml(corpus, ckafka, name, op, pos, before, after, ts):
     ],
 )
 def test_ckafka_ddl(corpus, name, kind, database, table, sql, ts):
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     raw = one(corpus / "ckafka-json" / name)
     assert_valid("ckafka-json", raw)
     c = get_codec("ckafka-json", {"source_timezone": "Asia/Shanghai"})
@@ -104,7 +104,7 @@ def test_ckafka_ddl(corpus, name, kind, database, table, sql, ts):
 
 
 def test_ckafka_ddl_stream_drives_the_catalog(corpus):
-    pytest.importorskip("transforms.formats.canal_json")
+    pytest.importorskip("cdc_smt.transforms.formats.canal_json")
     cat = SchemaCatalog()
     cat.apply_ddl("dip_test", CUSTOMERS_DDL)
     cat.apply_ddl("test", "create table user (id int primary key)")

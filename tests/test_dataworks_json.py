@@ -10,14 +10,14 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.messages import Catalog
 from tests.strategies import change_streams
-from transforms.changelog import replay
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.types import InvalidTemporal, Kind, format_time
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal, Kind, format_time
 
 
 
@@ -410,7 +410,7 @@ def test_bad_input_is_a_clear_decode_error(msg, reason):
 
 
 def test_sniff():
-    from transforms.formats.dataworks_json import DataWorksJson
+    from cdc_smt.transforms.formats.dataworks_json import DataWorksJson
 
     assert DataWorksJson.sniff(message("INSERT", after=ROW))
     debezium = {"schema": {"type": "struct", "fields": []}, "payload": {"op": "c", "after": {}}}

@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas import validator
+from cdc_smt.schemas import validator
 from tests.strategies import change_streams, essence
-from transforms.catalog import SchemaCatalog
-from transforms.changelog import replay
-from transforms.errors import ConfigError, DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.smt.base import TOMBSTONE, UNWRAPPED
-from transforms.types import InvalidTemporal, Kind, format_decimal
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.errors import ConfigError, DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.smt.base import TOMBSTONE, UNWRAPPED
+from cdc_smt.transforms.types import InvalidTemporal, Kind, format_decimal
 
 NAME = "debezium-json"
 
@@ -422,7 +422,7 @@ class TestDecodeShapes:
     def test_watermarks_of_other_formats_are_not_written(self):
         # Flink's debezium-json fails on ops it does not know, so a data topic gets no `m` for
         # a TiCDC watermark; the capability matrix says debezium-json carries no watermarks.
-        from transforms.formats.ticdc_canal_json import TicdcCanalJson
+        from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
         msg = {"id": 0, "database": "d", "table": "t", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
                "es": 1, "ts": 2, "sql": "", "sqlType": None, "mysqlType": None, "old": None, "data": None,

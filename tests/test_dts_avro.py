@@ -11,14 +11,14 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.messages import Catalog
 from tests.strategies import change_streams, essence
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.formats.dts_avro import DtsAvro
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.types import InvalidTemporal
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.formats.dts_avro import DtsAvro
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal
 
 NS = "com.alibaba.dts.formats.avro."
 SCHEMA = fastavro.parse_schema(schemas.load_avro("dts-avro"))

@@ -14,10 +14,10 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from transforms.chain import ChainResult
-from transforms.config import build_chain, load_config
-from transforms.formats import registry
-from transforms.model import Record
+from cdc_smt.transforms.chain import ChainResult
+from cdc_smt.transforms.config import build_chain, load_config
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[1] / "examples"
 CHAINS = sorted((ROOT / "chains").glob("*.yaml"))

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 
 from tests.test_smt_base import TextForm, ev, row
-from transforms.errors import ConfigError, TransformError
-from transforms.expr import compile_expr, tokenize
-from transforms.model import ChangeEvent, Op, Record, SourcePosition
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.expr import compile_expr, tokenize
+from cdc_smt.transforms.model import ChangeEvent, Op, Record, SourcePosition
 
 
 def E(**kw) -> ChangeEvent:

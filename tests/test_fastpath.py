@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import change_streams
-from transforms.errors import EncodeError
-from transforms.formats import get_codec
-from transforms.formats._connect import ConnectOptions, make_encoder, repr_for_type, target_for
-from transforms.formats.canal_json import CANAL_TEXT
-from transforms.formats.ticdc_canal_json import TICDC_TEXT
-from transforms.model import TYPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema, Target
-from transforms.types import InvalidTemporal, parse_type, text_converter
+from cdc_smt.transforms.errors import EncodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.formats._connect import ConnectOptions, make_encoder, repr_for_type, target_for
+from cdc_smt.transforms.formats.canal_json import CANAL_TEXT
+from cdc_smt.transforms.formats.ticdc_canal_json import TICDC_TEXT
+from cdc_smt.transforms.model import TYPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema, Target
+from cdc_smt.transforms.types import InvalidTemporal, parse_type, text_converter
 
 #: One column per type family the fast path handles (and some it hands back).
 TYPES: dict[str, str] = {
@@ -432,7 +432,7 @@ def test_source_blocks_of_other_formats() -> None:
 
 @given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.floats(1e-3, 1e7), st.floats(-1e7, -1e-3), st.integers(-(10**7), 10**7).map(float)))
 def test_java_double_text_shortcut_matches_the_decimal_formula(v: float) -> None:
-    from transforms.formats.canal_json import _shortest, java_float_text
+    from cdc_smt.transforms.formats.canal_json import _shortest, java_float_text
 
     a = abs(v)
     if v == 0 or not 1e-3 <= a < 1e7:

@@ -9,7 +9,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from connector.framing import (
+from cdc_smt.connector.framing import (
     FramingError,
     RecordWriter,
     read_json_lines,
@@ -17,7 +17,7 @@ from connector.framing import (
     unit,
     write_records,
 )
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 
 def _avro_records(n: int) -> list[Record]:

@@ -10,13 +10,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.messages import Catalog
 from tests.strategies import change_streams, essence
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.types import InvalidTemporal
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal
 
 
 
@@ -291,7 +291,7 @@ def test_bad_input_is_a_clear_decode_error(value, reason):
 
 
 def test_sniff():
-    from transforms.formats.maxwell_json import MaxwellJson
+    from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
 
     assert MaxwellJson.sniff(INSERT)
     assert MaxwellJson.sniff({"type": "table-alter", "sql": "x"})

@@ -9,12 +9,12 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.messages import Catalog
 from tests.strategies import change_streams, essence
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 
 
@@ -168,7 +168,7 @@ def test_bad_input_is_a_clear_decode_error(obj, reason):
 
 
 def test_sniff():
-    from transforms.formats.ogg_json import OggJson
+    from cdc_smt.transforms.formats.ogg_json import OggJson
 
     assert OggJson.sniff(UPDATE)
     assert not OggJson.sniff({"op": "c", "after": {}})  # Debezium

@@ -21,7 +21,7 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
 
 CHECK_SCHEMAS = """
 import json, sys
-import schemas
+from cdc_smt import schemas
 result = {"file": schemas.__file__, "names": schemas.names(), "loaded": {}, "avro": {}}
 for name in result["names"]:
     result["loaded"][name] = isinstance(schemas.load(name), dict)
@@ -37,7 +37,7 @@ def _source_files() -> set[str]:
     for pkg in PACKAGES:
         for path in (ROOT / pkg).rglob("*"):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
-                out.add(path.relative_to(ROOT).as_posix())
+                out.add("cdc_smt/" + path.relative_to(ROOT).as_posix())
     return out
 
 
@@ -45,7 +45,7 @@ def _copy_project(dest: Path) -> None:
     """Top-level files and the packages only: no .venv, no build residue in the checkout."""
     dest.mkdir()
     for path in ROOT.iterdir():
-        if path.is_file():
+        if path.is_file() and path.name != "dev":
             shutil.copy2(path, dest / path.name)
     for pkg in PACKAGES:
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=_IGNORE)
@@ -67,12 +67,13 @@ def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> N
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         entry_points = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
-    shipped = {n for n in names if n.split("/", 1)[0] in PACKAGES}
+    shipped = {n for n in names if n.startswith("cdc_smt/")}
     expected = _source_files()
     assert sorted(expected - shipped) == [], "files missing from the wheel"
-    assert "connector/cli.py" in shipped and "connector/commands/convert.py" in shipped
-    assert "cdc-smt = connector.cli:main" in entry_points
-    assert not any(n.startswith(("tests/", "bench/")) for n in names)
+    assert "cdc_smt/connector/cli.py" in shipped and "cdc_smt/connector/commands/convert.py" in shipped
+    assert "cdc-smt = cdc_smt.connector.cli:main" in entry_points
+    # Nothing at the top level but the namespace and the metadata: no claim on PyPI's `transforms`/`schemas`.
+    assert {n.split("/", 1)[0] for n in names} - {"cdc_smt"} == {wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
@@ -94,3 +95,17 @@ def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> N
     assert result["names"] == schema_names
     assert result["loaded"] == {n: True for n in schema_names}
     assert result["avro"] == {n: True for n in avro_names}
+
+
+def test_sources_import_through_the_cdc_smt_namespace() -> None:
+    """The checkout's root is on ``sys.path`` in tests, so ``import transforms`` would work
+    here and fail in an installed wheel; no source may use the bare names."""
+    import re
+
+    bare = re.compile(r"^\s*(from|import)\s+(transforms|connector|schemas)\b", re.M)
+    offenders = []
+    for folder in (*PACKAGES, "tests", "bench"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if bare.search(path.read_text(encoding="utf-8")):
+                offenders.append(path.relative_to(ROOT).as_posix())
+    assert offenders == []

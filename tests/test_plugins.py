@@ -17,9 +17,9 @@ from typing import Iterator
 import pytest
 
 from tests.test_smt_base import build, ev, row
-from transforms.errors import ConfigError
-from transforms.smt import names, plugins, refresh, transform_class
-from transforms.smt.filter import Filter
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.smt import names, plugins, refresh, transform_class
+from cdc_smt.transforms.smt.filter import Filter
 
 PLUGIN_SRC = Path(__file__).parent / "plugin_pkg"
 
@@ -86,7 +86,7 @@ def test_builtins_win_and_broken_plugins_are_config_errors(installed: Path) -> N
 
 def test_discovery_in_a_fresh_interpreter(installed: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(Path(__file__).parents[1])])}
-    code = "from transforms.smt import transform_class; print(transform_class('shout').__qualname__)"
+    code = "from cdc_smt.transforms.smt import transform_class; print(transform_class('shout').__qualname__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "Shout"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.test_smt_base import control, ev, run
-from transforms.errors import ConfigError
-from transforms.model import Op, Record
-from transforms.predicates import build_predicate, build_predicates, builtins, predicate_class
-from transforms.smt.base import tombstone_for
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import Op, Record
+from cdc_smt.transforms.predicates import build_predicate, build_predicates, builtins, predicate_class
+from cdc_smt.transforms.smt.base import tombstone_for
 
 
 def p(spec):
@@ -74,7 +74,7 @@ def test_config_errors() -> None:
         build_predicate({"type": "condition", "expr": "op =="}, path="predicates.c")
     assert info.value.path == "predicates.c.expr"
     with pytest.raises(ConfigError, match="not a predicate"):
-        predicate_class("transforms.smt.route.Route")
+        predicate_class("cdc_smt.transforms.smt.route.Route")
     with pytest.raises(ConfigError) as info:
         build_predicate({"pattern": "x"}, path="p")
     assert info.value.path == "p.type"

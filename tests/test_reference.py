@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from transforms import reference
-from transforms.formats import registry as formats
-from transforms.predicates import builtins as predicates
-from transforms.smt import builtins as transforms
-from transforms.smt.base import COMMON_OPTIONS
+from cdc_smt.transforms import reference
+from cdc_smt.transforms.formats import registry as formats
+from cdc_smt.transforms.predicates import builtins as predicates
+from cdc_smt.transforms.smt import builtins as transforms
+from cdc_smt.transforms.smt.base import COMMON_OPTIONS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -59,5 +59,5 @@ def test_readme_generated_blocks_are_current(name: str) -> None:
     text = README.read_text(encoding="utf-8")
     assert reference.has_markers(text, name), f"README.md lacks the generated {name} block"
     assert reference.current_block(text, name) == reference.block(name), (
-        f"README.md's {name} block is stale: run python -m transforms.reference --write README.md"
+        f"README.md's {name} block is stale: run python -m cdc_smt.transforms.reference --write README.md"
     )

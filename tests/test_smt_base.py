@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from transforms.config import build_transforms
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.smt import builtins, transform_class
-from transforms.smt.base import TOMBSTONE, Transform, tombstone_for
-from transforms.types import from_text
+from cdc_smt.transforms.config import build_transforms
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.smt import builtins, transform_class
+from cdc_smt.transforms.smt.base import TOMBSTONE, Transform, tombstone_for
+from cdc_smt.transforms.types import from_text
 
 SCHEMA = TableSchema(
     (
@@ -212,7 +212,7 @@ def test_name_labels_the_transform_and_defaults_to_its_type() -> None:
 
 
 def test_reserved_option_names_cannot_be_declared() -> None:
-    from transforms.options import Option
+    from cdc_smt.transforms.options import Option
 
     with pytest.raises(TypeError, match="reserved"):
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from tests.test_smt_base import config_error, control, ev, row, run
-from transforms.model import Op
-from transforms.smt.base import tombstone_for
+from cdc_smt.transforms.model import Op
+from cdc_smt.transforms.smt.base import tombstone_for
 
 
 def tables(events):

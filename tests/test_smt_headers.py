@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from tests.test_smt_base import config_error, control, ev, row, run
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 
 def with_headers(*headers: tuple[str, bytes]):
@@ -50,7 +50,7 @@ def test_header_from_copy_and_move() -> None:
 
 
 def test_has_header_predicate_sees_headers_added_earlier_in_the_chain() -> None:
-    from transforms.config import build_transforms
+    from cdc_smt.transforms.config import build_transforms
 
     chain = build_transforms(
         [

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from tests.test_smt_base import config_error, control, ev, run
-from transforms.errors import TransformError
-from transforms.model import Column, TableSchema
+from cdc_smt.transforms.errors import TransformError
+from cdc_smt.transforms.model import Column, TableSchema
 
 SCHEMA = TableSchema(
     (

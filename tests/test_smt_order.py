@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.config import build_transforms
-from transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
+from cdc_smt.transforms.config import build_transforms
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
 
 SCHEMA = TableSchema((Column("id", "int", False, True), Column("v", "int")), ("id",))
 TABLES = [("shop_01", "orders_0"), ("shop_02", "orders_1"), ("shop", "users"), ("crm", "leads")]

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from tests.test_smt_base import config_error, control, ev, row, run
-from transforms.errors import TransformError
-from transforms.model import Column, TableSchema
-from transforms.types import InvalidTemporal
+from cdc_smt.transforms.errors import TransformError
+from cdc_smt.transforms.model import Column, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal
 
 T0 = dt.datetime(2024, 3, 1, 9, 15, 2, 120000)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.test_smt_base import config_error, control, ev, row, run
-from transforms.model import Record
-from transforms.smt.base import TOMBSTONE, UNWRAPPED, tombstone_for
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.smt.base import TOMBSTONE, UNWRAPPED, tombstone_for
 
 
 def test_inserts_and_updates_become_their_after_image() -> None:

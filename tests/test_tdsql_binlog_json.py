@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import schemas
+from cdc_smt import schemas
 from tests.strategies import change_streams, essence, table_schemas, value_strategy, COLUMN_TYPES
 from tests.messages import tdsql_message
-from transforms.catalog import SchemaCatalog
-from transforms.errors import DecodeError
-from transforms.formats import get_codec
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.sqltext import LiteralError, LiteralKind, literal_value, parse_literal, scan_literals, to_literal
-from transforms.types import InvalidTemporal, parse_type
+from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.sqltext import LiteralError, LiteralKind, literal_value, parse_literal, scan_literals, to_literal
+from cdc_smt.transforms.types import InvalidTemporal, parse_type
 
 FMT = "tdsql-binlog-json"
 

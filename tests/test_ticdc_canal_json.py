@@ -13,13 +13,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import schemas
+from cdc_smt import schemas
 from tests.strategies import change_streams, essence
-from transforms.changelog import replay
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats.ticdc_canal_json import TICDC_TEXT, TicdcCanalJson, ticdc_type_name
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.types import Kind, parse_type, set_bits_from_labels
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats.ticdc_canal_json import TICDC_TEXT, TicdcCanalJson, ticdc_type_name
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.types import Kind, parse_type, set_bits_from_labels
 
 VALIDATOR = schemas.validator("ticdc-canal-json")
 TSO = 429918007904436226
@@ -145,7 +145,7 @@ def test_parameterless_types_are_typed_without_guessing():
 def test_parameterless_temporal_types_keep_their_fractional_seconds():
     # RisingWave's debezium_timestamp file through TiCDC: `datetime` alone would be DATETIME(0),
     # and a Debezium encoder writes DATETIME(0-3) as whole milliseconds (989360 us -> 989000).
-    from transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
 
     types = {"id": "int", "ts": "datetime", "at": "timestamp", "t": "time"}
     obj = message(mysqlType=types, sqlType={"id": 4, "ts": 93, "at": 93, "t": 92},
@@ -158,7 +158,7 @@ def test_parameterless_temporal_types_keep_their_fractional_seconds():
 
 
 def test_parameterless_types_take_the_catalog_types_when_the_base_type_matches():
-    from transforms.catalog import SchemaCatalog
+    from cdc_smt.transforms.catalog import SchemaCatalog
 
     cat = SchemaCatalog()
     cat.apply_ddl(

@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from connector.tuning import tune_allocator
+from cdc_smt.connector.tuning import tune_allocator
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt tuning is glibc-only")

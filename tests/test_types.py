@@ -3,7 +3,7 @@ from decimal import Decimal
 
 import pytest
 
-from transforms.types import (
+from cdc_smt.transforms.types import (
     InvalidTemporal,
     Kind,
     TypeParseError,

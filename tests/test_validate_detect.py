@@ -9,13 +9,13 @@ import sys
 import orjson
 import pytest
 
-import schemas
-from connector import cli
-from connector.commands.detect import detect
-from connector.commands.validate import check, pointer
-from connector.framing import write_records
-from transforms.formats import registry
-from transforms.model import Record
+from cdc_smt import schemas
+from cdc_smt.connector import cli
+from cdc_smt.connector.commands.detect import detect
+from cdc_smt.connector.commands.validate import check, pointer
+from cdc_smt.connector.framing import write_records
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.model import Record
 
 CKAFKA_INSERT = {
     "BINLOG_NAME": "mysql-bin.000003", "BINLOG_POS": 154, "DATABASE": "inventory", "EVENT_SERVER_ID": None,
@@ -151,8 +151,8 @@ def test_detect_json_output_and_exit_status(tmp_path, capsys):
 
 
 def test_detect_uses_sniff_for_formats_without_a_schema(monkeypatch):
-    from connector.commands import detect as detect_module
-    from transforms.formats.base import JsonCodec
+    from cdc_smt.connector.commands import detect as detect_module
+    from cdc_smt.transforms.formats.base import JsonCodec
 
     class Probe(JsonCodec):
         name = "probe-json"

@@ -12,8 +12,8 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
-from transforms.types import InvalidTemporal
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
+from cdc_smt.transforms.types import InvalidTemporal
 
 DATABASE = "shop"
 

@@ -3,6 +3,6 @@
 Nothing here imports Kafka or Spark; the hosts live in ``connector``.
 """
 
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 
 __all__ = ["ChangeEvent", "Column", "Op", "Record", "SourcePosition", "TableSchema"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from transforms.formats import registry
-from transforms.formats.base import Capabilities
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.formats.base import Capabilities
 
 #: Column headings and the loss sentence for each boolean capability.
 _FEATURES: dict[str, tuple[str, str]] = {

@@ -33,10 +33,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Column, Op, TableSchema
-from transforms.sqltext import classify_ddl  # lives with the other MySQL text helpers; re-exported
-from transforms.types import Kind, MySQLType, TypeParseError, parse_type
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, TableSchema
+from cdc_smt.transforms.sqltext import classify_ddl  # lives with the other MySQL text helpers; re-exported
+from cdc_smt.transforms.types import Kind, MySQLType, TypeParseError, parse_type
 
 log = logging.getLogger("cdc_smt.catalog")
 
@@ -830,7 +830,7 @@ _EXACT: dict[str, bool] = {}
 
 
 def _lookup_exact(origin: str) -> bool:
-    from transforms.formats import registry
+    from cdc_smt.transforms.formats import registry
 
     cls = registry().get(origin)
     _EXACT[origin] = exact = True if cls is None else bool(cls.capabilities.column_types)

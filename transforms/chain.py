@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
-from transforms.errors import CdcSmtError
-from transforms.formats.base import Codec
-from transforms.model import ChangeEvent, Record
+from cdc_smt.transforms.errors import CdcSmtError
+from cdc_smt.transforms.formats.base import Codec
+from cdc_smt.transforms.model import ChangeEvent, Record
 
 ERROR_HEADER_PREFIX = "cdc_smt.error."
 TOLERANCES = ("none", "all")

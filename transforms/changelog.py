@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.model import ChangeEvent, Op
 
 TableKey = tuple[str | None, str | None]
 RowKey = tuple[Any, ...]

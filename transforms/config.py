@@ -28,14 +28,14 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-import schemas
-from transforms.chain import Chain
-from transforms.errors import ConfigError
-from transforms.formats import get_codec
-from transforms.formats import registry as format_registry
-from transforms.predicates import Predicate, build_predicates
-from transforms.smt import transform_class
-from transforms.smt.base import Transform
+from cdc_smt import schemas
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.formats import registry as format_registry
+from cdc_smt.transforms.predicates import Predicate, build_predicates
+from cdc_smt.transforms.smt import transform_class
+from cdc_smt.transforms.smt.base import Transform
 
 
 @dataclass(frozen=True)

@@ -79,9 +79,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from transforms.errors import ConfigError, TransformError
-from transforms.model import ChangeEvent, SourcePosition
-from transforms.types import parse_time
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.model import ChangeEvent, SourcePosition
+from cdc_smt.transforms.types import parse_time
 
 Fn = Callable[[ChangeEvent], Any]
 

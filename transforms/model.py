@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 import msgspec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from transforms.types import MySQLType
+    from cdc_smt.transforms.types import MySQLType
 
 
 class Op(str, enum.Enum):
@@ -71,7 +71,7 @@ class Column:
 
     @property
     def mysql(self) -> "MySQLType":
-        from transforms.types import parse_type
+        from cdc_smt.transforms.types import parse_type
 
         return parse_type(self.type)
 

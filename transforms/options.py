@@ -11,7 +11,7 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 _MISSING = object()
 

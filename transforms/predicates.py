@@ -17,10 +17,10 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any, ClassVar, Mapping
 
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Op
-from transforms.options import Option, Options, resolve
-from transforms.smt.base import TOMBSTONE
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.options import Option, Options, resolve
+from cdc_smt.transforms.smt.base import TOMBSTONE
 
 ENTRY_POINT_GROUP = "cdc_smt.predicates"
 _OP_NAMES = tuple(o.value for o in Op)
@@ -176,7 +176,7 @@ class Condition(Predicate):
     options = (Option("expr", str, doc="The expression, e.g. `after.amount > 100 and op == 'insert'`."),)
 
     def configure(self, opts: Options) -> None:
-        from transforms.expr import compile_expr
+        from cdc_smt.transforms.expr import compile_expr
 
         self._expr = compile_expr(opts.expr, path=f"{self.path}.expr" if self.path else "expr")
 
@@ -212,7 +212,7 @@ def predicate_class(type_name: Any, path: str = "type") -> type[Predicate]:
     if ep is not None:
         cls = _load(lambda: ep.load(), f"plugin {type_name!r} ({ep.value})", path)
     elif "." in type_name or ":" in type_name:
-        from transforms.smt import import_dotted
+        from cdc_smt.transforms.smt import import_dotted
 
         cls = import_dotted(type_name, path)
     else:

@@ -1,8 +1,8 @@
 """The README's YAML reference, generated from the declarations (one source of truth).
 
-    python -m transforms.reference                 # print the block
-    python -m transforms.reference --write README.md
-    python -m transforms.reference --check README.md   # exit 1 when stale
+    python -m cdc_smt.transforms.reference                 # print the block
+    python -m cdc_smt.transforms.reference --write README.md
+    python -m cdc_smt.transforms.reference --check README.md   # exit 1 when stale
 
 The block sits between :data:`BEGIN` and :data:`END` markers in the README; it
 documents the chain file, every built-in transform and predicate (from their
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from transforms.options import Option
+from cdc_smt.transforms.options import Option
 
 BEGIN = "<!-- BEGIN GENERATED: yaml-reference -->"
 END = "<!-- END GENERATED: yaml-reference -->"
@@ -107,11 +107,11 @@ def _section(title: str, known_as: str, doc: str, options: Iterable[Option]) -> 
 
 def generate() -> str:
     """The reference as markdown (without the markers)."""
-    from transforms import expr
-    from transforms.formats import registry as formats
-    from transforms.predicates import builtins as predicates
-    from transforms.smt import builtins as transforms
-    from transforms.smt.base import COMMON_OPTIONS
+    from cdc_smt.transforms import expr
+    from cdc_smt.transforms.formats import registry as formats
+    from cdc_smt.transforms.predicates import builtins as predicates
+    from cdc_smt.transforms.smt import builtins as transforms
+    from cdc_smt.transforms.smt.base import COMMON_OPTIONS
 
     out = ["### Chain file", "", "| key | meaning |", "|---|---|"]
     out += [f"| `{k}` | {_cell(v)} |" for k, v in _CHAIN_KEYS]
@@ -172,13 +172,13 @@ def replace_block(text: str, name: str = "yaml-reference") -> str:
 
 
 def _formats() -> str:
-    from transforms.capabilities import formats_markdown
+    from cdc_smt.transforms.capabilities import formats_markdown
 
     return formats_markdown()
 
 
 def _capabilities() -> str:
-    from transforms.capabilities import matrix_markdown
+    from cdc_smt.transforms.capabilities import matrix_markdown
 
     return matrix_markdown()
 
@@ -188,7 +188,7 @@ BLOCKS = {"yaml-reference": generate, "formats": _formats, "capabilities": _capa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transforms.reference", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m cdc_smt.transforms.reference", description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", metavar="FILE", help="regenerate every marked block in FILE")
     group.add_argument("--check", metavar="FILE", help="exit 1 if a marked block in FILE is stale")
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         new = replace_block(new, name)
     if args.check:
         if new != text:
-            print(f"{path}: generated blocks are stale; run python -m transforms.reference --write {path}", file=sys.stderr)
+            print(f"{path}: generated blocks are stale; run python -m cdc_smt.transforms.reference --write {path}", file=sys.stderr)
             return 1
         return 0
     if new != text:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator
 
-from transforms.model import Column
-from transforms.types import (
+from cdc_smt.transforms.model import Column
+from cdc_smt.transforms.types import (
     InvalidTemporal,
     Kind,
     MySQLType,

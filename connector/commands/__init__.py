@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 
 def parse_assignments(items: Iterable[str] | None, flag: str) -> dict[str, str]:

@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 
-from connector.commands import parse_assignments
-from transforms.errors import CdcSmtError
+from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.transforms.errors import CdcSmtError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,7 +78,7 @@ def _positive(text: str) -> int:
 
 def overrides(args: argparse.Namespace):
     """The flags as :class:`connector.spark.settings.Overrides`."""
-    from connector.spark.settings import Overrides, position_from_flag
+    from cdc_smt.connector.spark.settings import Overrides, position_from_flag
 
     start = None
     if args.from_offsets:
@@ -109,7 +109,7 @@ def handler(args: argparse.Namespace) -> int:
         import pyspark  # noqa: F401
     except ImportError:
         raise CdcSmtError("backfill needs Spark: pip install 'cdc-smt[spark]' (and Java 17)") from None
-    from connector.spark import backfill, settings
+    from cdc_smt.connector.spark import backfill, settings
 
     job, spec = settings.load(args.config, overrides(args))
     if args.dry_run:
@@ -126,7 +126,7 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _describe(job, spec, plan) -> dict:
-    from connector.spark.kafkaio import offsets_to_json
+    from cdc_smt.connector.spark.kafkaio import offsets_to_json
 
     out: dict = {"job": job.id, "source": spec.source.type, "sink": spec.sink.type, "checkpoint": spec.checkpoint}
     if plan.files:

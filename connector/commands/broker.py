@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,8 +42,8 @@ def parse_topic(spec: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connector import kafka as K
-    from connector.broker import EmbeddedBroker
+    from cdc_smt.connector import kafka as K
+    from cdc_smt.connector.broker import EmbeddedBroker
 
     topics = dict(parse_topic(t) for t in args.topic)
     stop = threading.Event()

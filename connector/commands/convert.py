@@ -21,11 +21,11 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from connector.commands import parse_assignments
-from connector.framing import STDIO, FramingError, RecordWriter, check_readable, read_records, unit
-from transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
-from transforms.errors import CdcSmtError, ConfigError
-from transforms.formats import codec_class, get_codec
+from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.framing import STDIO, FramingError, RecordWriter, check_readable, read_records, unit
+from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
+from cdc_smt.transforms.errors import CdcSmtError, ConfigError
+from cdc_smt.transforms.formats import codec_class, get_codec
 
 TZ_WARNING = "warning: --source-option source_timezone not set; zone-less times are read as UTC"
 
@@ -154,7 +154,7 @@ def build_chain(args: argparse.Namespace, tolerance: str | None) -> Chain:
 def schema_catalog(files: Iterable[str]) -> Any:
     """One catalog shared by decoder, encoder and chain: DDL and typed messages in
     the file teach it, schema files seed it (formats without types need one)."""
-    from transforms.catalog import SchemaCatalog  # sqlglot: only when converting
+    from cdc_smt.transforms.catalog import SchemaCatalog  # sqlglot: only when converting
 
     catalog = SchemaCatalog()
     for path in files:
@@ -175,7 +175,7 @@ def _chain_from_config(
     ``transforms.config`` is imported here so that plain ``--from/--to``
     conversions never depend on it.
     """
-    from transforms import config as chain_config
+    from cdc_smt.transforms import config as chain_config
 
     cfg = chain_config.load_config(args.config)
     src_format = args.source_format or cfg.source_format

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from transforms.errors import CdcSmtError
+from cdc_smt.transforms.errors import CdcSmtError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_JOB = ROOT / "examples" / "jobs" / "shop-canal-to-debezium.yaml"
@@ -57,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
 
 # -- the run -------------------------------------------------------------------------------
 async def _demo(args: argparse.Namespace) -> int:
-    from connector import kafka as K
-    from connector.broker import EmbeddedBroker
-    from connector.commands.worker import import_worker
-    from connector.jobconfig import load_job
+    from cdc_smt.connector import kafka as K
+    from cdc_smt.connector.broker import EmbeddedBroker
+    from cdc_smt.connector.commands.worker import import_worker
+    from cdc_smt.connector.jobconfig import load_job
 
     WorkerRuntime = import_worker().WorkerRuntime
 
@@ -176,8 +176,8 @@ class _Input:
         return self.table.encode()
 
     def record(self, partitions: int) -> Any:
-        from connector.kafka import partition_for
-        from transforms.model import Record
+        from cdc_smt.connector.kafka import partition_for
+        from cdc_smt.transforms.model import Record
 
         key = self.key()
         self.partition = partition_for(key, partitions)

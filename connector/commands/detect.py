@@ -20,11 +20,11 @@ from typing import Any, Iterator
 
 import orjson
 
-import schemas
-from connector.commands.validate import NOT_JSON, Failure, check, messages
-from connector.framing import display_name, read_records
-from transforms.formats import registry
-from transforms.formats.base import Codec
+from cdc_smt import schemas
+from cdc_smt.connector.commands.validate import NOT_JSON, Failure, check, messages
+from cdc_smt.connector.framing import display_name, read_records
+from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.formats.base import Codec
 
 _AVRO_MAGIC = b"Obj\x01"
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from transforms.formats import codec_class, registry
-from transforms.formats.base import COMMON_OPTIONS, Codec, JsonCodec
-from transforms.options import Option
+from cdc_smt.transforms.formats import codec_class, registry
+from cdc_smt.transforms.formats.base import COMMON_OPTIONS, Codec, JsonCodec
+from cdc_smt.transforms.options import Option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,9 +16,9 @@ from typing import Any, Iterator
 
 import orjson
 
-import schemas
-from connector.framing import display_name, read_records
-from transforms.errors import ConfigError
+from cdc_smt import schemas
+from cdc_smt.connector.framing import display_name, read_records
+from cdc_smt.transforms.errors import ConfigError
 
 #: Placeholder for "no value could be parsed from this line".
 NOT_JSON = object()

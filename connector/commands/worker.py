@@ -45,16 +45,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def import_worker() -> Any:
     """``connector.worker``, or a clear error when the worker extra is not installed."""
     try:
-        from connector import worker
+        from cdc_smt.connector import worker
     except ImportError as exc:
-        from transforms.errors import CdcSmtError
+        from cdc_smt.transforms.errors import CdcSmtError
 
         raise CdcSmtError(f"the worker needs the worker extra: pip install 'cdc-smt[worker]' (cannot import {exc.name})") from None
     return worker
 
 
 def run(args: argparse.Namespace) -> int:
-    from connector.jobconfig import load_job
+    from cdc_smt.connector.jobconfig import load_job
 
     job = load_job(args.config, overrides=_overrides(args))
     job.check()
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     worker = import_worker()
-    from connector import worker_logging
+    from cdc_smt.connector import worker_logging
 
     level = logging.getLogger().level or logging.WARNING
     worker_logging.setup(job.worker.log_format, level=level)

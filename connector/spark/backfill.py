@@ -26,10 +26,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, connection_json, offsets_to_json, resolve
-from connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
-from connector.spark.settings import BackfillSettings, Position
-from transforms.errors import CdcSmtError
+from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, connection_json, offsets_to_json, resolve
+from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
+from cdc_smt.connector.spark.settings import BackfillSettings, Position
+from cdc_smt.transforms.errors import CdcSmtError
 
 log = logging.getLogger("cdc_smt.backfill")
 APP_NAME = "cdc-smt-backfill"
@@ -84,7 +84,7 @@ def _warn_clamped(position: Position, starts: OffsetMap, bounds: Mapping[TopicPa
 
 
 def plan_files(settings: BackfillSettings) -> Plan:
-    from connector.spark.datasource import list_files
+    from cdc_smt.connector.spark.datasource import list_files
 
     assert settings.source.path is not None
     return Plan(files=list_files(settings.source.path))
@@ -120,7 +120,7 @@ def map_in_arrow(df: Any, fn: Callable[..., Any], schema: str) -> Any:
 
 def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> Any:
     """The streaming DataFrame of the source (Kafka columns; files add ``file`` and ``position``)."""
-    from connector.spark import datasource
+    from cdc_smt.connector.spark import datasource
 
     datasource.register(spark)
     src = settings.source
@@ -189,7 +189,7 @@ def schema_file(path: str | None) -> tuple[dict[str, Any] | None, str]:
     """The parsed ``state.schema_file`` (checked now, on the driver) and its name for messages."""
     if not path:
         return None, "schema file"
-    from transforms.catalog import SchemaCatalog
+    from cdc_smt.transforms.catalog import SchemaCatalog
 
     SchemaCatalog().load_file(path)  # ConfigError naming the problem, before any task starts
     text = Path(path).read_text(encoding="utf-8")
@@ -210,7 +210,7 @@ def ddl_index(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> d
         saved = json.loads(cache.read_text())
         if saved.get("targets") == key:
             return {(t, int(p)): offs for t, ps in saved["ddl"].items() for p, offs in ps.items()}
-    from connector.spark import datasource
+    from cdc_smt.connector.spark import datasource
 
     datasource.register(spark)
     df = (
@@ -238,8 +238,8 @@ def find_ddl(job: Any, batches: Any) -> Any:
     """``mapInArrow`` body of the first pass: decode only, keep the offsets of records that decode to DDL."""
     import pyarrow as pa
 
-    from connector.spark.process import batch_records
-    from transforms.model import Op
+    from cdc_smt.connector.spark.process import batch_records
+    from cdc_smt.transforms.model import Op
 
     decoders: dict[Any, Any] = {}
     for batch in batches:
@@ -352,7 +352,7 @@ class BatchRunner:
     def __call__(self, df: Any, batch_id: int) -> None:
         from dataclasses import replace
 
-        from connector.spark.sinks import clear_batch
+        from cdc_smt.connector.spark.sinks import clear_batch
 
         started = time.monotonic()
         for spec in (self.settings.sink, self.settings.dead_letters):

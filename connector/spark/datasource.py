@@ -43,7 +43,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from connector.spark.kafkaio import (
+from cdc_smt.connector.spark.kafkaio import (
     KafkaSession,
     OffsetMap,
     TopicPartition,
@@ -51,7 +51,7 @@ from connector.spark.kafkaio import (
     offsets_to_json,
     resolve,
 )
-from connector.spark.settings import Position
+from cdc_smt.connector.spark.settings import Position
 
 KAFKA_SOURCE = "cdc_smt_kafka"
 FILE_SOURCE = "cdc_smt_files"
@@ -128,7 +128,7 @@ class _KafkaOptions:
 def _emit_slices(options: Any) -> bool:
     emit = options.get("emit", "records")
     if emit not in ("records", "slices"):
-        from transforms.errors import ConfigError
+        from cdc_smt.transforms.errors import ConfigError
 
         raise ConfigError(f"option emit must be records or slices, got {emit!r}")
     return emit == "slices"
@@ -276,7 +276,7 @@ def list_files(path: str) -> list[str]:
     if root.is_file():
         return [str(root)]
     if not root.is_dir():
-        from transforms.errors import ConfigError
+        from cdc_smt.transforms.errors import ConfigError
 
         raise ConfigError(f"source path {path!r} is neither a file nor a directory", "backfill.source.path")
     out = []
@@ -288,7 +288,7 @@ def list_files(path: str) -> list[str]:
 
 def read_file(path: str, binary: bool) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one message file, in file order (runs in the executor)."""
-    from connector.framing import read_records
+    from cdc_smt.connector.framing import read_records
 
     rows: list[tuple[int, Any]] = []
     for item in read_records(path, binary):

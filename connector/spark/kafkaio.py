@@ -28,7 +28,7 @@ import re
 import time
 from typing import Any, Iterator, Mapping, Sequence
 
-from transforms.errors import CdcSmtError
+from cdc_smt.transforms.errors import CdcSmtError
 
 TopicPartition = tuple[str, int]
 OffsetMap = dict[TopicPartition, int]
@@ -51,7 +51,7 @@ def connection_json(kafka: Any) -> str:
 
 def client_kwargs(conn: str | Mapping[str, Any]) -> dict[str, Any]:
     """aiokafka keyword arguments from :func:`connection_json` text or a dict of it."""
-    from connector.jobconfig import KafkaSettings
+    from cdc_smt.connector.jobconfig import KafkaSettings
 
     d = json.loads(conn) if isinstance(conn, str) else dict(conn)
     d["bootstrap_servers"] = tuple(d["bootstrap_servers"])

@@ -35,12 +35,12 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
-from connector.spark.kafkaio import KafkaRangeError, KafkaSession, TopicPartition
-from connector.spark.settings import SinkSpec
-from connector.tuning import tune_allocator
-from transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
-from transforms.errors import CdcSmtError
-from transforms.model import Record
+from cdc_smt.connector.spark.kafkaio import KafkaRangeError, KafkaSession, TopicPartition
+from cdc_smt.connector.spark.settings import SinkSpec
+from cdc_smt.connector.tuning import tune_allocator
+from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
+from cdc_smt.transforms.errors import CdcSmtError
+from cdc_smt.transforms.model import Record
 
 log = logging.getLogger("cdc_smt.backfill")
 
@@ -215,7 +215,7 @@ class Task:
         """A fresh catalog from the schema file (``None``: codecs make their own)."""
         if self.plan.catalog_data is None:
             return None
-        from transforms.catalog import SchemaCatalog
+        from cdc_smt.transforms.catalog import SchemaCatalog
 
         catalog = SchemaCatalog()
         catalog.load_dict(self.plan.catalog_data, source=self.plan.catalog_source)
@@ -243,7 +243,7 @@ class Task:
             chain.tolerance = saved
 
     def _sinks(self, name: str) -> tuple[Any, Any]:
-        from connector.spark.sinks import DeadLetterFiles, FileOutput, KafkaOutput
+        from cdc_smt.connector.spark.sinks import DeadLetterFiles, FileOutput, KafkaOutput
 
         plan = self.plan
         if plan.sink.is_kafka:
@@ -277,7 +277,7 @@ class Task:
                 self.feed([tp] * len(records), records, [r.offset for r in records])
 
     def _feed_file(self, path: str, binary: bool) -> None:
-        from connector.framing import read_records
+        from cdc_smt.connector.framing import read_records
 
         positions: list[int] = []
         records: list[Record] = []
@@ -429,7 +429,7 @@ def _to_records(tp: TopicPartition, chunks: Iterator[list[Any]]) -> list[Record]
 
 def _stem(path: str) -> str:
     """``orders.canal.jsonl`` -> ``orders``: a file's name as a topic name."""
-    from connector.spark.sinks import safe_name
+    from cdc_smt.connector.spark.sinks import safe_name
 
     return safe_name(Path(path).name.split(".")[0])
 

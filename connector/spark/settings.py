@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 KAFKA_SOURCES = ("kafka", "spark-kafka")
 FILE_SOURCES = ("jsonl", "avro")
@@ -411,7 +411,7 @@ def _fill_inert(doc: dict[str, Any], settings: BackfillSettings) -> None:
 
 def load(path: str | os.PathLike[str], overrides: Overrides = Overrides(), *, env: Mapping[str, str] | None = None):
     """``(JobConfig, BackfillSettings)`` from a job file; flags in ``overrides`` win."""
-    from connector.jobconfig import load_job, read_job_file, substitute_env
+    from cdc_smt.connector.jobconfig import load_job, read_job_file, substitute_env
 
     doc = read_job_file(path)
     environ = os.environ if env is None else env

@@ -31,8 +31,8 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from transforms.chain import DeadLetter
-from transforms.model import Record
+from cdc_smt.transforms.chain import DeadLetter
+from cdc_smt.transforms.model import Record
 
 #: Output records sent to Kafka per acknowledged chunk.
 KAFKA_CHUNK = 5_000
@@ -309,7 +309,7 @@ class KafkaOutput:
     """An aiokafka producer on a private event loop; records go out in acknowledged chunks."""
 
     def __init__(self, conn: str, producer_settings: Any) -> None:
-        from connector.spark.kafkaio import client_kwargs
+        from cdc_smt.connector.spark.kafkaio import client_kwargs
 
         self._kwargs = client_kwargs(conn)
         self._settings = producer_settings
@@ -349,7 +349,7 @@ class KafkaOutput:
             self._run(self._send(pending))
 
     async def _send(self, pending: list[tuple[Record, int]]) -> None:
-        from connector.kafka import partition_for, produce_records
+        from cdc_smt.connector.kafka import partition_for, produce_records
 
         if self._producer is None:
             self._producer = await self._start()

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("pyflink", reason="PyFlink not installed (pip install -e '.[flink]' or ./dev flink)")
 
-from transforms.chain import Chain  # noqa: E402
-from transforms.formats import get_codec, registry  # noqa: E402
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema  # noqa: E402
+from cdc_smt.transforms.chain import Chain  # noqa: E402
+from cdc_smt.transforms.formats import get_codec, registry  # noqa: E402
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema  # noqa: E402
 
 pytestmark = pytest.mark.flink
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from connector import kafka as K
+from cdc_smt.connector import kafka as K
 from tests.integration.helpers import (
     KafkaCluster,
     Names,
@@ -37,7 +37,7 @@ def kafka() -> Iterator[KafkaCluster]:
         for bootstrap in apache_kafka_container():
             yield KafkaCluster(bootstrap, backend)
     else:
-        from connector.broker import BrokerError, EmbeddedBroker
+        from cdc_smt.connector.broker import BrokerError, EmbeddedBroker
 
         try:
             broker = EmbeddedBroker().start()

@@ -29,8 +29,8 @@ from typing import Any, Iterator
 import orjson
 import yaml
 
-from connector import kafka as K
-from transforms.model import Record
+from cdc_smt.connector import kafka as K
+from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_IMAGE = os.environ.get("CDC_SMT_KAFKA_IMAGE", "apache/kafka:3.9.0")
@@ -247,7 +247,7 @@ class WorkerProcess:
     def start(self) -> "WorkerProcess":
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in wait()/kill()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "connector.cli", "--log-level", "warning", "worker", "-c", str(self.job_path), "--log-format", "json"],
+            [sys.executable, "-m", "cdc_smt.connector.cli", "--log-level", "warning", "worker", "-c", str(self.job_path), "--log-format", "json"],
             cwd=ROOT,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from connector import kafka as K
-from connector.broker import BrokerError, EmbeddedBroker, find_tansu, probe_metadata
-from transforms.model import Record
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.broker import BrokerError, EmbeddedBroker, find_tansu, probe_metadata
+from cdc_smt.transforms.model import Record
 
 from tests.integration.helpers import ROOT, apache_kafka_container, docker_engine_available, wait_for
 
@@ -66,7 +66,7 @@ def test_broker_dies_with_a_killed_owner(tmp_path) -> None:
     script = tmp_path / "owner.py"
     script.write_text(
         "import sys, time\n"
-        "from connector.broker import EmbeddedBroker\n"
+        "from cdc_smt.connector.broker import EmbeddedBroker\n"
         "b = EmbeddedBroker().start()\n"
         "print(b.pid, flush=True)\n"
         "time.sleep(120)\n"
@@ -86,7 +86,7 @@ def test_broker_dies_with_a_killed_owner(tmp_path) -> None:
 def test_broker_command_prints_bootstrap_and_stops_on_sigterm() -> None:
     _tansu_or_skip()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "connector.cli", "broker", "--port", "0", "--topic", "demo:3"],
+        [sys.executable, "-m", "cdc_smt.connector.cli", "broker", "--port", "0", "--topic", "demo:3"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

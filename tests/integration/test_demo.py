@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from connector.broker import BrokerError, find_tansu
+from cdc_smt.connector.broker import BrokerError, find_tansu
 from tests.integration.helpers import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -19,7 +19,7 @@ def test_demo_runs_and_accounts_for_every_record() -> None:
     except BrokerError as exc:
         pytest.skip(str(exc))
     result = subprocess.run(
-        [sys.executable, "-m", "connector.cli", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=150
+        [sys.executable, "-m", "cdc_smt.connector.cli", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=150
     )
     out = result.stdout
     assert result.returncode == 0, result.stdout + result.stderr

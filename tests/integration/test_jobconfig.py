@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from connector.jobconfig import load_job, substitute_env
+from cdc_smt.connector.jobconfig import load_job, substitute_env
 from tests.integration.helpers import ROOT
-from transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError
 
 BASE: dict[str, Any] = {
     "id": "orders-to-debezium",
@@ -130,7 +130,7 @@ def test_secrets_never_appear_in_descriptions_or_errors() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "connector.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "cdc_smt.connector.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_worker_command_reports_a_config_error_clearly(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from aiokafka.partitioner import DefaultPartitioner, murmur2 as aiokafka_murmur2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connector.kafka import murmur2, partition_for
+from cdc_smt.connector.kafka import murmur2, partition_for
 
 
 @settings(max_examples=500, deadline=None)

@@ -13,9 +13,9 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from connector import kafka as K
-from connector.jobconfig import load_job
-from connector.worker import EXIT_FAILED, EXIT_OK, WorkerRuntime
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.jobconfig import load_job
+from cdc_smt.connector.worker import EXIT_FAILED, EXIT_OK, WorkerRuntime
 from tests.integration.helpers import (
     KafkaCluster,
     canal,
@@ -27,8 +27,8 @@ from tests.integration.helpers import (
     produce,
     row_changes,
 )
-from transforms.chain import ERROR_HEADER_PREFIX
-from transforms.model import Record
+from cdc_smt.transforms.chain import ERROR_HEADER_PREFIX
+from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -11,8 +11,8 @@ import yaml
 from tests.messages import tdsql_message
 from tests.integration.helpers import KafkaCluster, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
-from transforms.chain import ERROR_HEADER_PREFIX
-from transforms.model import Record
+from cdc_smt.transforms.chain import ERROR_HEADER_PREFIX
+from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

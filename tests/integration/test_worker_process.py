@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from connector import kafka as K
+from cdc_smt.connector import kafka as K
 from tests.integration.helpers import (
     KafkaCluster,
     canal,
@@ -25,7 +25,7 @@ from tests.integration.helpers import (
     partition_sizes,
     wait_for,
 )
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from connector.worker_state import StateStore, decode_snapshots
+from cdc_smt.connector.worker_state import StateStore, decode_snapshots
 from tests.integration.helpers import KafkaCluster, committed, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
 from tests.messages import tdsql_message
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

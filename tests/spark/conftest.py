@@ -55,7 +55,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def broker() -> Iterator[Any]:
     """An embedded (Tansu) broker for the Kafka tests."""
-    from connector.broker import BrokerError, EmbeddedBroker
+    from cdc_smt.connector.broker import BrokerError, EmbeddedBroker
 
     try:
         b = EmbeddedBroker().start()

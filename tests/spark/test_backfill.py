@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from bench.codec import canal_messages
-from connector import kafka
+from cdc_smt.connector import kafka
 from tests.messages import tdsql_message
 from tests.spark.conftest import read_tree, run_async, write_lines
-from transforms.model import Record
+from cdc_smt.transforms.model import Record
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,13 +32,13 @@ def write_job(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def load(path: Path, **overrides: Any):
-    from connector.spark.settings import Overrides, load as load_settings
+    from cdc_smt.connector.spark.settings import Overrides, load as load_settings
 
     return load_settings(path, Overrides(**overrides))
 
 
 def run(spark: Any, path: Path, **overrides: Any):
-    from connector.spark.backfill import run as run_backfill
+    from cdc_smt.connector.spark.backfill import run as run_backfill
 
     job, settings = load(path, **overrides)
     return run_backfill(job, settings, spark=spark, progress_out=None)
@@ -102,7 +102,7 @@ def test_files_to_files_equals_the_chain_over_each_file(spark, tmp_path, canal_f
     ]
     for name, lines in out.items():
         stem = name.split("/")[-1].replace("sub__", "sub/").removesuffix(".jsonl")
-        from connector.framing import read_records
+        from cdc_smt.connector.framing import read_records
 
         records = [r for _, r in read_records(canal_files / f"{stem}.jsonl", False)]
         outputs, _ = expected_by_record(job, records)
@@ -127,7 +127,7 @@ def test_a_rerun_with_the_same_checkpoint_emits_nothing_again(spark, tmp_path, c
 
 
 def test_tolerance_none_stops_at_the_bad_line_and_names_it(spark, tmp_path, canal_files):
-    from connector.spark.backfill import BackfillError
+    from cdc_smt.connector.spark.backfill import BackfillError
 
     path = files_job(tmp_path, canal_files, errors={"tolerance": "none"})
     with pytest.raises(BackfillError, match=r"b\.canal: line 151: decode failed: DecodeError"):
@@ -170,7 +170,7 @@ def kafka_job(tmp_path: Path, broker: Any, name: str, *, source_format: str = "c
 
 def produce_source(broker: Any, name: str, values: list[bytes], partitions: int = 2) -> list[Record]:
     """Keyed records (40 keys) spread over ``partitions``, plus topics for the output and the dead letters."""
-    from connector import kafka
+    from cdc_smt.connector import kafka
 
     run_async(kafka.create_topics(broker.bootstrap, {f"{name}.in": partitions, f"{name}.out": 3, f"{name}.dlq": 1}))
     records = [Record(value=v, key=b'{"id":%d}' % (i % 40), timestamp=1_700_000_000_000 + i) for i, v in enumerate(values)]
@@ -180,8 +180,8 @@ def produce_source(broker: Any, name: str, values: list[bytes], partitions: int 
 
 def worker_output(job: Any, broker: Any, topics: list[str]) -> dict[tuple[str, int], list[tuple]]:
     """What the worker produces from the source topic: its own Converter, one chain per partition."""
-    from connector import kafka
-    from connector.worker_pipeline import Converter
+    from cdc_smt.connector import kafka
+    from cdc_smt.connector.worker_pipeline import Converter
 
     source = run_async(kafka.consume_all(broker.bootstrap, job.source.topics[0]))
     counts = run_async(kafka.partition_counts(broker.bootstrap, topics))
@@ -204,7 +204,7 @@ def per_key(groups: dict[tuple[str, int], list[tuple]]) -> dict[tuple[str, int, 
 
 
 def topic_contents(broker: Any, topic: str) -> dict[tuple[str, int], list[tuple]]:
-    from connector import kafka
+    from cdc_smt.connector import kafka
 
     out: dict[tuple[str, int], list[tuple]] = {}
     for r in run_async(kafka.consume_all(broker.bootstrap, topic)):
@@ -254,7 +254,7 @@ def test_dead_letters_reach_the_topic_with_error_headers(kafka_run, broker):
 
 def test_dataworks_update_pairs_split_by_micro_batches_equal_the_workers(spark, broker, tmp_path):
     """DataWorks writes an update as UPDATE_BEFOR + UPDATE_AFTER; batches of 5 records cut pairs in two."""
-    from transforms.formats import get_codec
+    from cdc_smt.transforms.formats import get_codec
 
     canal, dataworks = get_codec("canal-json"), get_codec("dataworks-json")
     values = []
@@ -287,7 +287,7 @@ def test_time_range_selects_records_by_timestamp(spark, broker, tmp_path):
 
 
 def _time(ms: int):
-    from connector.spark.settings import Position
+    from cdc_smt.connector.spark.settings import Position
 
     return Position("time", time_ms=ms)
 
@@ -302,7 +302,7 @@ def test_resume_after_kill_loses_nothing_and_does_not_resend_finished_batches(sp
     job, settings = load(path)
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-m", "connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True)
     try:
         seen = []
@@ -357,11 +357,11 @@ def test_kafka_source_rows_have_sparks_kafka_columns_and_feed_the_same_task(kafk
     """``emit=records``: what ``format("kafka")`` yields; the task turns those rows into the same output."""
     from functools import partial
 
-    from connector.spark import datasource
-    from connector.spark.backfill import map_in_arrow
-    from connector.spark.kafkaio import connection_json
-    from connector.spark.process import SUMMARY_DDL, TaskPlan, run_task
-    from connector.spark.settings import SinkSpec
+    from cdc_smt.connector.spark import datasource
+    from cdc_smt.connector.spark.backfill import map_in_arrow
+    from cdc_smt.connector.spark.kafkaio import connection_json
+    from cdc_smt.connector.spark.process import SUMMARY_DDL, TaskPlan, run_task
+    from cdc_smt.connector.spark.settings import SinkSpec
 
     job, _ = kafka_run
     datasource.register(spark)
@@ -381,7 +381,7 @@ def test_kafka_source_rows_have_sparks_kafka_columns_and_feed_the_same_task(kafk
 
 
 def test_avro_container_files_keep_their_kafka_coordinates(spark, tmp_path):
-    from connector.framing import write_records
+    from cdc_smt.connector.framing import write_records
 
     values = canal_messages(50, seed=17)
     src = tmp_path / "in"

@@ -7,12 +7,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connector.spark.datasource import next_offsets
-from connector.spark.settings import Overrides, Position, build_settings, parse_time, position_from_flag, validate_section
-from connector.spark.sinks import ParquetWriter, clear_batch, dead_letter_entry, rows_to_table
-from transforms.chain import DeadLetter
-from transforms.errors import ConfigError
-from transforms.model import Record
+from cdc_smt.connector.spark.datasource import next_offsets
+from cdc_smt.connector.spark.settings import Overrides, Position, build_settings, parse_time, position_from_flag, validate_section
+from cdc_smt.connector.spark.sinks import ParquetWriter, clear_batch, dead_letter_entry, rows_to_table
+from cdc_smt.transforms.chain import DeadLetter
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import Record
 
 JOB = {"id": "t", "source": {"format": "canal-json"}, "sink": {"format": "debezium-json"}}
 
@@ -157,16 +157,16 @@ def test_dead_letter_entry_keeps_the_message_and_its_coordinates():
 
 
 def test_explain_finds_the_halting_record_inside_a_spark_trace():
-    from connector.spark.backfill import explain
+    from cdc_smt.connector.spark.backfill import explain
 
     trace = (
         "pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] ...\n"
         "Traceback (most recent call last):\n  File 'x', line 1\n"
-        "connector.spark.process.BackfillHalted: CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
+        "cdc_smt.connector.spark.process.BackfillHalted: CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
         "\tat org.apache.spark.Foo\n"
     )
     assert explain(RuntimeError(trace)) == (
         "stopped at a record that failed (errors.tolerance: none): in.jsonl: line 7: decode failed: DecodeError: bad"
     )
-    other = "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\nconnector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
-    assert explain(RuntimeError(other)) == "connector.spark.kafkaio.KafkaRangeError: t[0]: gone"
+    other = "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\ncdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
+    assert explain(RuntimeError(other)) == "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone"

@@ -11,8 +11,8 @@ import pkgutil
 from functools import lru_cache
 from typing import Any, Mapping
 
-from transforms.errors import ConfigError
-from transforms.formats.base import Capabilities, Codec, JsonCodec
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.formats.base import Capabilities, Codec, JsonCodec
 
 _NOT_FORMATS = {"base"}
 

@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
-from transforms.model import TYPED, Column, TableSchema, Target
-from transforms.types import (
+from cdc_smt.transforms.model import TYPED, Column, TableSchema, Target
+from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     TypeParseError,

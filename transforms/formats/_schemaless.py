@@ -23,9 +23,9 @@ from typing import Any, ClassVar, Iterable
 
 import orjson
 
-from transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.types import (
+from cdc_smt.transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     parse_date,

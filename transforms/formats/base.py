@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Iterable, Mapping
 import msgspec
 import orjson
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Record, TableSchema
-from transforms.options import Option, Options, check_timezone, merge, resolve
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Record, TableSchema
+from cdc_smt.transforms.options import Option, Options, check_timezone, merge, resolve
 
 def _positive(v: int) -> None:
     if v <= 0:
@@ -88,7 +88,7 @@ class Codec:
         self.opts: Options = resolve(self.all_options(), options or {}, path)
         self._max_message_bytes: int = self.opts.max_message_bytes  # read per message
         if catalog is None and self.own_catalog:
-            from transforms.catalog import SchemaCatalog  # sqlglot is heavy: only for these formats
+            from cdc_smt.transforms.catalog import SchemaCatalog  # sqlglot is heavy: only for these formats
 
             catalog = SchemaCatalog()
         self.catalog = catalog
@@ -258,7 +258,7 @@ class JsonCodec(Codec):
         """The flat row of an UNWRAPPED event (``after``, else ``before``), each value of a
         known column as :func:`transforms.types.to_json_value` renders it (TIMESTAMPs
         re-shown in this codec's ``source_timezone``); other values as they are."""
-        from transforms.types import Kind, rebase_timestamp, to_json_value
+        from cdc_smt.transforms.types import Kind, rebase_timestamp, to_json_value
 
         if event.values is not None:
             event.typed()
@@ -372,7 +372,7 @@ def json_default(v: Any) -> Any:
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(v)).decode("ascii")
     if isinstance(v, dt.timedelta):
-        from transforms.types import format_time
+        from cdc_smt.transforms.types import format_time
 
         return format_time(v)
     if isinstance(v, (dt.date, dt.datetime, dt.time)):

@@ -68,9 +68,9 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import orjson
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
-from transforms.model import (
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
+from cdc_smt.transforms.model import (
     TOMBSTONE,
     UNWRAPPED,
     ChangeEvent,
@@ -83,9 +83,9 @@ from transforms.model import (
     compiled,
     typed_reader,
 )
-from transforms.options import Option
-from transforms.sqltext import classify_ddl, text_of
-from transforms.types import (
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.sqltext import classify_ddl, text_of
+from cdc_smt.transforms.types import (
     InvalidTemporal,
     Kind,
     MySQLType,

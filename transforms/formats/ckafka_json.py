@@ -18,11 +18,11 @@ from typing import Any
 
 import msgspec
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, is_int
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.sqltext import MYSQL_TEXT, event_ms, text_images
-from transforms.types import epoch_us, wall_clock
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, is_int
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.sqltext import MYSQL_TEXT, event_ms, text_images
+from cdc_smt.transforms.types import epoch_us, wall_clock
 
 _OPS = {"I": Op.INSERT, "U": Op.UPDATE, "D": Op.DELETE}
 _TYPES = {Op.INSERT: "I", Op.READ: "I", Op.UPDATE: "U", Op.DELETE: "D"}
@@ -199,7 +199,7 @@ class CKafkaJson(JsonCodec):
     def _canal(self) -> Any:
         if self._canal_codec is None:
             try:
-                from transforms.formats.canal_json import CanalJson
+                from cdc_smt.transforms.formats.canal_json import CanalJson
             except ImportError:
                 raise DecodeError("Canal-shaped DDL needs the canal-json codec, which is not available", format=self.name) from None
             self._canal_codec = CanalJson({"source_timezone": self.opts.source_timezone}, catalog=self.catalog)

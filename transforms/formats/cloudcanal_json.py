@@ -19,12 +19,12 @@ from typing import Any
 
 import orjson
 
-from transforms.errors import DecodeError
-from transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.options import Option
-from transforms.sqltext import classify_ddl, event_ms, text_images
-from transforms.types import Kind, TypeParseError, from_text, parse_type
+from cdc_smt.transforms.errors import DecodeError
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.sqltext import classify_ddl, event_ms, text_images
+from cdc_smt.transforms.types import Kind, TypeParseError, from_text, parse_type
 
 _DML = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _ACTIONS = {Op.INSERT: "INSERT", Op.READ: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE"}

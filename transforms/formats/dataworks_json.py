@@ -53,13 +53,13 @@ from typing import Any
 
 import orjson
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats._schemaless import infer_python_type, merged_schema
-from transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.options import Option
-from transforms.sqltext import classify_ddl
-from transforms.types import (
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.sqltext import classify_ddl
+from cdc_smt.transforms.types import (
     InvalidTemporal,
     Kind,
     MySQLType,

@@ -34,8 +34,8 @@ from typing import Any, Iterable, Mapping
 import msgspec
 import orjson
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats._connect import (
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats._connect import (
     BIGINT_UNSIGNED_MODES,
     BINARY_MODES,
     DECIMAL_FORMATS,
@@ -48,10 +48,10 @@ from transforms.formats._connect import (
     plan_for_schema,
     schema_from_python,
 )
-from transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
-from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.options import Option
-from transforms.types import TypeParseError, parse_type, quote_label
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.types import TypeParseError, parse_type, quote_label
 
 NAME = "debezium-json"
 #: ``source.version`` of messages this codec writes itself.
@@ -1374,7 +1374,7 @@ def _change_type(event: ChangeEvent) -> str:
     kind = (event.ddl_kind or "").upper()
     if kind in ("CREATE", "ALTER", "DROP"):
         return kind
-    from transforms.catalog import classify_ddl  # sqlglot is heavy: only for DDL without a kind
+    from cdc_smt.transforms.catalog import classify_ddl  # sqlglot is heavy: only for DDL without a kind
 
     kind = classify_ddl(event.ddl or "")
     return {"CREATE": "CREATE", "ERASE": "DROP"}.get(kind, "ALTER")

@@ -55,12 +55,12 @@ from typing import Any
 import fastavro
 import orjson
 
-from schemas import load_avro
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats._schemaless import infer_python_type, merged_schema
-from transforms.formats.base import Capabilities, Codec, json_default, record_headers
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
-from transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
+from cdc_smt.schemas import load_avro
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
+from cdc_smt.transforms.formats.base import Capabilities, Codec, json_default, record_headers
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
+from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
 
 _NAME = "dts-avro"
 _NS = "com.alibaba.dts.formats.avro."

@@ -20,13 +20,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats._schemaless import JsonValues, SchemalessJson
-from transforms.formats.base import Capabilities, in_original_order
-from transforms.options import Option
-from transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from transforms.sqltext import classify_ddl, statement_head
-from transforms.types import Kind, parse_type
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats._schemaless import JsonValues, SchemalessJson
+from cdc_smt.transforms.formats.base import Capabilities, in_original_order
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.sqltext import classify_ddl, statement_head
+from cdc_smt.transforms.types import Kind, parse_type
 
 _ROW_TYPES = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
 _DDL_TYPES = frozenset({"table-create", "table-alter", "table-drop", "database-create", "database-alter", "database-drop"})

@@ -18,11 +18,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats._schemaless import JsonValues, SchemalessJson
-from transforms.formats.base import Capabilities, in_original_order
-from transforms.model import ChangeEvent, Op, Record, SourcePosition
-from transforms.types import epoch_us, wall_clock
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats._schemaless import JsonValues, SchemalessJson
+from cdc_smt.transforms.formats.base import Capabilities, in_original_order
+from cdc_smt.transforms.model import ChangeEvent, Op, Record, SourcePosition
+from cdc_smt.transforms.types import epoch_us, wall_clock
 
 _OPS = {"I": Op.INSERT, "U": Op.UPDATE, "D": Op.DELETE, "T": Op.TRUNCATE}
 _MAPPED = frozenset({"table", "op_type", "op_ts", "current_ts", "pos", "primary_keys", "before", "after"})

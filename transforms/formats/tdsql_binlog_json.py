@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from transforms.errors import DecodeError, EncodeError
-from transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
-from transforms.model import ChangeEvent, Op, Record, SourcePosition, TableSchema
-from transforms.options import Option
-from transforms.sqltext import (
+from cdc_smt.transforms.errors import DecodeError, EncodeError
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
+from cdc_smt.transforms.model import ChangeEvent, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.sqltext import (
     LiteralError,
     SqlLiteralForm,
     classify_ddl,

@@ -47,12 +47,12 @@ import time
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from transforms.errors import EncodeError
-from transforms.formats.base import Capabilities
-from transforms.formats.canal_json import ROW_TYPES, CanalJson, CanalText, go_float_text
-from transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
-from transforms.options import Option
-from transforms.types import Kind, MySQLType, TypeParseError, parse_type
+from cdc_smt.transforms.errors import EncodeError
+from cdc_smt.transforms.formats.base import Capabilities
+from cdc_smt.transforms.formats.canal_json import ROW_TYPES, CanalJson, CanalText, go_float_text
+from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
+from cdc_smt.transforms.types import Kind, MySQLType, TypeParseError, parse_type
 
 WATERMARK_TYPE = "TIDB_WATERMARK"
 #: Kinds whose parameterless type would mean "no fractional seconds".

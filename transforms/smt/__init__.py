@@ -19,8 +19,8 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
-from transforms.errors import ConfigError
-from transforms.smt.base import Transform
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.smt.base import Transform
 
 ENTRY_POINT_GROUP = "cdc_smt.transforms"
 _NOT_TRANSFORMS = {"base"}
@@ -57,7 +57,7 @@ def refresh() -> None:
     """Forget discovered plugins (after installing or removing one at run time)."""
     importlib.invalidate_caches()
     plugins.cache_clear()
-    from transforms import predicates
+    from cdc_smt.transforms import predicates
 
     predicates.refresh()
 

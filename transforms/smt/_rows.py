@@ -6,10 +6,10 @@ from typing import Any
 
 import orjson
 
-from transforms.formats.base import json_default
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.smt.base import infer_type
-from transforms.types import Kind, to_json_value
+from cdc_smt.transforms.formats.base import json_default
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.smt.base import infer_type
+from cdc_smt.transforms.types import Kind, to_json_value
 
 
 def parse_object(value: Any) -> dict[str, Any] | None:

@@ -15,8 +15,8 @@ import string
 from decimal import Decimal
 from typing import Any, Callable
 
-from transforms.model import ChangeEvent
-from transforms.smt.base import current_topic
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.smt.base import current_topic
 
 Getter = Callable[[ChangeEvent], Any]
 

@@ -29,13 +29,13 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import msgspec
 
-from transforms.errors import ConfigError
-from transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
-from transforms.options import Option, Options, merge, resolve
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
+from cdc_smt.transforms.options import Option, Options, merge, resolve
 
 # TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
-from transforms.types import type_of_value
-from transforms.types import zone as types_zone
+from cdc_smt.transforms.types import type_of_value
+from cdc_smt.transforms.types import zone as types_zone
 
 #: ``extra`` key: consecutive events with the same value form one multi-row message.
 ROW_GROUP = "cdc_smt.row_group"
@@ -123,7 +123,7 @@ class Transform:
             if self.negate:
                 raise ConfigError("negate needs a predicate", f"{self.path}.negate" if self.path else "negate")
             return None
-        from transforms.predicates import Predicate, build_predicate
+        from cdc_smt.transforms.predicates import Predicate, build_predicate
 
         ppath = f"{self.path}.predicate" if self.path else "predicate"
         if isinstance(spec, str):

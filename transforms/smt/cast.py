@@ -6,11 +6,11 @@ import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from transforms.errors import TransformError
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.options import Option, Options
-from transforms.smt.base import Result, SchemaMap, Transform
-from transforms.types import InvalidTemporal, Kind, MySQLType, TypeParseError, parse_type, to_text
+from cdc_smt.transforms.errors import TransformError
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, SchemaMap, Transform
+from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, TypeParseError, parse_type, to_text
 
 #: Kafka Connect Cast type names -> MySQL types.
 CONNECT_TYPES = {
@@ -171,7 +171,7 @@ def convert(v: Any, target: MySQLType, source: Column | None = None) -> Any:
         if isinstance(v, dt.datetime):
             return dt.timedelta(hours=v.hour, minutes=v.minute, seconds=v.second, microseconds=v.microsecond)
         if isinstance(v, str):
-            from transforms.types import parse_time
+            from cdc_smt.transforms.types import parse_time
 
             return parse_time(v)
         raise TypeError

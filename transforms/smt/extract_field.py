@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.errors import TransformError
-from transforms.model import ChangeEvent, Column
-from transforms.options import Option, Options
-from transforms.smt._rows import column_for, parse_object, plain, rebuild_schema
-from transforms.smt.base import Result, Transform, check_names, freeze_key
+from cdc_smt.transforms.errors import TransformError
+from cdc_smt.transforms.model import ChangeEvent, Column
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt._rows import column_for, parse_object, plain, rebuild_schema
+from cdc_smt.transforms.smt.base import Result, Transform, check_names, freeze_key
 
 
 class ExtractField(Transform):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from transforms.expr import Expression, compile_expr
-from transforms.model import ChangeEvent, Op
-from transforms.options import Option, Options
-from transforms.smt.base import ROW_OPS, TOMBSTONE, Result, Transform, check_regex_list
+from cdc_smt.transforms.expr import Expression, compile_expr
+from cdc_smt.transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import ROW_OPS, TOMBSTONE, Result, Transform, check_regex_list
 
 _OP_GROUPS = {"transaction": ("begin", "commit"), "row": ("insert", "update", "delete", "read")}
 _OP_NAMES = tuple(o.value for o in Op)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.errors import ConfigError, TransformError
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.smt._template import Template, check_template
-from transforms.smt._template import text as header_text
-from transforms.smt.base import Result, Transform, check_names, current_headers
-from transforms.smt.replace_field import ReplaceField
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt._template import Template, check_template
+from cdc_smt.transforms.smt._template import text as header_text
+from cdc_smt.transforms.smt.base import Result, Transform, check_names, current_headers
+from cdc_smt.transforms.smt.replace_field import ReplaceField
 
 
 class InsertHeader(Transform):

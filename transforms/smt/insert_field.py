@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Callable
 
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Column
-from transforms.options import Option, Options
-from transforms.smt.base import Result, SchemaMap, Transform, current_topic, infer_type, with_columns, zone
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent, Column
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, SchemaMap, Transform, current_topic, infer_type, with_columns, zone
 
 Getter = Callable[[ChangeEvent], Any]
 

@@ -8,11 +8,11 @@ import os
 from decimal import Decimal
 from typing import Any, Callable
 
-from transforms.errors import ConfigError, TransformError
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.options import Option, Options
-from transforms.smt.base import Result, SchemaMap, Transform, check_names
-from transforms.types import Kind, from_text, to_text
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, SchemaMap, Transform, check_names
+from cdc_smt.transforms.types import Kind, from_text, to_text
 
 _EMPTY_BY_KIND: dict[Kind, Any] = {
     Kind.INT: 0,

@@ -6,11 +6,11 @@ import re
 
 import msgspec
 
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.smt.base import Result, Transform, check_regex
-from transforms.smt.route import java_replacement
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, Transform, check_regex
+from cdc_smt.transforms.smt.route import java_replacement
 
 _Target = tuple[str | None, str, str] | None  # (logical database, logical table, physical "db.table")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.errors import ConfigError, TransformError
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.options import Option, Options
-from transforms.smt.base import Result, SchemaMap, Transform, check_names, freeze_key
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, SchemaMap, Transform, check_names, freeze_key
 
 
 def _check_renames(value: Any) -> dict[str, str]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from transforms.errors import ConfigError
-from transforms.expr import Expression, compile_expr
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.smt._template import FIELDS, Template, check_template
-from transforms.smt.base import Result, Transform, check_regex, current_topic
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.expr import Expression, compile_expr
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt._template import FIELDS, Template, check_template
+from cdc_smt.transforms.smt.base import Result, Transform, check_regex, current_topic
 
 _INVALID_TOPIC_CHARS = re.compile(r"[^a-zA-Z0-9._-]")
 _JAVA_GROUP = re.compile(r"\$(?:(\d+)|\{(\w+)\})")

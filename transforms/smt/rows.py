@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.smt.base import ROW_GROUP, ROW_OPS, TOMBSTONE, Result, Transform
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import ROW_GROUP, ROW_OPS, TOMBSTONE, Result, Transform
 
 _group_ids = itertools.count(1)
 

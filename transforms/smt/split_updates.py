@@ -6,9 +6,9 @@ from typing import Any
 
 import msgspec
 
-from transforms.model import ChangeEvent, Op
-from transforms.options import Option, Options
-from transforms.smt.base import Result, Transform, tombstone_for
+from cdc_smt.transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, Transform, tombstone_for
 
 
 def full_before(event: ChangeEvent) -> dict[str, Any]:

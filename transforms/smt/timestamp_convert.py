@@ -6,11 +6,11 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from transforms.errors import TransformError
-from transforms.model import ChangeEvent, Column, TableSchema
-from transforms.options import Option, Options, check_timezone
-from transforms.smt.base import Result, SchemaMap, Transform, check_names, zone
-from transforms.types import InvalidTemporal, Kind
+from cdc_smt.transforms.errors import TransformError
+from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
+from cdc_smt.transforms.options import Option, Options, check_timezone
+from cdc_smt.transforms.smt.base import Result, SchemaMap, Transform, check_names, zone
+from cdc_smt.transforms.types import InvalidTemporal, Kind
 
 _UNITS = {"seconds": 1, "milliseconds": 1_000, "microseconds": 1_000_000, "nanoseconds": 1_000_000_000}
 _TARGET_TYPES = {

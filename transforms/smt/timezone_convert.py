@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options, check_timezone
-from transforms.smt.base import Result, Transform, check_names, zone
-from transforms.types import Kind
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options, check_timezone
+from cdc_smt.transforms.smt.base import Result, Transform, check_names, zone
+from cdc_smt.transforms.types import Kind
 
 
 def rebase(value: dt.datetime, source: str, target: str) -> dt.datetime:

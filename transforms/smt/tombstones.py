@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transforms.model import ChangeEvent
-from transforms.smt.base import TOMBSTONE, Result, Transform
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.smt.base import TOMBSTONE, Result, Transform
 
 
 class DropTombstones(Transform):

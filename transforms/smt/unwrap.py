@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from transforms.errors import ConfigError
-from transforms.model import ChangeEvent, Column, Op
-from transforms.options import Option, Options
-from transforms.smt.base import (
+from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.model import ChangeEvent, Column, Op
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import (
     TOMBSTONE,
     UNWRAPPED,
     Result,

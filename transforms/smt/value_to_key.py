@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from transforms.errors import ConfigError, TransformError
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.smt.base import Result, Transform, check_names
+from cdc_smt.transforms.errors import ConfigError, TransformError
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.smt.base import Result, Transform, check_names
 
 
 class ValueToKey(Transform):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from transforms.model import ChangeEvent
-from transforms.options import Option, Options
-from transforms.predicates import Predicate
-from transforms.smt.base import Result, Transform
+from cdc_smt.transforms.model import ChangeEvent
+from cdc_smt.transforms.options import Option, Options
+from cdc_smt.transforms.predicates import Predicate
+from cdc_smt.transforms.smt.base import Result, Transform
 
 
 class Shout(Transform):
