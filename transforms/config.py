@@ -169,7 +169,7 @@ def _type_only(error: Any) -> bool:
 
 def _unknown_keys(error: Any) -> list[str]:
     """Keys an additional/unevaluatedProperties error is about, in document order."""
-    if error.validator not in _UNKNOWN or not isinstance(error.instance, Mapping):
+    if error.validator not in _UNKNOWN or error.validator_value is not False or not isinstance(error.instance, Mapping):
         return []
     known = set(_known_keys(error.schema))
     return [str(k) for k in error.instance if k not in known]
