@@ -2,9 +2,11 @@
 
 A job file is a superset of the chain file (``source``, ``transforms``,
 ``sink``, ``errors``) plus the job ``id`` (consumer group), the Kafka
-connection, source topics, and producer/consumer/worker settings. It is
-validated against ``schemas/job.schema.json``; every error names the path of
-the offending setting (``sink.topic: missing required setting``).
+connection, source topics, and producer/consumer/worker settings (and the
+``backfill`` section :mod:`connector.spark.settings` reads). It is validated
+against ``schemas/job.schema.json``, which takes the chain parts from the chain
+schema; errors are worded by the explainer all config files share, naming the
+path of the offending key (``sink.topic: missing required key``).
 
 Secrets are written as ``${ENV_VAR}`` references and resolved at load time.
 The resolved values live only in fields that are excluded from ``repr`` and
@@ -20,12 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from cdc_smt import schemas
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.config import ChainConfig, check_document, load_config, read_yaml_file
+from cdc_smt.transforms.config import build_chain as build_chain_of
 from cdc_smt.transforms.errors import ConfigError
 
+JOB_SCHEMA = "urn:cdc-smt:schema:job"
 #: Placeholders the sink topic template may use.
 SINK_TOPIC_FIELDS = ("source_topic",)
-#: Keys whose values are secrets: never echoed in errors or descriptions.
-SECRET_KEYS = frozenset({"sasl_password", "ssl_password"})
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _ENV_REF = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
@@ -230,37 +235,21 @@ class JobConfig:
     path: str = ""
 
     # -- the chain -----------------------------------------------------------------
-    def chain_document(self) -> dict[str, Any]:
-        """The chain-file part of the job (what ``cdc-smt convert -c`` would read)."""
-        doc: dict[str, Any] = {
-            "source": {"format": self.source.format, "options": dict(self.source.options)},
-            "sink": {"format": self.sink.format, "options": dict(self.sink.options)},
-            "transforms": list(self.transforms),
-            "errors": {"tolerance": self.errors.tolerance},
-        }
-        if self.predicates:
-            doc["predicates"] = dict(self.predicates)
-        return doc
+    def chain_config(self) -> ChainConfig:
+        """The chain part of the job (already checked: the job schema takes it from the chain schema)."""
+        return ChainConfig(
+            source_format=self.source.format,
+            sink_format=self.sink.format,
+            source_options=dict(self.source.options),
+            sink_options=dict(self.sink.options),
+            transforms=[dict(t) for t in self.transforms],
+            predicates={k: dict(v) for k, v in self.predicates.items()},
+            errors_tolerance=self.errors.tolerance,
+        )
 
-    def build_chain(self, *, catalog: Any = None):  # -> transforms.chain.Chain
-        """A fresh chain (own codec instances) for one source partition.
-
-        Goes through ``transforms.config`` (the chain file's own validation) when
-        it is installed, so a job's chain part is checked exactly like a chain file.
-        """
-        try:
-            from cdc_smt.transforms import config as chain_config
-        except ImportError:
-            chain_config = None  # type: ignore[assignment]
-        if chain_config is not None:
-            _codec_class(self.source.format, "source", decode=True)
-            _codec_class(self.sink.format, "sink", decode=False)
-            return chain_config.build_chain(chain_config.load_config(self.chain_document()), catalog=catalog)
-        from cdc_smt.transforms.chain import Chain
-
-        decoder = _codec(self.source.format, self.source.options, "source", catalog, decode=True)
-        encoder = _codec(self.sink.format, self.sink.options, "sink", catalog, decode=False)
-        return Chain(decoder, encoder, _build_transforms(self.transforms, self.predicates), self.errors.tolerance)
+    def build_chain(self, *, catalog: Any = None) -> Chain:
+        """A fresh chain (own codec instances) for one source partition, built as a chain file's is."""
+        return build_chain_of(self.chain_config(), catalog=catalog)
 
     def new_catalog(self) -> Any:
         """A schema catalog seeded from ``schema_files`` (``None`` without them: codecs keep their own)."""
@@ -312,57 +301,6 @@ def _check_compression(kind: str | None) -> None:
         raise ConfigError(f"{kind} compression needs cramjam: pip install 'aiokafka[{kind}]'", "producer.compression_type")
 
 
-def _can(cls: type, decode: bool) -> bool:
-    """Does the codec class implement this direction (beyond the abstract base)?"""
-    from cdc_smt.transforms.formats.base import Codec, JsonCodec
-
-    names = ("decode", "decode_message") if decode else ("encode", "encode_message")
-    for name in names:
-        impl = getattr(cls, name, None)
-        if impl is not None and impl is not getattr(Codec, name, None) and impl is not getattr(JsonCodec, name, None):
-            return True
-    return False
-
-
-def _codec_class(name: str, section: str, *, decode: bool) -> type:
-    """The codec class for ``name``, checked to support this direction."""
-    from cdc_smt.transforms.formats import codec_class
-
-    try:
-        cls = codec_class(name)
-    except ConfigError as exc:
-        raise ConfigError(str(exc), f"{section}.format") from None
-    if not _can(cls, decode):
-        raise ConfigError(f"format {name!r} cannot be {'decoded' if decode else 'encoded'}", f"{section}.format")
-    return cls
-
-
-def _codec(name: str, options: Mapping[str, Any], section: str, catalog: Any, *, decode: bool):
-    cls = _codec_class(name, section, decode=decode)
-    return cls(dict(options), path=f"{section}.options", catalog=catalog)
-
-
-def _build_transforms(specs: list[dict[str, Any]], predicates: Mapping[str, Any]) -> list[Any]:
-    """Transforms through ``transforms.config`` (imported lazily: it may be absent)."""
-    if not specs:
-        return []
-    try:
-        from cdc_smt.transforms import config as chain_config
-    except ImportError:
-        chain_config = None  # type: ignore[assignment]
-    build = getattr(chain_config, "build_transforms", None)
-    if build is None:
-        raise ConfigError("this installation cannot build transforms (transforms.config is missing)", "transforms")
-    try:
-        return list(build(specs, path="transforms", predicates=dict(predicates)))
-    except TypeError as exc:
-        if "predicates" not in str(exc):
-            raise
-        if predicates:
-            raise ConfigError("named predicates are not supported by this installation", "predicates") from None
-        return list(build(specs, path="transforms"))
-
-
 # -- loading ----------------------------------------------------------------------------
 def load_job(
     source: str | Path | Mapping[str, Any],
@@ -392,21 +330,42 @@ def load_job(
 
 def read_job_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The YAML mapping of a job file; errors name the file (and the line and column of bad YAML)."""
-    import yaml
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"job file not found: {path}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    raw = read_yaml_file(path, "job file")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     return raw
+
+
+def read_chain(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> tuple[ChainConfig, tuple[str, ...]]:
+    """The chain of a chain file or of a job file, and the job's schema files (relative to it).
+
+    A document with an ``id`` is a job (every job has one): its chain part is
+    read with ``${ENV}`` references substituted and checked as a chain file is,
+    so one file per job serves ``worker``, ``backfill`` and ``convert``. The
+    keys only hosts read (Kafka, topics, backfill, ...) are left to them.
+    """
+    doc = read_yaml_file(path, "config file")
+    if not (isinstance(doc, Mapping) and "id" in doc):
+        return load_config(doc if isinstance(doc, Mapping) else Path(path)), ()
+    environ = os.environ if env is None else env
+    config = load_config(substitute_env(chain_part(doc), environ))
+    files = substitute_env(doc.get("schema_files") or [], environ, "schema_files")
+    check_document(files, f"{JOB_SCHEMA}#/properties/schema_files", "schema_files")
+    return config, tuple(str(Path(path).parent / f) for f in files)
+
+
+def chain_part(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The chain file inside a job document: its chain keys, without the keys the job
+    schema adds to them (``topics``, ``pattern``, ``topic``, ``dead_letter_topic``)."""
+    job = schemas.load("job")["properties"]
+    out: dict[str, Any] = {}
+    for key in schemas.load("chain")["properties"]:
+        if key not in doc:
+            continue
+        value = doc[key]
+        added = job[key].get("properties", {}) if isinstance(value, Mapping) else {}
+        out[key] = {k: v for k, v in value.items() if k not in added} if added else value
+    return out
 
 
 def _scalar_settings(schema: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
@@ -428,8 +387,6 @@ def _coerce_scalars(doc: dict[str, Any]) -> None:
     Environment references always yield strings; this lets them fill numeric
     settings. A string that does not parse is left alone for validation to report.
     """
-    from cdc_smt import schemas
-
     for path, typ in _scalar_settings(schemas.load("job")).items():
         node: Any = doc
         for name in path[:-1]:
@@ -462,54 +419,7 @@ def _set_path(doc: dict[str, Any], dotted: str, value: Any) -> None:
 
 def validate(doc: Mapping[str, Any]) -> None:
     """Check ``doc`` against ``schemas/job.schema.json``; raise the most relevant error."""
-    from cdc_smt import schemas
-    from jsonschema.exceptions import best_match
-
-    errors = list(schemas.validator("job").iter_errors(doc))
-    if not errors:
-        return
-    err = best_match(errors)
-    path, message = _explain(err)
-    raise ConfigError(message, path or None)
-
-
-def _fmt_path(parts: Any) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
-
-
-def _explain(err: Any) -> tuple[str, str]:
-    """A path and a plain-words message for one jsonschema error."""
-    path = _fmt_path(err.absolute_path)
-    leaf = str(err.absolute_path[-1]) if err.absolute_path else ""
-    v = err.validator
-    if v == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        return _join(path, missing), "missing required setting"
-    if v == "additionalProperties":
-        known = sorted(err.schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(known))
-        return _join(path, extra[0] if extra else ""), f"unknown setting (known: {', '.join(known)})"
-    if path == "source" and v == "oneOf" and isinstance(err.instance, dict):
-        if "topics" in err.instance and "pattern" in err.instance:
-            return path, "set either topics or pattern, not both"
-        if "topics" not in err.instance and "pattern" not in err.instance:
-            return path, "set topics (a list) or pattern (a regular expression)"
-    if leaf in SECRET_KEYS:
-        return path, f"invalid value (expected {err.schema.get('type', 'a valid value')})"
-    if v == "pattern" and path == "id":
-        return path, f"{err.instance!r}: use only letters, digits, '.', '_' and '-' (it names the consumer group)"
-    if v == "enum":
-        return path, f"must be one of {', '.join(dict.fromkeys(map(str, err.validator_value)))}; got {err.instance!r}"
-    if v == "type":
-        return path, f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
-    return path, err.message
-
-
-def _join(path: str, leaf: str) -> str:
-    return f"{path}.{leaf}" if path and leaf else (path or leaf)
+    check_document(doc, JOB_SCHEMA)
 
 
 def _servers(value: Any) -> tuple[str, ...]:
@@ -639,7 +549,9 @@ __all__ = [
     "SourceSettings",
     "TopicCreation",
     "WorkerSettings",
+    "chain_part",
     "load_job",
+    "read_chain",
     "substitute_env",
     "validate",
 ]

@@ -94,7 +94,7 @@ def test_defaults() -> None:
         (
             "source: a\nsink: b\nerrors: {tolerence: all}",
             "errors.tolerence",
-            "unknown key 'tolerence' (known: tolerance)",
+            "unknown key 'tolerence' (did you mean 'tolerance'?; known: tolerance)",
         ),
         ("source: a\nsink: b\nerrors: {tolerance: some}", "errors.tolerance", "must be one of none, all"),
         (
@@ -103,7 +103,7 @@ def test_defaults() -> None:
             "missing required key",
         ),
         ("source: a\nsink: b\ntransforms: {type: filter}", "transforms", "expected a list, got a mapping"),
-        ("source: a\nsink: {format: b, option: {}}", "sink.option", "unknown key 'option' (known: format, options)"),
+        ("source: a\nsink: {format: b, option: {}}", "sink.option", "unknown key 'option' (did you mean 'options'?; known: format, options)"),
         ("source: a\nsink: {options: {}}", "sink.format", "missing required key"),
         ("source: a\nsinks: b", "sinks", "unknown key 'sinks'"),
         ("source: a", "sink", "missing required key"),
@@ -131,7 +131,7 @@ def test_structural_errors_name_the_yaml_path(text: str, path: str, message: str
 
 
 def test_yaml_syntax_and_shape_errors(tmp_path: Path) -> None:
-    assert "line 2, column 8: mapping values" in str(error_of("source: a\nsink: b: c\n"))
+    assert "not valid YAML (line 2, column 8): mapping values" in str(error_of("source: a\nsink: b: c\n"))
     assert "got a list" in str(error_of("- 1\n"))
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.yaml")

@@ -64,7 +64,8 @@ def formats_markdown() -> str:
     for name, cls in registry().items():
         framing = "schemaless Avro binary" if cls.binary else "JSON"
         desc = (cls.description or "").replace("|", "\\|")
-        lines.append(f"| `{name}` | {desc} | yes | yes | {framing} |")
+        decode, encode = ("yes" if can else "–" for can in (cls.can_decode, cls.can_encode))
+        lines.append(f"| `{name}` | {desc} | {decode} | {encode} | {framing} |")
     return "\n".join(lines)
 
 

@@ -17,12 +17,18 @@ structure against ``schemas/chain.schema.json`` (unknown keys, wrong types),
 then every transform, predicate and codec against its declared options. Every
 error is a :class:`ConfigError` whose ``path`` names the place
 (``transforms[2].fields``).
+
+This module also holds what every config document shares (the job file, whose
+schema reuses the chain's, and its ``backfill`` section): one YAML reader
+(:func:`read_yaml_file`) and one explainer of JSON Schema errors
+(:func:`check_document`), so a mistake reads the same wherever it is made.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -33,6 +39,7 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats import registry as format_registry
+from cdc_smt.transforms.options import unknown_name_message
 from cdc_smt.transforms.predicates import Predicate, build_predicates
 from cdc_smt.transforms.smt import transform_class
 from cdc_smt.transforms.smt.base import Transform
@@ -51,33 +58,42 @@ class ChainConfig:
     errors_tolerance: str = "none"
 
 
-# -- reading -----------------------------------------------------------------
+# -- reading: the one YAML reader of chain, job and backfill files ---------------
+
+
+def read_yaml_file(path: str | os.PathLike[str], what: str) -> Any:
+    """The parsed YAML of a file; errors name the file (and the line and column of bad YAML)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a {what} is UTF-8 YAML)") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    return parse_yaml(text, str(path))
+
+
+def parse_yaml(text: str, origin: str | None = None) -> Any:
+    """``text`` parsed; a syntax error names ``origin`` (a file name), the line and the column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{origin + ': ' if origin else ''}not valid YAML{where}: {problem}") from None
 
 
 def _read(source: str | Path | Mapping[str, Any]) -> Any:
     """The parsed document: a mapping as is, a ``Path`` or file name read, other text parsed as YAML."""
     if isinstance(source, Mapping):
         return dict(source)
-    text: str
     if isinstance(source, Path) or (
         "\n" not in source and (source.endswith((".yaml", ".yml", ".json")) or Path(source).is_file())
     ):
-        p = Path(source)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"chain config {str(p)!r} not found") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read chain config {str(p)!r}: {exc.strerror}") from None
-    else:
-        text = source
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"invalid YAML: {where}{problem}") from None
+        return read_yaml_file(source, "chain file")
+    return parse_yaml(source)
 
 
 def yaml_path(parts: Iterable[Any], prefix: str = "") -> str:
@@ -95,66 +111,55 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-_UNEXPECTED = re.compile(r"\('([^']+)' was unexpected\)|\(('[^)]+) were unexpected\)")
+# -- explaining: the one explainer of JSON Schema errors in config documents ------
+
+CHAIN_SCHEMA = "urn:cdc-smt:schema:chain"
+_UNKNOWN = ("additionalProperties", "unevaluatedProperties")
 
 
-def _schema_error(doc: Any, prefix: str) -> ConfigError | None:
-    """The most relevant JSON Schema violation as a ConfigError naming its YAML path, or None."""
+def check_document(doc: Any, schema: str, prefix: str = "") -> None:
+    """Raise the most relevant violation of ``schema`` by ``doc`` as a :class:`ConfigError`.
 
-    validator = schemas.validator("chain")
-    error = _pick(list(validator.iter_errors(doc)))
-    if error is None:
-        return None
-    path = yaml_path(error.absolute_path, prefix)
-    kind = error.validator
-    if kind in ("anyOf", "oneOf"):
-        wanted = sorted({_article(t) for t in _branch_types(error.validator_value, validator.schema)})
-        return ConfigError(f"expected {' or '.join(wanted)}, got {_yaml_type(error.instance)}", path or None)
-    if kind in ("additionalProperties", "unevaluatedProperties"):
-        m = _UNEXPECTED.search(error.message)
-        name = (m.group(1) or m.group(2).split(",")[0].strip(" '")) if m else None
-        if name is not None:
-            known = _known_keys(error.schema, validator.schema)
-            hint = f" (known: {', '.join(known)})" if known else ""
-            return ConfigError(f"unknown key {name!r}{hint}", _join(path, name))
-    if kind == "required":
-        m = re.match(r"'([^']+)' is a required property", error.message)
-        if m:
-            return ConfigError("missing required key", _join(path, m.group(1)))
-    if kind == "enum":
-        return ConfigError(
-            f"must be one of {', '.join(map(str, error.validator_value))}; got {error.instance!r}", path or None
-        )
-    if kind == "type":
-        want = error.validator_value
-        want = " or ".join(want) if isinstance(want, list) else want
-        return ConfigError(f"expected {_article(want)}, got {_yaml_type(error.instance)}", path or None)
-    if kind == "pattern" and isinstance(error.instance, str):
-        if error.schema is validator.schema["$defs"]["format"]:
-            return ConfigError(f"{error.instance!r} is not a format name (see: cdc-smt formats)", path or None)
-        return ConfigError(f"{error.instance!r} is not a valid name here", path or None)
-    return ConfigError(error.message, path or None)
+    ``schema`` is a shipped schema's ``$id``, optionally with a fragment
+    (``urn:cdc-smt:schema:job#/$defs/backfill``); ``prefix`` is where ``doc``
+    sits in its file. The error names the YAML path and says what to write.
+    """
+    error = _pick(list(_validator(schema).iter_errors(doc)))
+    if error is not None:
+        raise _explain(error, prefix)
 
 
-_FIRST = ("additionalProperties", "unevaluatedProperties")
+@lru_cache(maxsize=None)
+def _validator(uri: str) -> Any:
+    import jsonschema
+
+    cls = jsonschema.Draft202012Validator
+    return cls({"$ref": uri}, registry=schemas.registry(), format_checker=cls.FORMAT_CHECKER)
 
 
 def _pick(errors: list[Any]) -> Any:
     """The error to report: unknown keys first (usually typos behind the rest), then
-    jsonschema's best match; inside anyOf, the branch of the value's own type."""
+    jsonschema's best match; inside anyOf/oneOf, the branch of the value's own type
+    (unless the schema words that failure itself)."""
     import jsonschema
 
     if not errors:
         return None
-    first = [e for e in errors if e.validator in _FIRST]
+    first = [e for e in errors if _unknown_keys(e)]
     error = jsonschema.exceptions.best_match(first or errors)
-    while error.validator in ("anyOf", "oneOf") and error.context:
-        same_type = [e for e in error.context if e.validator != "type" and not _type_only(e)]
+    while error.validator in ("anyOf", "oneOf") and error.context and not _worded(error):
+        same_type = [e for e in error.context if not _type_only(e)]
         if not same_type:
             break
-        inner = [e for e in same_type if e.validator in _FIRST]
+        inner = [e for e in same_type if _unknown_keys(e)]
         error = jsonschema.exceptions.best_match(inner or same_type)
     return error
+
+
+def _worded(error: Any) -> str | None:
+    """The schema's own wording for this failure (``errorMessage: {keyword: text}``)."""
+    words = error.schema.get("errorMessage") if isinstance(error.schema, Mapping) else None
+    return words.get(error.validator) if isinstance(words, Mapping) else None
 
 
 def _type_only(error: Any) -> bool:
@@ -162,22 +167,121 @@ def _type_only(error: Any) -> bool:
     return error.validator == "type" or (error.validator == "pattern" and not isinstance(error.instance, str))
 
 
-def _branch_types(branches: list[Any], root: Mapping[str, Any]) -> set[str]:
+def _unknown_keys(error: Any) -> list[str]:
+    """Keys an additional/unevaluatedProperties error is about, in document order."""
+    if error.validator not in _UNKNOWN or error.validator_value is not False or not isinstance(error.instance, Mapping):
+        return []
+    known = set(_known_keys(error.schema))
+    return [str(k) for k in error.instance if k not in known]
+
+
+def _explain(error: Any, prefix: str) -> ConfigError:
+    """One jsonschema error in plain words, at its YAML path. Values of ``writeOnly``
+    (secret) settings are never shown."""
+    path = yaml_path(error.absolute_path, prefix)
+    kind, value, schema = error.validator, error.instance, error.schema
+    secret = isinstance(schema, Mapping) and schema.get("writeOnly") is True
+    worded = _worded(error)
+    if worded is not None:
+        return ConfigError(worded.replace("{value}", "***" if secret else repr(value)), path or None)
+    unknown = _unknown_keys(error)
+    if unknown:
+        return ConfigError(unknown_name_message("key", unknown[0], _known_keys(schema)), _join(path, unknown[0]))
+    if kind == "required" and isinstance(value, Mapping):
+        missing = [k for k in error.validator_value if k not in value]
+        return ConfigError("missing required key", _join(path, missing[0] if missing else ""))
+    if kind in ("anyOf", "oneOf"):
+        wanted = sorted({_article(t) for t in _branch_types(error.validator_value)})
+        if wanted:
+            return ConfigError(f"expected {' or '.join(wanted)}, got {_yaml_type(value)}", path or None)
+    if kind == "type":
+        want = error.validator_value
+        want = " or ".join(map(_article, want)) if isinstance(want, list) else _article(want)
+        return ConfigError(f"expected {want}, got {_yaml_type(value)}", path or None)
+    if secret:
+        return ConfigError("invalid value (not shown: the setting is secret)", path or None)
+    if kind == "enum":
+        choices = ", ".join(dict.fromkeys(map(str, error.validator_value)))
+        return ConfigError(f"must be one of {choices}; got {value!r}", path or None)
+    if kind == "pattern" and isinstance(value, str):
+        return ConfigError(f"{value!r} is not a valid name here", path or None)
+    return ConfigError(error.message, path or None)
+
+
+@lru_cache(maxsize=1)
+def _homes() -> dict[int, str]:
+    """``id()`` of every node of the shipped schemas -> its document's ``$id``: where a
+    local ``$ref`` found in an error's subschema is resolved."""
+    out: dict[int, str] = {}
+    for name in schemas.names():
+        doc = schemas.load(name)
+        if "$id" not in doc:
+            continue
+        stack: list[Any] = [doc]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Mapping):
+                out[id(node)] = doc["$id"]
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    return out
+
+
+def _applied(schema: Any) -> list[Mapping[str, Any]]:
+    """``schema`` and the subschemas it applies to the same value through ``$ref`` and ``allOf``."""
+    from referencing.exceptions import Unresolvable
+
+    out: list[Mapping[str, Any]] = []
+    seen: set[int] = set()
+    resolver = schemas.registry().resolver(base_uri=_homes().get(id(schema), CHAIN_SCHEMA))
+
+    def walk(s: Any, res: Any) -> None:
+        if not isinstance(s, Mapping) or id(s) in seen:
+            return
+        seen.add(id(s))
+        out.append(s)
+        ref = s.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = res.lookup(ref)
+            except Unresolvable:
+                pass
+            else:
+                walk(resolved.contents, resolved.resolver)
+        for sub in s.get("allOf", ()):
+            walk(sub, res)
+
+    walk(schema, resolver)
+    return out
+
+
+def _known_keys(schema: Any) -> list[str]:
+    """Property names a (sub)schema allows, ``$ref``s followed."""
+    return sorted({k for s in _applied(schema) for k in s.get("properties", {})})
+
+
+def _branch_types(branches: list[Any]) -> set[str]:
+    """The JSON types anyOf/oneOf ``branches`` accept."""
     out: set[str] = set()
-    for b in branches:
-        while isinstance(b, Mapping) and "$ref" in b and "type" not in b:
-            target: Any = root
-            for part in b["$ref"][2:].split("/"):
-                target = target.get(part, {})
-            b = target
-        t = b.get("type") if isinstance(b, Mapping) else None
-        if isinstance(t, str):
-            out.add(t)
+    for branch in branches:
+        for s in _applied(branch):
+            t = s.get("type")
+            if isinstance(t, str):
+                out.add(t)
+                break
     return out
 
 
 def _article(word: str) -> str:
-    return {"object": "a mapping", "array": "a list", "string": "a string", "boolean": "true or false"}.get(word, word)
+    return {
+        "object": "a mapping",
+        "array": "a list",
+        "string": "a string",
+        "boolean": "true or false",
+        "integer": "an integer",
+        "number": "a number",
+    }.get(word, word)
 
 
 def _yaml_type(value: Any) -> str:
@@ -191,29 +295,6 @@ def _yaml_type(value: Any) -> str:
         int: "a number",
         float: "a number",
     }.get(type(value), type(value).__name__)
-
-
-def _known_keys(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[str]:
-    """Property names a (sub)schema allows, following local ``$ref``s."""
-    keys: list[str] = []
-    seen: set[int] = set()
-
-    def walk(s: Any) -> None:
-        if not isinstance(s, Mapping) or id(s) in seen:
-            return
-        seen.add(id(s))
-        keys.extend(s.get("properties", {}))
-        ref = s.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/"):
-            target: Any = root
-            for part in ref[2:].split("/"):
-                target = target.get(part, {}) if isinstance(target, Mapping) else {}
-            walk(target)
-        for sub in s.get("allOf", ()):
-            walk(sub)
-
-    walk(schema)
-    return sorted(set(keys))
 
 
 def _endpoint(value: Any) -> tuple[str, dict[str, Any]]:
@@ -233,9 +314,7 @@ def load_config(source: str | Path | Mapping[str, Any], *, path: str = "") -> Ch
         raise ConfigError(
             f"a chain config is a mapping with source, sink and transforms; got {_yaml_type(doc)}", path or None
         )
-    err = _schema_error(doc, path)
-    if err is not None:
-        raise err
+    check_document(doc, CHAIN_SCHEMA, path)
     source_format, source_options = _endpoint(doc["source"])
     sink_format, sink_options = _endpoint(doc["sink"])
     return ChainConfig(
@@ -283,9 +362,13 @@ def build_transforms(
 
 
 def _codec(kind: str, fmt: str, options: Mapping[str, Any], catalog: Any) -> Any:
+    """The source's decoder or the sink's encoder, checked to work that way round."""
     known = format_registry()
     if fmt not in known:
         raise ConfigError(f"unknown format {fmt!r} (known: {', '.join(known) or 'none installed'})", f"{kind}.format")
+    decode = kind == "source"
+    if not (known[fmt].can_decode if decode else known[fmt].can_encode):
+        raise ConfigError(f"format {fmt!r} cannot be {'decoded' if decode else 'encoded'}", f"{kind}.format")
     return get_codec(fmt, dict(options), path=f"{kind}.options", catalog=catalog)
 
 
@@ -302,4 +385,14 @@ def check_config(config: ChainConfig) -> None:
     build_chain(config)
 
 
-__all__ = ["ChainConfig", "build_chain", "build_transforms", "check_config", "load_config", "yaml_path"]
+__all__ = [
+    "ChainConfig",
+    "build_chain",
+    "build_transforms",
+    "check_config",
+    "check_document",
+    "load_config",
+    "parse_yaml",
+    "read_yaml_file",
+    "yaml_path",
+]

@@ -66,7 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-f", "--from", dest="source_format", metavar="FMT", help="input format (see: cdc-smt formats)")
     p.add_argument("-t", "--to", dest="sink_format", metavar="FMT", help="output format")
     p.add_argument(
-        "-c", "--config", metavar="CHAIN_YAML", help="chain config (formats, options, transforms); flags override it"
+        "-c",
+        "--config",
+        metavar="YAML",
+        help="chain file, or job file (its formats, options, transforms, predicates, schema files); flags override it",
     )
     p.add_argument(
         "--source-option",
@@ -140,11 +143,11 @@ def build_chain(args: argparse.Namespace, tolerance: str | None) -> Chain:
     shared = parse_assignments(args.option, "--option")
     source = parse_assignments(args.source_option, "--source-option")
     sink = parse_assignments(args.sink_option, "--sink-option")
-    catalog = schema_catalog(args.schema)
     if args.config:
-        return _chain_from_config(args, shared, source, sink, tolerance, catalog)
+        return _chain_from_config(args, shared, source, sink, tolerance)
     if not args.source_format or not args.sink_format:
-        raise ConfigError("convert needs --from and --to (or -c CHAIN_YAML)")
+        raise ConfigError("convert needs --from and --to (or -c YAML)")
+    catalog = schema_catalog(args.schema)
     src_opts, sink_opts = split_options(shared, source, sink, args.source_format, args.sink_format)
     decoder = get_codec(args.source_format, src_opts, path="source", catalog=catalog)
     encoder = get_codec(args.sink_format, sink_opts, path="sink", catalog=catalog)
@@ -168,16 +171,16 @@ def _chain_from_config(
     source: dict[str, str],
     sink: dict[str, str],
     tolerance: str | None,
-    catalog: Any,
 ) -> Chain:
-    """A chain from a chain config file, with command-line formats and options on top.
+    """A chain from a chain or job file, with command-line formats, options and schema files on top.
 
-    ``transforms.config`` is imported here so that plain ``--from/--to``
-    conversions never depend on it.
+    The config modules are imported here: plain ``--from/--to`` conversions need neither.
     """
+    from cdc_smt.connector.jobconfig import read_chain
     from cdc_smt.transforms import config as chain_config
 
-    cfg = chain_config.load_config(args.config)
+    cfg, schema_files = read_chain(args.config)
+    catalog = schema_catalog([*schema_files, *args.schema])
     src_format = args.source_format or cfg.source_format
     sink_format = args.sink_format or cfg.sink_format
     # Options of the file apply only to the format they were written for.

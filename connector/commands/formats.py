@@ -1,8 +1,8 @@
 """``cdc-smt formats``: what formats exist, which way they work, and their options.
 
 Everything shown comes from the codec classes themselves (``description``,
-``binary``, declared ``options``, ``capabilities``), so this listing cannot
-drift from the code.
+``binary``, ``can_decode``/``can_encode``, declared ``options``,
+``capabilities``), so this listing cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms.formats import codec_class, registry
-from cdc_smt.transforms.formats.base import COMMON_OPTIONS, Codec, JsonCodec
+from cdc_smt.transforms.formats.base import COMMON_OPTIONS, Codec
 from cdc_smt.transforms.options import Option
 
 
@@ -31,18 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _overrides(cls: type[Codec], *methods: str) -> bool:
-    """Does ``cls`` implement any of ``methods`` beyond the abstract bases?"""
-    for name in methods:
-        impl = getattr(cls, name, None)
-        if impl is not None and all(impl is not getattr(base, name, None) for base in (Codec, JsonCodec)):
-            return True
-    return False
-
-
 def directions(cls: type[Codec]) -> tuple[bool, bool]:
-    """``(can decode, can encode)``, read from which methods the codec implements."""
-    return _overrides(cls, "decode", "decode_message"), _overrides(cls, "encode", "encode_message")
+    """``(can decode, can encode)``, as the codec declares them."""
+    return cls.can_decode, cls.can_encode
 
 
 def _type_name(opt: Option) -> str:

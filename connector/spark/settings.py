@@ -8,8 +8,9 @@ checkpoint, Spark settings and how per-partition state is rebuilt. Command-line
 flags override the section.
 
 The section is taken out of the document before the rest is handed to
-:func:`connector.jobconfig.load_job`, and validated here against
-:data:`SECTION_SCHEMA` with errors that name the setting (``backfill.sink.path``).
+:func:`connector.jobconfig.load_job`, and validated here against its part of
+``schemas/job.schema.json`` (``$defs/backfill``) by the explainer every config
+file shares, so errors name the setting (``backfill.sink.path``).
 A file-only job need not say anything about Kafka: the settings the worker
 requires but a file backfill never uses are filled in with inert values.
 """
@@ -35,84 +36,6 @@ SPARK_KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark}"
 #: Stand-ins for worker settings a file-only backfill never reads.
 _INERT_BOOTSTRAP = "localhost:9092"
 _INERT_DLQ_TOPIC = "cdc-smt-backfill-dead-letters"
-
-_POSITION = {
-    "oneOf": [
-        {"enum": ["earliest", "latest"]},
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["offsets"],
-            "properties": {
-                "offsets": {
-                    "description": "topic -> partition -> offset; unlisted partitions start at the earliest / end at the latest offset.",
-                    "type": "object",
-                    "additionalProperties": {
-                        "type": "object",
-                        "propertyNames": {"pattern": "^[0-9]+$"},
-                        "additionalProperties": {"type": "integer", "minimum": -2},
-                    },
-                }
-            },
-        },
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["time"],
-            "properties": {"time": {"description": "ISO 8601 (naive = UTC) or epoch milliseconds.", "type": ["string", "integer"]}},
-        },
-    ]
-}
-
-#: JSON Schema of the ``backfill:`` section (proposed for ``schemas/job.schema.json``).
-SECTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "source": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "type": {"enum": ["kafka", "spark-kafka", "jsonl", "avro"]},
-                "path": {"type": "string", "minLength": 1},
-                "from": _POSITION,
-                "until": _POSITION,
-                "max_records_per_batch": {"type": "integer", "minimum": 1},
-                "max_files_per_batch": {"type": "integer", "minimum": 1},
-            },
-        },
-        "sink": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "type": {"enum": ["kafka", "jsonl", "parquet"]},
-                "path": {"type": "string", "minLength": 1},
-            },
-        },
-        "dead_letters": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "type": {"enum": ["kafka", "jsonl"]},
-                "path": {"type": "string", "minLength": 1},
-            },
-        },
-        "checkpoint": {"type": "string", "minLength": 1},
-        "master": {"type": "string", "minLength": 1},
-        "spark_conf": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
-        "spark_kafka_package": {"type": "string", "minLength": 1},
-        "state": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "warmup": {"type": "integer", "minimum": 0},
-                "ddl": {"enum": ["none", "first-pass"]},
-                "schema_file": {"type": "string", "minLength": 1},
-            },
-        },
-    },
-}
-
 
 @dataclass(frozen=True)
 class Position:
@@ -284,23 +207,10 @@ def position_from_flag(text: str, flag: str, *, time_only: bool = False, offsets
 
 def validate_section(section: Any) -> None:
     """Check the ``backfill:`` mapping; the first error names its setting."""
-    import jsonschema
-    from jsonschema.exceptions import best_match
+    from cdc_smt.connector.jobconfig import JOB_SCHEMA
+    from cdc_smt.transforms.config import check_document
 
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"expected a mapping, got {type(section).__name__}", "backfill")
-    cls = jsonschema.validators.validator_for(SECTION_SCHEMA)
-    err = best_match(cls(SECTION_SCHEMA).iter_errors(section))
-    if err is None:
-        return
-    path = ".".join(["backfill", *map(str, err.absolute_path)])
-    if err.validator == "additionalProperties":
-        known = ", ".join(sorted(err.schema.get("properties", {})))
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        raise ConfigError(f"unknown setting {extra[0] if extra else ''!r} (known: {known})", path)
-    if err.validator == "oneOf" and path.endswith(("from", "until")):
-        raise ConfigError("expected earliest, latest, {offsets: {topic: {partition: offset}}} or {time: ...}", path)
-    raise ConfigError(err.message, path)
+    check_document(section, f"{JOB_SCHEMA}#/$defs/backfill", "backfill")
 
 
 def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overrides: Overrides) -> BackfillSettings:
@@ -427,7 +337,6 @@ __all__ = [
     "BackfillSettings",
     "Overrides",
     "Position",
-    "SECTION_SCHEMA",
     "SinkSpec",
     "SourceSpec",
     "StateSpec",

@@ -62,9 +62,9 @@ def test_a_valid_job_builds_with_defaults() -> None:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"sink__topic": _DELETE}, "sink.topic: missing required setting"),
+        ({"sink__topic": _DELETE}, "sink.topic: missing required key"),
         ({"sink__topic": "cdc.{table}"}, "sink.topic: unknown placeholder {table} (available: {source_topic})"),
-        ({"kafka__bootstrap": "x:1"}, "kafka.bootstrap: unknown setting (known: bootstrap_servers,"),
+        ({"kafka__bootstrap": "x:1"}, "kafka.bootstrap: unknown key 'bootstrap' (did you mean 'bootstrap_servers'?; known: bootstrap_servers,"),
         ({"kafka__bootstrap_servers": "kafka-1"}, "kafka.bootstrap_servers: expected host:port, got 'kafka-1'"),
         ({"source__pattern": "shop\\..*"}, "source: set either topics or pattern, not both"),
         ({"source__topics": _DELETE}, "source: set topics (a list) or pattern (a regular expression)"),
@@ -138,7 +138,7 @@ def test_worker_command_reports_a_config_error_clearly(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(job(sink__topic=_DELETE)))
     result = _cli("worker", "-c", str(path))
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == "cdc-smt: error: sink.topic: missing required setting"
+    assert result.stderr.strip().splitlines()[-1] == "cdc-smt: error: sink.topic: missing required key"
     assert "Traceback" not in result.stderr
 
     path.write_text("id: [unclosed\n")

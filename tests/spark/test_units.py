@@ -58,7 +58,7 @@ def test_flags_override_the_section():
         ({"checkpoint": "/c", "sink": {"type": "jsonl"}}, "backfill.sink.path"),
         ({"source": {"type": "avro"}, "checkpoint": "/c"}, "backfill.source.path"),
         ({}, "backfill.checkpoint"),
-        ({"checkpoint": "/c", "sink": {"kind": "x"}}, "backfill.sink"),
+        ({"checkpoint": "/c", "sink": {"kind": "x"}}, "backfill.sink.kind"),
         ({"checkpoint": "/c", "source": {"from": "yesterday"}}, "backfill.source.from"),
         ({"checkpoint": "/c", "source": {"type": "jsonl", "path": "x", "until": {"time": 5}}}, "backfill.source"),
         ({"checkpoint": "/c", "source": {"type": "spark-kafka"}}, "backfill.source.type"),

@@ -83,6 +83,10 @@ class Codec:
     #: Keep a schema catalog of its own when the host gives none (formats whose
     #: rows only the catalog can name or type, fed by DDL in the same stream).
     own_catalog: ClassVar[bool] = False
+    #: Which ways the format works: a decode-only (or encode-only) codec sets the
+    #: other to False, and hosts refuse it on that side of a chain.
+    can_decode: ClassVar[bool] = True
+    can_encode: ClassVar[bool] = True
 
     def __init__(self, options: Mapping[str, Any] | None = None, *, path: str = "", catalog: Any = None) -> None:
         self.opts: Options = resolve(self.all_options(), options or {}, path)
