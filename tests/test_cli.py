@@ -387,3 +387,86 @@ def test_missing_input_creates_no_output(capsys: pytest.CaptureFixture[str], tmp
     code, _, err = run(capsys, "convert", "-f", canal, "-t", canal, str(tmp_path / "absent.jsonl"), "-o", str(dst))
     assert code == 2 and "cannot open" in err
     assert dst.read_bytes() == b"keep\n"
+
+
+# -- convert and topics --------------------------------------------------------------------
+
+CANAL_DDL = orjson.dumps(
+    {
+        "data": None,
+        "database": "shop",
+        "es": 1_700_000_000_500,
+        "id": 3,
+        "isDdl": True,
+        "mysqlType": None,
+        "old": None,
+        "pkNames": None,
+        "sql": "ALTER TABLE orders ADD COLUMN note varchar(64)",
+        "sqlType": None,
+        "table": "orders",
+        "ts": 1_700_000_000_600,
+        "type": "ALTER",
+    }
+)
+# A Canal dump holding one DDL between two row changes.
+CANAL_WITH_DDL = GOOD_1 + b"\n" + CANAL_DDL + b"\n" + GOOD_2 + b"\n"
+DBZ = ("-f", "canal-json", "-t", "debezium-json", "--option", "source_timezone=UTC")
+
+
+def test_convert_writes_only_the_data_topic_and_counts_the_others(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(CANAL_WITH_DDL)
+    opts = ("--sink-option", "schema_change_topic=dbz.schema-changes")
+    code, _, err = run(capsys, "convert", *DBZ, *opts, str(src), "-o", str(dst))
+    assert code == 0, err
+    values = [orjson.loads(line) for line in dst.read_bytes().splitlines()]
+    assert [v["op"] for v in values] == ["c", "c"]  # what Flink's debezium-json can read: no schema-change record
+    assert [v["after"]["id"] for v in values] == [1, 2]
+    assert err.splitlines()[-1] == (
+        "read 3, written 2, errors 0, skipped 1 record for other topics: dbz.schema-changes (1) "
+        "(-o DIR/ writes every topic)"
+    )
+
+
+def test_convert_to_a_directory_writes_a_file_per_topic(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out"
+    src.write_bytes(CANAL_WITH_DDL)
+    opts = ("--sink-option", "schema_change_topic=dbz.schema-changes", "--topic", "shop.orders")
+    code, _, err = run(capsys, "convert", *DBZ, *opts, str(src), "-o", f"{out}/")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["dbz.schema-changes.jsonl", "shop.orders.jsonl"]
+    rows = [orjson.loads(line) for line in (out / "shop.orders.jsonl").read_bytes().splitlines()]
+    (ddl,) = [orjson.loads(line) for line in (out / "dbz.schema-changes.jsonl").read_bytes().splitlines()]
+    assert [r["after"]["id"] for r in rows] == [1, 2]
+    assert "ADD COLUMN note" in ddl["ddl"]
+    assert err.splitlines()[-1] == (
+        f"read 3, written 3, errors 0; {out / 'shop.orders.jsonl'} (2), {out / 'dbz.schema-changes.jsonl'} (1)"
+    )
+    # An existing directory without the trailing slash works the same; the default data topic is the format.
+    code, _, err = run(capsys, "convert", *DBZ, str(src), "-o", str(out))
+    assert code == 0, err
+    assert (out / "debezium-json.jsonl").read_bytes().count(b"\n") == 2
+
+
+def test_convert_to_a_directory_keeps_routed_topics_apart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    chain = tmp_path / "chain.yaml"
+    chain.write_text(
+        "source: {format: canal-json, options: {source_timezone: UTC}}\n"
+        "sink: {format: debezium-json}\n"
+        "transforms:\n  - {type: route, topic: 'cdc.{database}.{table}'}\n"
+    )
+    src, out = tmp_path / "in.jsonl", tmp_path / "by-topic"
+    src.write_bytes(GOOD_1 + b"\n" + GOOD_1.replace(b'"orders"', b'"items"') + b"\n")
+    code, _, err = run(capsys, "convert", "-c", str(chain), str(src), "-o", f"{out}/")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["cdc.shop.items.jsonl", "cdc.shop.orders.jsonl"]
+    # Routed tables are data topics: a single output holds them all.
+    code, stdout, err = run(capsys, "convert", "-c", str(chain), str(src))
+    assert code == 0 and len(stdout.splitlines()) == 2, err
+    assert "other topics" not in err
