@@ -470,3 +470,73 @@ def test_convert_to_a_directory_keeps_routed_topics_apart(
     code, stdout, err = run(capsys, "convert", "-c", str(chain), str(src))
     assert code == 0 and len(stdout.splitlines()) == 2, err
     assert "other topics" not in err
+
+
+# -- records as JSON lines (produce / consume; the broker part is in tests/integration) ------------
+
+
+def test_record_lines_round_trip_text_binary_and_tombstones(tmp_path: Path) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines, record_line
+
+    records = [
+        Record(value=b'{"a":1}', key=b"k", topic="t", partition=1, offset=5, timestamp=17, headers=[("h", b"v")]),
+        Record(value=None, key=b"k", topic="t", partition=0, offset=6),
+        Record(value=b"\xff\x00", key=None, topic="t", partition=0, offset=7, headers=[("h", b"\xfe")]),
+    ]
+    text = [orjson.loads(record_line(r)) for r in records]
+    assert text[0] == {"topic": "t", "partition": 1, "offset": 5, "timestamp": 17, "key": "k", "value": '{"a":1}',
+                       "headers": [["h", "v"]]}  # fmt: skip
+    assert text[1]["value"] is None
+    assert text[2]["value_base64"] == "/wA=" and text[2]["headers_base64"] == [["h", "/g=="]]
+    assert "value" not in orjson.loads(record_line(records[0], force_base64=True))
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b"".join(record_line(r, force) + b"\n" for r in records for force in (False, True)))
+    back = [r for _, r in read_record_lines(str(path))]
+    expected = [Record(value=r.value, key=r.key, topic=r.topic, partition=r.partition, timestamp=r.timestamp,
+                       headers=r.headers) for r in records for _ in range(2)]  # fmt: skip
+    assert back == expected  # offsets are not read back: a broker assigns them
+
+
+def test_record_lines_accept_json_values_and_header_mappings(tmp_path: Path) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines
+
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b'{"key": {"id": 1}, "value": {"op": "c"}, "headers": {"a": "1", "b": null}}\n')
+    ((line, record),) = list(read_record_lines(str(path)))
+    assert (line, record.key, record.value, record.headers) == (1, b'{"id":1}', b'{"op":"c"}', [("a", b"1"), ("b", b"")])
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b'{"value": "x", "vlaue": "y"}', "unknown field `vlaue`"),
+        (b'{"value": 5}', "Expected `str | object | array | null`, got `int` - at `$.value`"),
+        (b'{"value": "x", "value_base64": "eA=="}', "give value or value_base64, not both"),
+        (b'{"value_base64": "not base64!"}', "value_base64 is not base64"),
+        (b'{"value": "x", "partition": -1}', "partition must be 0 or more, got -1"),
+        (b"{broken", "malformed JSON"),
+    ],
+)
+def test_bad_record_lines_name_the_line(tmp_path: Path, line: bytes, error: str) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines
+    from cdc_smt.connector.framing import FramingError
+
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b'{"value": "fine"}\n\n' + line + b"\n")
+    with pytest.raises(FramingError) as exc:
+        list(read_record_lines(str(path)))
+    assert str(exc.value).startswith(f"{path}: line 3: ") and error in str(exc.value), str(exc.value)
+
+
+def test_produce_refuses_records_without_a_topic(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"value": "x"}\n')
+    code, _, err = run(capsys, "produce", str(src), "--bootstrap", "127.0.0.1:1")
+    assert code == 2 and err == f"cdc-smt: error: {src}: line 1: the record names no topic; pass --topic\n"
+
+
+def test_consume_argument_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "consume", "t", "--max-messages", "0")
+    assert code == 2 and "--max-messages must be 1 or more" in err
+    code, _, err = run(capsys, "consume", "t", "--values", "--base64")
+    assert code == 2 and "does not combine with --base64" in err
