@@ -540,3 +540,14 @@ def test_consume_argument_checks(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "--max-messages must be 1 or more" in err
     code, _, err = run(capsys, "consume", "t", "--values", "--base64")
     assert code == 2 and "does not combine with --base64" in err
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_produce_and_consume_without_the_kafka_client_say_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setitem(sys.modules, "aiokafka", None)  # as if the worker extra were not installed
+    args = ["produce", "-t", "t", "-"] if command == "produce" else ["consume", "t"]
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert err == f"cdc-smt: error: {command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)\n"

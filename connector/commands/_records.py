@@ -26,6 +26,7 @@ import msgspec
 import orjson
 
 from cdc_smt.connector.framing import FramingError, display_name, read_json_lines
+from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
 #: ``--bootstrap`` when neither the flag nor ``$CDC_SMT_BOOTSTRAP`` is given (as the example jobs).
@@ -58,6 +59,16 @@ def bootstrap_argument(parser: Any) -> None:
         metavar="HOST:PORT",
         help=f"Kafka bootstrap servers (default: $CDC_SMT_BOOTSTRAP, else {DEFAULT_BOOTSTRAP})",
     )
+
+
+def require_kafka_client(command: str) -> None:
+    """A clear error instead of a traceback when aiokafka (the worker extra) is missing."""
+    try:
+        import aiokafka  # noqa: F401
+    except ImportError:
+        raise CdcSmtError(
+            f"{command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)"
+        ) from None
 
 
 def quiet_client_logs() -> None:
@@ -158,4 +169,5 @@ def _texts(items: list[bytes]) -> list[str] | None:
 
 __all__ = [
     "DEFAULT_BOOTSTRAP", "RecordLine", "bootstrap_argument", "quiet_client_logs", "read_record_lines", "record_line",
+    "require_kafka_client",
 ]

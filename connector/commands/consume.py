@@ -19,7 +19,12 @@ import sys
 import time
 from typing import Any, Callable
 
-from cdc_smt.connector.commands._records import bootstrap_argument, quiet_client_logs, record_line
+from cdc_smt.connector.commands._records import (
+    bootstrap_argument,
+    quiet_client_logs,
+    record_line,
+    require_kafka_client,
+)
 from cdc_smt.connector.framing import RecordWriter
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
@@ -56,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_kafka_client("consume")
     quiet_client_logs()
     if args.max_messages is not None and args.max_messages < 1:
         raise ConfigError(f"--max-messages must be 1 or more, got {args.max_messages}")

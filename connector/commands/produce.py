@@ -17,7 +17,12 @@ import asyncio
 import sys
 from collections import defaultdict
 
-from cdc_smt.connector.commands._records import bootstrap_argument, quiet_client_logs, read_record_lines
+from cdc_smt.connector.commands._records import (
+    bootstrap_argument,
+    quiet_client_logs,
+    read_record_lines,
+    require_kafka_client,
+)
 from cdc_smt.connector.framing import display_name, read_records
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
@@ -67,6 +72,7 @@ def load_records(args: argparse.Namespace) -> dict[str, list[Record]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_kafka_client("produce")
     quiet_client_logs()
     if args.partitions is not None and args.partitions < 1:
         raise ConfigError(f"--partitions must be 1 or more, got {args.partitions}")
