@@ -551,3 +551,18 @@ def test_produce_and_consume_without_the_kafka_client_say_what_to_install(
     code, _, err = run(capsys, *args)
     assert code == 2
     assert err == f"cdc-smt: error: {command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)\n"
+
+
+@pytest.mark.corpus
+def test_flinks_canal_test_data_converts_to_debezium_json_flink_can_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, corpus: Path
+) -> None:
+    """Flink's own Canal test data holds one DDL; its Debezium schema-change record stays out of the data file."""
+    src = corpus / "canal-json" / "flink-canal-data.txt"
+    ddl = sum(orjson.loads(line).get("isDdl") is True for line in src.read_bytes().splitlines() if line.strip())
+    dst = tmp_path / "dbz.jsonl"
+    code, _, err = run(capsys, "convert", *DBZ, str(src), "-o", str(dst))
+    assert code == 0, err
+    values = [orjson.loads(line) for line in dst.read_bytes().splitlines()]
+    assert values and all(v["op"] in ("c", "u", "d", "r") for v in values)  # no schema-change payload
+    assert ddl == 1 and err.splitlines()[-1].endswith("skipped 1 record for other topics: cdc_smt (1) (-o DIR/ writes every topic)")
