@@ -181,7 +181,7 @@ def produce_source(broker: Any, name: str, values: list[bytes], partitions: int 
 def worker_output(job: Any, broker: Any, topics: list[str]) -> dict[tuple[str, int], list[tuple]]:
     """What the worker produces from the source topic: its own Converter, one chain per partition."""
     from cdc_smt.connector import kafka
-    from cdc_smt.connector.worker_pipeline import Converter
+    from cdc_smt.connector.worker.pipeline import Converter
 
     source = run_async(kafka.consume_all(broker.bootstrap, job.source.topics[0]))
     counts = run_async(kafka.partition_counts(broker.bootstrap, topics))

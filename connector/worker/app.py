@@ -7,7 +7,7 @@ does *not* do here is deliver records one event at a time: its per-event
 path (Message -> Event -> Stream, per-message ack and task hops) costs around
 100 µs a record, more than the conversion itself. :class:`CdcConsumer`
 replaces the fetch loop so each fetched partition batch goes straight to
-:class:`~connector.worker_pipeline.Pipeline` (decode, chain, encode, batch
+:class:`~connector.worker.pipeline.Pipeline` (decode, chain, encode, batch
 produce), and supplies the commit offsets from the pipeline's ack tracking.
 Other topics (table changelogs) still take Faust's normal path. Its consumer
 thread also gets the fetch settings Faust does not expose (see
@@ -39,7 +39,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
-from cdc_smt.connector.worker_pipeline import Pipeline, WorkerFailed
+from cdc_smt.connector.worker.pipeline import Pipeline, WorkerFailed
 
 log = logging.getLogger("cdc_smt.worker")
 
@@ -267,7 +267,7 @@ class WorkerRuntime:
         self.state = "starting"
         self.pool = None
         if job.worker.processes > 1:
-            from cdc_smt.connector.worker_pool import ConversionPool
+            from cdc_smt.connector.worker.pool import ConversionPool
 
             self.pool = ConversionPool(job, job.worker.processes)
         self.pipeline = Pipeline(
@@ -375,10 +375,10 @@ class WorkerRuntime:
 
     async def define_state(self, sources: list[str]) -> None:
         """Changelog-backed Faust tables for the chain's state, when the chain keeps any
-        (see :mod:`connector.worker_state`); stateless chains get no tables."""
+        (see :mod:`connector.worker.state`); stateless chains get no tables."""
         if not self.job.build_chain(catalog=self.job.new_catalog()).stateful:
             return
-        from cdc_smt.connector.worker_state import StateStore
+        from cdc_smt.connector.worker.state import StateStore
 
         counts = await K.partition_counts(self.job.kafka.aiokafka_kwargs(), sources)
         self.pipeline.state_store = StateStore(self.app, counts)
