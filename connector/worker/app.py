@@ -188,52 +188,24 @@ def _tps(tps: Iterable[Any]) -> str:
 
 
 # -- building the app -------------------------------------------------------------------
-def faust_credentials(job: JobConfig) -> Any:
-    """Faust credentials for the job's security settings (``None`` for PLAINTEXT)."""
-    k = job.kafka
-    ctx = k.ssl_context()
-    if k.uses_sasl:
-        return faust.SASLCredentials(
-            username=k.sasl_username, password=k.sasl_password, ssl_context=ctx, mechanism=k.sasl_mechanism or "PLAIN"
-        )
-    if ctx is not None:
-        return faust.SSLCredentials(ctx)
-    return None
-
-
 def build_app(job: JobConfig, *, data_dir: str | None = None) -> CdcApp:
     """The Faust app for ``job`` (consumer group = ``job.id``)."""
     c, p, w = job.consumer, job.producer, job.worker
     data_dir = data_dir or w.data_dir or os.path.join(tempfile.gettempdir(), "cdc-smt", job.id)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     settings: dict[str, Any] = dict(
-        broker=[f"kafka://{s}" for s in job.kafka.bootstrap_servers],
-        broker_client_id=job.kafka.client_id,
+        K.faust_client_settings(job.kafka, c, p),
         store="memory://",
         web_enabled=False,
         autodiscover=False,
         datadir=data_dir,
         table_standby_replicas=0,
         stream_wait_empty=True,
-        consumer_auto_offset_reset=c.auto_offset_reset,
-        consumer_max_fetch_size=c.max_partition_fetch_bytes,
         broker_max_poll_records=w.batch_size,
-        broker_session_timeout=c.session_timeout_ms / 1000,
-        broker_heartbeat_interval=c.heartbeat_interval_ms / 1000,
-        broker_request_timeout=c.request_timeout_ms / 1000,
         broker_commit_interval=w.commit_interval_ms / 1000,
         broker_commit_every=2**62,  # commits are driven by acks and the interval, not by counts
-        producer_acks=p.acks,
-        producer_compression_type=p.compression_type,
-        producer_linger=p.linger_ms / 1000,
-        producer_max_batch_size=p.batch_size,
-        producer_max_request_size=p.max_request_size,
-        producer_request_timeout=p.request_timeout_ms / 1000,
         logging_config=None,
     )
-    creds = faust_credentials(job)
-    if creds is not None:
-        settings["broker_credentials"] = creds
     return CdcApp(job.id, **settings)
 
 

@@ -359,7 +359,7 @@ def test_kafka_source_rows_have_sparks_kafka_columns_and_feed_the_same_task(kafk
 
     from cdc_smt.connector.spark import datasource
     from cdc_smt.connector.spark.backfill import map_in_arrow
-    from cdc_smt.connector.spark.kafkaio import connection_json
+    from cdc_smt.connector.kafka import connection_json
     from cdc_smt.connector.spark.process import SUMMARY_DDL, TaskPlan, run_task
     from cdc_smt.connector.spark.settings import SinkSpec
 
