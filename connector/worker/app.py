@@ -165,11 +165,11 @@ class CdcConsumer(faust_aiokafka.Consumer):
         await super().on_partitions_revoked(revoked)  # waits, commits (see wait_empty)
         if self.pipeline is not None:
             self.pipeline.forget(revoked)
-        log.info("partitions revoked: %s", _tps(revoked))
+        log.info("partitions revoked: %s", describe_partitions(revoked))
 
     async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
         await super().on_partitions_assigned(assigned, generation_id)
-        log.info("partitions assigned: %s", _tps(assigned), extra={"event": "assigned", "generation": generation_id})
+        log.info("partitions assigned: %s", describe_partitions(assigned), extra={"event": "assigned", "generation": generation_id})
 
 
 class CdcTransport(faust_aiokafka.Transport):
@@ -183,8 +183,15 @@ class CdcApp(faust.App):
         return CdcTransport(self.conf.broker_consumer, self)
 
 
-def _tps(tps: Iterable[Any]) -> str:
-    return ", ".join(sorted(f"{tp.topic}[{tp.partition}]" for tp in tps)) or "none"
+#: Faust's leader-election topic is ``<app id>-__assignor-__leader``: Faust assigns it to
+#: every worker; it carries nothing of the job's, so logs leave it out.
+LEADER_TOPIC_SUFFIX = "-__assignor-__leader"
+
+
+def describe_partitions(tps: Iterable[Any]) -> str:
+    """``topic[partition], ...`` for a log line, without Faust's internal leader-election topic."""
+    names = (f"{tp.topic}[{tp.partition}]" for tp in tps if not tp.topic.endswith(LEADER_TOPIC_SUFFIX))
+    return ", ".join(sorted(names)) or "none"
 
 
 # -- building the app -------------------------------------------------------------------
@@ -450,4 +457,4 @@ def run(job: JobConfig, *, install_signals: bool = True) -> int:
         return EXIT_FAILED
 
 
-__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "run"]
+__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "describe_partitions", "run"]
