@@ -452,3 +452,263 @@ def test_corpus(oracle: ConnectOracle, case: Case, name: str, corpus: Path) -> N
 @given(events=change_streams(), case=st.sampled_from(GENERIC))
 def test_generated(oracle: ConnectOracle, events: list[ChangeEvent], case: Case) -> None:
     assert_same(oracle, case, debezium_records(events, HEADERS))
+
+
+# -- debezium-json against JsonConverter ---------------------------------------------
+
+ENCODINGS = [
+    {},
+    {"decimal_handling_mode": "string", "binary_handling_mode": "base64", "bigint_unsigned_handling_mode": "precise"},
+    {"decimal_handling_mode": "double", "binary_handling_mode": "hex"},
+]
+#: ``time_precision_mode: connect`` only where every TIME is within a day (test_connect_time_outside_a_day).
+CONNECT_TIME = {"time_precision_mode": "connect", "bigint_unsigned_handling_mode": "precise"}
+
+
+def _schema_roundtrip(oracle: ConnectOracle, events: list[ChangeEvent], options: dict[str, Any]) -> None:
+    """Our encoder's records, read into Connect Structs by JsonConverter (toConnectData) and
+    written back (fromConnectData), come back the same: schema parts (field order, optional
+    flags, logical names and parameters) and payloads (float32 digits compared as float32)."""
+    encoder = get_codec("debezium-json", {"schemas_enable": True, "topic_prefix": PREFIX, **options})
+    records = [r for e in events for r in encoder.encode_batch([e])]
+    wire = [
+        {"topic": r.topic or "t", "key": r.key and r.key.decode(), "value": r.value and r.value.decode(), "headers": []}
+        for r in records
+    ]
+    back = oracle.run({}, wire)
+    ours_parsed = [(_json(r["key"]), _json(r["value"])) for r in wire]
+    theirs_parsed = [(_json(r["key"]), _json(r["value"])) for r in back]
+    diff = differences(ours_parsed, theirs_parsed)
+    assert not diff, "JsonConverter writes our records differently:\n" + "\n".join(diff[:12])
+
+
+@pytest.mark.parametrize("options", ENCODINGS, ids=["default", "string-base64-precise", "double-hex"])
+def test_debezium_json_schema_matches_json_converter(oracle: ConnectOracle, options: dict[str, Any]) -> None:
+    _schema_roundtrip(oracle, workload.events(), options)
+
+
+def test_debezium_json_connect_time_matches_json_converter(oracle: ConnectOracle) -> None:
+    within_a_day = [
+        e for e in workload.events() if all(not isinstance(v, dt.timedelta) or dt.timedelta(0) <= v < dt.timedelta(days=1) for v in (e.after or {}).values())
+    ]
+    assert len(within_a_day) > 8
+    _schema_roundtrip(oracle, within_a_day, CONNECT_TIME)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=change_streams(), options=st.sampled_from(ENCODINGS))
+def test_debezium_json_schema_matches_json_converter_generated(
+    oracle: ConnectOracle, events: list[ChangeEvent], options: dict[str, Any]
+) -> None:
+    _schema_roundtrip(oracle, events, options)
+
+
+# -- deliberate divergences (docs/connect-equivalence.md) --------------------------------
+
+
+def _both(oracle: ConnectOracle, case: Case, records: list[Record], prefix: str = PREFIX) -> tuple[list, list]:
+    return [meaning(r) for r in ours(case, records, prefix)], [meaning(r) for r in theirs(oracle, case, records)]
+
+
+def _is_tombstone(rec: dict[str, Any]) -> bool:
+    return "error" not in rec and rec["value"] is None
+
+
+def test_unwrap_tombstone_mode(oracle: ConnectOracle) -> None:
+    """Debezium's default `tombstone` mode turns a delete into a null value that keeps the
+    row schema, which JsonConverter writes as ``{"schema": ..., "payload": null}`` (not a Kafka
+    tombstone: compaction keeps it), and drops the source's tombstone; ours writes a Kafka
+    tombstone (null value) in its place."""
+    case = Case("unwrap-default", [{"type": "unwrap"}], connect(("u", ENRS, {})))
+    records = debezium_records(workload.events(), HEADERS)
+    mine, java = _both(oracle, case, records)
+    schema_only = [i for i, r in enumerate(java) if isinstance(r["value"], dict) and r["value"]["payload"] is None]
+    deletes = sum(1 for r in records if r.value is not None and b'"op":"d"' in r.value)
+    assert deletes and len(schema_only) == deletes
+    assert [i for i, r in enumerate(mine) if _is_tombstone(r)] == schema_only
+    assert mine == [{**r, "value": None} if i in schema_only else r for i, r in enumerate(java)]
+
+
+def test_tombstones_come_from_deletes(oracle: ConnectOracle, corpus: Path) -> None:
+    """Our debezium-json decoder reads a source tombstone as no event; the tombstone written
+    comes from the delete (`tombstones_on_delete`, or `unwrap`), so it carries the delete's
+    headers, and one is written per keyed delete even where the source wrote none."""
+    records = debezium_records(workload.events(), HEADERS)
+    for r in records:
+        if r.value is None:
+            r.headers = [("tombstone", b"own")]
+    mine, java = _both(oracle, Case("identity", [], {}), records)
+    assert len(mine) == len(java)
+    for i, (a, b) in enumerate(zip(mine, java)):
+        if _is_tombstone(b):
+            assert b["headers"] == [("tombstone", b"own")] and a["headers"] == mine[i - 1]["headers"] == HEADERS
+            assert {**a, "headers": None} == {**b, "headers": None}
+        else:
+            assert a == b
+    # The corpus's deletes come without key or tombstone: Debezium keeps nothing to
+    # rewrite-with-tombstone; ours adds a (keyless) tombstone after each rewritten delete.
+    prefix, corpus_in = corpus_records(corpus / "debezium-json" / CORPUS_FILES[0])
+    case = Case(
+        "rewrite-with-tombstone",
+        [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone"}],
+        connect(("u", ENRS, {"delete.tombstone.handling.mode": "rewrite-with-tombstone"})),
+    )
+    mine, java = _both(oracle, case, corpus_in, prefix)
+    extra = [r for r in mine if _is_tombstone(r)]
+    assert extra and not any(_is_tombstone(r) for r in java)
+    assert [r for r in mine if not _is_tombstone(r)] == java
+
+
+def test_metadata_field_names(oracle: ConnectOracle) -> None:
+    """`unwrap` names metadata by our model (`database`); Debezium by its source block (`db`)."""
+    case = Case(
+        "db",
+        [{**U_DROP, "add_fields": ["database"], "add_headers": ["database"]}],
+        connect(("u", ENRS, {"delete.tombstone.handling.mode": "drop", "add.fields": "db", "add.headers": "db"})),
+    )
+    mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
+    assert mine and len(mine) == len(java)
+    for a, b in zip(mine, java):
+        assert ("__database", b"shop") in a["headers"] and ("__db", b"shop") in b["headers"]
+        assert a["value"]["payload"]["__database"] == b["value"]["payload"]["__db"] == "shop"
+
+
+@pytest.mark.parametrize(
+    "ours_step, java_step",
+    [
+        ({"type": "replace_field", "renames": {"id": "ID"}}, ("r", KC + "ReplaceField$Value", {"renames": "id:ID"})),
+        ({"type": "cast", "spec": ["id:string"]}, ("c", KC + "Cast$Value", {"spec": "id:string"})),
+    ],
+    ids=["rename", "cast"],
+)
+def test_key_follows_key_columns(oracle: ConnectOracle, ours_step: dict, java_step: tuple) -> None:
+    """Renaming or casting a primary-key column also renames or casts it in the Kafka key
+    (keys and rows stay joinable); Connect's `$Value` variants leave the key alone."""
+    case = Case("key", [U_DROP, ours_step], connect(J_DROP, java_step))
+    mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
+    assert mine and len(mine) == len(java)
+    for a, b in zip(mine, java):
+        assert a["value"] == b["value"] and a["topic"] == b["topic"]
+        (k_ours,) = a["key"]["payload"].items()
+        (k_java,) = b["key"]["payload"].items()
+        assert k_java[0] == "id" and k_ours[0] == ("ID" if "renames" in ours_step else "id")
+        assert str(k_ours[1]) == str(k_java[1])
+        assert k_ours != k_java
+
+
+def test_value_to_key_schema_name(oracle: ConnectOracle) -> None:
+    """Our key struct keeps Debezium's name (`<prefix>.<db>.<table>.Key`); ValueToKey's has none."""
+    case = Case("vtk", [U_DROP, {"type": "value_to_key", "fields": ["id"]}], connect(J_DROP, ("k", KC + "ValueToKey", {"fields": "id"})))
+    mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
+    assert mine and len(mine) == len(java)
+    for a, b in zip(mine, java):
+        assert "name" not in b["key"]["schema"]
+        assert a["key"]["schema"].pop("name") == a["topic"] + ".Key"
+        assert a == b
+
+
+def test_timestamp_router_time(oracle: ConnectOracle, corpus: Path) -> None:
+    """`{timestamp}` in a route is the change's time (`ts_ms`), not the Kafka record's
+    timestamp TimestampRouter reads (Debezium leaves it to the producer: the send time)."""
+    prefix, records = corpus_records(corpus / "debezium-json" / CORPUS_FILES[0])
+    case = Case(
+        "ts",
+        [{"type": "route", "topic": "{topic}-{timestamp:%Y%m%d}"}],
+        connect(("r", KC + "TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})),
+    )
+    mine, java = _both(oracle, case, records, prefix)
+    assert {r["topic"].rsplit("-", 1)[1] for r in java} == {"20231114"}  # the records' timestamp
+    changed = [dt.datetime.fromtimestamp(orjson.loads(r.value)["payload"]["source"]["ts_ms"] / 1000, dt.timezone.utc) for r in records]
+    assert [r["topic"].rsplit("-", 1)[1] for r in mine] == [t.strftime("%Y%m%d") for t in changed]
+    assert [{**r, "topic": None} for r in mine] == [{**r, "topic": None} for r in java]
+
+
+def test_merge_shards_vs_by_logical_table_router(oracle: ConnectOracle) -> None:
+    """Both give the same rows on the logical topic; ours also renames the event's database
+    (`source.db`) and keys the shard by `database.table` (no topic needed, any format), while
+    ByLogicalTableRouter keeps `source.db`, keys by the physical topic and renames the schemas."""
+    case = Case(
+        "merge",
+        [
+            {"type": "merge_shards", "pattern": r"(shop)\.(\w+)", "database": "all", "table": "$2", "key_field": "__dbz__physicalTableIdentifier"},
+            {"type": "route", "topic": "dbserver1.{database}.{table}"},
+        ],
+        connect(("m", "io.debezium.transforms.ByLogicalTableRouter", {"topic.regex": r"dbserver1\.shop\.(\w+)", "topic.replacement": "dbserver1.all.$1"})),
+    )
+    mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
+    assert mine and len(mine) == len(java)
+    for a, b in zip(mine, java):
+        assert a["topic"] == b["topic"] and a["topic"].startswith("dbserver1.all.")
+        ka, kb = a["key"]["payload"], b["key"]["payload"]
+        assert kb.pop("__dbz__physicalTableIdentifier") == "dbserver1." + ka.pop("__dbz__physicalTableIdentifier")
+        assert ka == kb
+        if b["value"] is None:
+            assert a["value"] is None
+            continue
+        pa, pb = a["value"]["payload"], b["value"]["payload"]
+        assert (pa["before"], pa["after"], pa["op"]) == (pb["before"], pb["after"], pb["op"])
+        assert pa["source"]["db"] == "all" and pb["source"]["db"] == "shop"
+        assert b["value"]["schema"]["name"] == a["topic"] + ".Envelope" != a["value"]["schema"]["name"]
+
+
+def test_missing_columns(oracle: ConnectOracle) -> None:
+    """Connect's HeaderFrom fails a record without the field; ours loses no record either
+    way (it passes, or goes to the dead letters, per the transform's missing-column policy)."""
+    case = Case(
+        "missing",
+        [U_DROP, {"type": "header_from", "fields": ["email"], "headers": ["mail"]}],
+        connect(J_DROP, ("h", KC + "HeaderFrom$Value", {"fields": "email", "headers": "mail", "operation": "copy"})),
+    )
+    records = debezium_records(workload.events(), HEADERS)
+    mine, java = _both(oracle, case, records)
+    assert any("error" in r for r in java)  # the orders rows have no email
+    assert len(mine) == len(java)
+
+
+def test_struct_transforms_vs_json_columns(oracle: ConnectOracle) -> None:
+    """Our rows stay flat: `hoist_field` builds a JSON column and `flatten` expands JSON
+    columns, where Connect's HoistField builds a nested struct and Flatten only flattens
+    structs (a Debezium JSON column is a string to it)."""
+    records = debezium_records(workload.events(), HEADERS)
+    hoist = Case("hoist", [U_DROP, {"type": "hoist_field", "field": "row"}], connect(J_DROP, ("h", KC + "HoistField$Value", {"field": "row"})))
+    mine, java = _both(oracle, hoist, records)
+    assert mine and len(mine) == len(java)
+    for a, b in zip(mine, java):
+        (fa,), (fb,) = a["value"]["schema"]["fields"], b["value"]["schema"]["fields"]
+        assert (fa["type"], fa.get("name"), fb["type"]) == ("string", "io.debezium.data.Json", "struct")
+        assert orjson.loads(a["value"]["payload"]["row"])["id"] == b["value"]["payload"]["row"]["id"]
+    flat = Case("flatten", [U_DROP, {"type": "flatten"}], connect(J_DROP, ("f", KC + "Flatten$Value", {})))
+    mine, java = _both(oracle, flat, records)
+    json_rows = [(a, b) for a, b in zip(mine, java) if (b["value"]["payload"].get("payload") or "").startswith("{")]
+    assert json_rows
+    for a, b in json_rows:
+        assert "payload" not in a["value"]["payload"] and a["value"]["payload"]["payload.a"] == 1
+
+
+# -- the key fix, without a JVM ----------------------------------------------------------
+
+
+def test_moved_key_column_keeps_its_key_type() -> None:
+    """A primary-key column moved out of the row keeps the source key's Connect type (int32),
+    not one inferred from the value (int64); found by the oracle."""
+    records = debezium_records(workload.events())
+    case = Case("x", [U_DROP, {"type": "replace_field", "exclude": ["id"]}], {})
+    out = ours(case, records[:1])
+    key = orjson.loads(out[0]["key"])
+    assert key["schema"]["fields"] == [{"type": "int32", "optional": False, "field": "id"}]
+    assert "id" not in orjson.loads(out[0]["value"])["payload"]
+
+
+def test_connect_time_outside_a_day(oracle: ConnectOracle) -> None:
+    """time_precision_mode connect writes a TIME beyond 0..24h as its milliseconds, which
+    Kafka Connect's Time cannot hold: JsonConverter refuses the record (Debezium's own connect
+    mode cannot represent it either). Known divergence, kept until the codec refactor lands:
+    see docs/connect-equivalence.md."""
+    encoder = get_codec("debezium-json", {"schemas_enable": True, "time_precision_mode": "connect"})
+    events = [e for e in workload.events() if e.source.table == "orders" and e.op is Op.INSERT]
+    records = [r for e in events[:2] for r in encoder.encode_batch([e])]
+    slots = [orjson.loads(r.value)["payload"]["after"]["slot"] for r in records]
+    assert slots == [-3_020_399_000, 7_200_000]  # -838:59:59 and 02:00:00.000250
+    wire = [{"topic": "t", "key": r.key.decode(), "value": r.value.decode(), "headers": []} for r in records]
+    back = oracle.run({}, wire)
+    assert "error" in back[0] and "error" not in back[1]

@@ -36,8 +36,9 @@ import org.apache.kafka.connect.transforms.predicates.Predicate;
  * "timestamp", "key", "value", "headers": [[name, base64 | null]]}]}} where key and value
  * are JsonConverter text with schemas ({@code schemas.enable=true}) or null. The answer (one
  * stdout line) is {@code {"records": [...]}} in the same shape, values written back by
- * JsonConverter and headers by SimpleHeaderConverter as a Connect worker does; a record the
- * chain fails on is {@code {"error": "Class: message"}}, one it drops is absent; a chain that
+ * JsonConverter and headers by SimpleHeaderConverter as a Connect worker does; a record
+ * JsonConverter cannot read or the chain fails on is {@code {"error": "Class: message"}}, one
+ * it drops is absent; a chain that
  * cannot be configured answers {@code {"error": ...}}. One JVM serves a whole test session.
  */
 public final class Oracle {
@@ -99,8 +100,9 @@ public final class Oracle {
         try {
             for (JsonNode rec : job.path("records")) {
                 String topic = rec.path("topic").asText();
-                SourceRecord r = toRecord(rec, topic, keys, values, headers);
+                SourceRecord r;
                 try {
+                    r = toRecord(rec, topic, keys, values, headers);
                     for (Stage s : stages) {
                         r = s.apply(r);
                         if (r == null) {
