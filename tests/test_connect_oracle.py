@@ -666,9 +666,10 @@ def test_missing_columns(oracle: ConnectOracle) -> None:
 
 
 def test_struct_transforms_vs_json_columns(oracle: ConnectOracle) -> None:
-    """Our rows stay flat: `hoist_field` builds a JSON column and `flatten` expands JSON
-    columns, where Connect's HoistField builds a nested struct and Flatten only flattens
-    structs (a Debezium JSON column is a string to it)."""
+    """Our rows stay flat: `hoist_field` builds a JSON column, `flatten` and `extract_field`
+    expand JSON columns, where Connect's HoistField builds a nested struct, Flatten only
+    flattens structs (a Debezium JSON column is a string to it) and ExtractField makes the
+    field's value (here the JSON text) the whole value."""
     records = debezium_records(workload.events(), HEADERS)
     hoist = Case("hoist", [U_DROP, {"type": "hoist_field", "field": "row"}], connect(J_DROP, ("h", KC + "HoistField$Value", {"field": "row"})))
     mine, java = _both(oracle, hoist, records)
@@ -683,6 +684,24 @@ def test_struct_transforms_vs_json_columns(oracle: ConnectOracle) -> None:
     assert json_rows
     for a, b in json_rows:
         assert "payload" not in a["value"]["payload"] and a["value"]["payload"]["payload.a"] == 1
+    orders = {"orders": {"type": "topic_matches", "pattern": r".*\.orders"}}
+    extract = Case(
+        "extract",
+        [U_DROP, {"type": "extract_field", "field": "payload", "predicate": "orders"}],
+        connect(
+            J_DROP,
+            ("x", KC + "ExtractField$Value", {"field": "payload", "predicate": "orders"}),
+            predicates=[("orders", KCP + "TopicNameMatches", {"pattern": r".*\.orders"})],
+        ),
+        predicates=orders,
+    )
+    mine, java = _both(oracle, extract, records)
+    json_rows = [(a, b) for a, b in zip(mine, java) if isinstance((b["value"] or {}).get("payload"), str)]
+    assert json_rows
+    for a, b in json_rows:
+        assert b["value"]["schema"]["name"] == "io.debezium.data.Json"
+        # the object's keys become columns (nested values stay JSON text)
+        assert a["value"]["payload"] == {k: v if not isinstance(v, (list, dict)) else orjson.dumps(v).decode() for k, v in orjson.loads(b["value"]["payload"]).items()}
 
 
 # -- the key fix, without a JVM ----------------------------------------------------------
