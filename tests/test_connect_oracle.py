@@ -316,6 +316,11 @@ CASES: list[Case] = [
         connect(J_DROP, ("i", KC + "InsertField$Value", {"static.field": "origin", "static.value": "oracle"})),
     ),
     Case(
+        "insert-field-metadata",
+        [U_DROP, {"type": "insert_field", "metadata": {"_topic": "topic", "_partition": "partition"}}],
+        connect(J_DROP, ("i", KC + "InsertField$Value", {"topic.field": "_topic", "partition.field": "_partition"})),
+    ),
+    Case(
         "cast",
         [U_DROP, {"type": "cast", "spec": ["vip:int32", "score:string", "qty:int64", "weight:float64"]}],
         connect(J_DROP, ("c", KC + "Cast$Value", {"spec": "vip:int32,score:string,qty:int64,weight:float64"})),
