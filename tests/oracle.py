@@ -19,6 +19,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -82,13 +83,20 @@ class ConnectOracle:
     """One harness JVM; :meth:`run` sends a job and returns its records."""
 
     def __init__(self, classpath: str) -> None:
+        self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-             "-cp", classpath, MAIN_CLASS],
+            ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, MAIN_CLASS],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
         )
+
+    def _exited(self) -> OracleError:
+        """The JVM is gone: say how, with the end of what it wrote to stderr."""
+        code = self._proc.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode("utf-8", "replace").strip().splitlines()[-10:]
+        return OracleError(f"the oracle JVM exited ({code})" + ("\n" + "\n".join(tail) if tail else ""))
 
     def run(self, chain: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Apply the Connect chain (``transforms=...`` properties) to ``records``, in order.
@@ -100,12 +108,15 @@ class ConnectOracle:
         proc = self._proc
         assert proc.stdin is not None and proc.stdout is not None
         if proc.poll() is not None:
-            raise OracleError(f"the oracle JVM exited ({proc.returncode})")
-        proc.stdin.write(orjson.dumps(job) + b"\n")
-        proc.stdin.flush()
+            raise self._exited()
+        try:
+            proc.stdin.write(orjson.dumps(job) + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._exited() from None
         line = proc.stdout.readline()
         if not line:
-            raise OracleError(f"the oracle JVM exited ({proc.wait()})")
+            raise self._exited()
         answer = orjson.loads(line)
         if "error" in answer:
             raise OracleError(answer["error"])
@@ -121,6 +132,7 @@ class ConnectOracle:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        self._stderr.close()
 
 
 def _to_wire(r: Mapping[str, Any]) -> dict[str, Any]:
