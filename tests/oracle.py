@@ -64,8 +64,14 @@ def build_harness() -> str:
                 raise HarnessUnavailable("no `mvn` on PATH (needed once to build the Connect oracle)")
             shutil.rmtree(OUT / "lib", ignore_errors=True)
             cmd = [
-                mvn, "-q", "-B", "-f", str(PROJECT / "pom.xml"), f"-Dmaven.repo.local={M2}",
-                "package", "dependency:copy-dependencies",
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(PROJECT / "pom.xml"),
+                f"-Dmaven.repo.local={M2}",
+                "package",
+                "dependency:copy-dependencies",
             ]
             done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if done.returncode != 0:

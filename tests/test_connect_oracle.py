@@ -71,9 +71,7 @@ def test_harness_is_built_where_required() -> None:
 # -- inputs ----------------------------------------------------------------------
 
 
-def debezium_records(
-    events: Iterable[ChangeEvent], headers: list[tuple[str, bytes]] | None = None
-) -> list[Record]:
+def debezium_records(events: Iterable[ChangeEvent], headers: list[tuple[str, bytes]] | None = None) -> list[Record]:
     """Row events as a Debezium MySQL connector writes them (schemas on, a tombstone after
     each delete), on the topic ``<prefix>.<db>.<table>``, each with ``headers``."""
     encoder = get_codec("debezium-json", {"schemas_enable": True, "topic_prefix": PREFIX})
@@ -84,7 +82,15 @@ def debezium_records(
         topic = f"{PREFIX}.{e.source.database}.{e.source.table}"
         for r in encoder.encode_batch([e]):
             out.append(
-                Record(value=r.value, key=r.key, topic=topic, partition=0, offset=len(out), timestamp=e.ts_ms, headers=list(headers or []))
+                Record(
+                    value=r.value,
+                    key=r.key,
+                    topic=topic,
+                    partition=0,
+                    offset=len(out),
+                    timestamp=e.ts_ms,
+                    headers=list(headers or []),
+                )
             )
     return out
 
@@ -122,7 +128,9 @@ class Case:
     corpus: bool = True
 
 
-def connect(*stages: tuple[str, str, dict[str, Any]], predicates: Iterable[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, str]:
+def connect(
+    *stages: tuple[str, str, dict[str, Any]], predicates: Iterable[tuple[str, str, dict[str, Any]]] = ()
+) -> dict[str, str]:
     """Connect properties from ``(alias, class, config)`` stages and predicates."""
     props: dict[str, str] = {"transforms": ",".join(a for a, _, _ in stages)}
     for alias, cls, conf in stages:
@@ -156,9 +164,7 @@ def ours(case: Case, records: list[Record], prefix: str = PREFIX) -> list[dict[s
     for r in records:
         result = chain.process(r)
         for o in result.outputs:
-            out.append(
-                {"topic": o.topic or r.topic, "key": o.key, "value": o.value, "headers": list(o.headers)}
-            )
+            out.append({"topic": o.topic or r.topic, "key": o.key, "value": o.value, "headers": list(o.headers)})
         out += [{"error": d.describe()} for d in result.dead_letters]
     return out
 
@@ -292,21 +298,44 @@ CASES: list[Case] = [
     ),
     Case(
         "replace-field-include-rename",
-        [U_DROP, {"type": "replace_field", "include": ["id", "name", "qty"], "renames": ["name:full_name", "qty:quantity"]}],
-        connect(J_DROP, ("r", KC + "ReplaceField$Value", {"include": "id,name,qty", "renames": "name:full_name,qty:quantity"})),
+        [
+            U_DROP,
+            {"type": "replace_field", "include": ["id", "name", "qty"], "renames": ["name:full_name", "qty:quantity"]},
+        ],
+        connect(
+            J_DROP,
+            ("r", KC + "ReplaceField$Value", {"include": "id,name,qty", "renames": "name:full_name,qty:quantity"}),
+        ),
         generic=False,
     ),
     Case(
         "mask-field-empty",
         [U_DROP, {"type": "mask_field", "fields": ["email", "name", "score"], "predicate": "customers"}],
-        connect(J_DROP, ("m", KC + "MaskField$Value", {"fields": "email,name,score", "predicate": "customers"}), predicates=J_CUSTOMERS),
+        connect(
+            J_DROP,
+            ("m", KC + "MaskField$Value", {"fields": "email,name,score", "predicate": "customers"}),
+            predicates=J_CUSTOMERS,
+        ),
         predicates=CUSTOMERS,
         generic=False,
     ),
     Case(
         "mask-field-replace",
-        [U_DROP, {"type": "mask_field", "fields": ["email"], "mode": "replace", "replacement": "***", "predicate": "customers"}],
-        connect(J_DROP, ("m", KC + "MaskField$Value", {"fields": "email", "replacement": "***", "predicate": "customers"}), predicates=J_CUSTOMERS),
+        [
+            U_DROP,
+            {
+                "type": "mask_field",
+                "fields": ["email"],
+                "mode": "replace",
+                "replacement": "***",
+                "predicate": "customers",
+            },
+        ],
+        connect(
+            J_DROP,
+            ("m", KC + "MaskField$Value", {"fields": "email", "replacement": "***", "predicate": "customers"}),
+            predicates=J_CUSTOMERS,
+        ),
         predicates=CUSTOMERS,
         generic=False,
     ),
@@ -348,10 +377,23 @@ CASES: list[Case] = [
     ),
     Case(
         "header-from-move",
-        [U_DROP, {"type": "header_from", "fields": ["name", "score"], "headers": ["who", "how"], "operation": "move", "predicate": "customers"}],
+        [
+            U_DROP,
+            {
+                "type": "header_from",
+                "fields": ["name", "score"],
+                "headers": ["who", "how"],
+                "operation": "move",
+                "predicate": "customers",
+            },
+        ],
         connect(
             J_DROP,
-            ("h", KC + "HeaderFrom$Value", {"fields": "name,score", "headers": "who,how", "operation": "move", "predicate": "customers"}),
+            (
+                "h",
+                KC + "HeaderFrom$Value",
+                {"fields": "name,score", "headers": "who,how", "operation": "move", "predicate": "customers"},
+            ),
             predicates=J_CUSTOMERS,
         ),
         predicates=CUSTOMERS,
@@ -365,7 +407,9 @@ CASES: list[Case] = [
     Case(
         "timestamp-router",
         [{"type": "route", "topic": "{topic}-{timestamp:%Y%m%d}"}],
-        connect(("r", KC + "TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})),
+        connect(
+            ("r", KC + "TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})
+        ),
         generic=False,  # the workload's record timestamps are its change times: see test_timestamp_router_time
     ),
     Case(
@@ -392,7 +436,14 @@ CASES: list[Case] = [
     ),
     Case(
         "predicate-has-header",
-        [{"type": "insert_header", "header": "seen", "value": "yes", "predicate": {"type": "has_header", "name": "trace"}}],
+        [
+            {
+                "type": "insert_header",
+                "header": "seen",
+                "value": "yes",
+                "predicate": {"type": "has_header", "name": "trace"},
+            }
+        ],
         connect(
             ("h", KC + "InsertHeader", {"header": "seen", "value.literal": "yes", "predicate": "has"}),
             predicates=[("has", KCP + "HasHeaderKey", {"name": "trace"})],
@@ -402,7 +453,13 @@ CASES: list[Case] = [
         "predicate-tombstone-negated",
         [
             {"type": "unwrap", "delete_handling": "rewrite-with-tombstone"},
-            {"type": "insert_header", "header": "row", "value": "yes", "predicate": {"type": "is_tombstone"}, "negate": True},
+            {
+                "type": "insert_header",
+                "header": "row",
+                "value": "yes",
+                "predicate": {"type": "is_tombstone"},
+                "negate": True,
+            },
         ],
         connect(
             ("u", ENRS, {"delete.tombstone.handling.mode": "rewrite-with-tombstone"}),
@@ -416,15 +473,45 @@ CASES: list[Case] = [
 CASES += [
     Case(
         "timestamp-convert-string",
-        [U_DROP, {"type": "timestamp_convert", "fields": ["created"], "target": "string", "format": "%Y-%m-%d %H:%M:%S", "predicate": "customers"}],
-        connect(J_DROP, ("t", KC + "TimestampConverter$Value", {"field": "created", "target.type": "string", "format": "yyyy-MM-dd HH:mm:ss", "predicate": "customers"}), predicates=J_CUSTOMERS),
+        [
+            U_DROP,
+            {
+                "type": "timestamp_convert",
+                "fields": ["created"],
+                "target": "string",
+                "format": "%Y-%m-%d %H:%M:%S",
+                "predicate": "customers",
+            },
+        ],
+        connect(
+            J_DROP,
+            (
+                "t",
+                KC + "TimestampConverter$Value",
+                {
+                    "field": "created",
+                    "target.type": "string",
+                    "format": "yyyy-MM-dd HH:mm:ss",
+                    "predicate": "customers",
+                },
+            ),
+            predicates=J_CUSTOMERS,
+        ),
         predicates=CUSTOMERS,
         generic=False,
     ),
     Case(
         "timestamp-convert-unix",
         [U_DROP, {"type": "timestamp_convert", "fields": ["created"], "target": "unix", "predicate": "customers"}],
-        connect(J_DROP, ("t", KC + "TimestampConverter$Value", {"field": "created", "target.type": "unix", "predicate": "customers"}), predicates=J_CUSTOMERS),
+        connect(
+            J_DROP,
+            (
+                "t",
+                KC + "TimestampConverter$Value",
+                {"field": "created", "target.type": "unix", "predicate": "customers"},
+            ),
+            predicates=J_CUSTOMERS,
+        ),
         predicates=CUSTOMERS,
         generic=False,
     ),
@@ -494,7 +581,12 @@ def test_debezium_json_schema_matches_json_converter(oracle: ConnectOracle, opti
 
 def test_debezium_json_connect_time_matches_json_converter(oracle: ConnectOracle) -> None:
     within_a_day = [
-        e for e in workload.events() if all(not isinstance(v, dt.timedelta) or dt.timedelta(0) <= v < dt.timedelta(days=1) for v in (e.after or {}).values())
+        e
+        for e in workload.events()
+        if all(
+            not isinstance(v, dt.timedelta) or dt.timedelta(0) <= v < dt.timedelta(days=1)
+            for v in (e.after or {}).values()
+        )
     ]
     assert len(within_a_day) > 8
     _schema_roundtrip(oracle, within_a_day, CONNECT_TIME)
@@ -603,7 +695,11 @@ def test_key_follows_key_columns(oracle: ConnectOracle, ours_step: dict, java_st
 
 def test_value_to_key_schema_name(oracle: ConnectOracle) -> None:
     """Our key struct keeps Debezium's name (`<prefix>.<db>.<table>.Key`); ValueToKey's has none."""
-    case = Case("vtk", [U_DROP, {"type": "value_to_key", "fields": ["id"]}], connect(J_DROP, ("k", KC + "ValueToKey", {"fields": "id"})))
+    case = Case(
+        "vtk",
+        [U_DROP, {"type": "value_to_key", "fields": ["id"]}],
+        connect(J_DROP, ("k", KC + "ValueToKey", {"fields": "id"})),
+    )
     mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
     assert mine and len(mine) == len(java)
     for a, b in zip(mine, java):
@@ -619,11 +715,16 @@ def test_timestamp_router_time(oracle: ConnectOracle, corpus: Path) -> None:
     case = Case(
         "ts",
         [{"type": "route", "topic": "{topic}-{timestamp:%Y%m%d}"}],
-        connect(("r", KC + "TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})),
+        connect(
+            ("r", KC + "TimestampRouter", {"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})
+        ),
     )
     mine, java = _both(oracle, case, records, prefix)
     assert {r["topic"].rsplit("-", 1)[1] for r in java} == {"20231114"}  # the records' timestamp
-    changed = [dt.datetime.fromtimestamp(orjson.loads(r.value)["payload"]["source"]["ts_ms"] / 1000, dt.timezone.utc) for r in records]
+    changed = [
+        dt.datetime.fromtimestamp(orjson.loads(r.value)["payload"]["source"]["ts_ms"] / 1000, dt.timezone.utc)
+        for r in records
+    ]
     assert [r["topic"].rsplit("-", 1)[1] for r in mine] == [t.strftime("%Y%m%d") for t in changed]
     assert [{**r, "topic": None} for r in mine] == [{**r, "topic": None} for r in java]
 
@@ -635,10 +736,22 @@ def test_merge_shards_vs_by_logical_table_router(oracle: ConnectOracle) -> None:
     case = Case(
         "merge",
         [
-            {"type": "merge_shards", "pattern": r"(shop)\.(\w+)", "database": "all", "table": "$2", "key_field": "__dbz__physicalTableIdentifier"},
+            {
+                "type": "merge_shards",
+                "pattern": r"(shop)\.(\w+)",
+                "database": "all",
+                "table": "$2",
+                "key_field": "__dbz__physicalTableIdentifier",
+            },
             {"type": "route", "topic": "dbserver1.{database}.{table}"},
         ],
-        connect(("m", "io.debezium.transforms.ByLogicalTableRouter", {"topic.regex": r"dbserver1\.shop\.(\w+)", "topic.replacement": "dbserver1.all.$1"})),
+        connect(
+            (
+                "m",
+                "io.debezium.transforms.ByLogicalTableRouter",
+                {"topic.regex": r"dbserver1\.shop\.(\w+)", "topic.replacement": "dbserver1.all.$1"},
+            )
+        ),
     )
     mine, java = _both(oracle, case, debezium_records(workload.events(), HEADERS))
     assert mine and len(mine) == len(java)
@@ -676,7 +789,11 @@ def test_struct_transforms_vs_json_columns(oracle: ConnectOracle) -> None:
     flattens structs (a Debezium JSON column is a string to it) and ExtractField makes the
     field's value (here the JSON text) the whole value."""
     records = debezium_records(workload.events(), HEADERS)
-    hoist = Case("hoist", [U_DROP, {"type": "hoist_field", "field": "row"}], connect(J_DROP, ("h", KC + "HoistField$Value", {"field": "row"})))
+    hoist = Case(
+        "hoist",
+        [U_DROP, {"type": "hoist_field", "field": "row"}],
+        connect(J_DROP, ("h", KC + "HoistField$Value", {"field": "row"})),
+    )
     mine, java = _both(oracle, hoist, records)
     assert mine and len(mine) == len(java)
     for a, b in zip(mine, java):
@@ -706,7 +823,10 @@ def test_struct_transforms_vs_json_columns(oracle: ConnectOracle) -> None:
     for a, b in json_rows:
         assert b["value"]["schema"]["name"] == "io.debezium.data.Json"
         # the object's keys become columns (nested values stay JSON text)
-        assert a["value"]["payload"] == {k: v if not isinstance(v, (list, dict)) else orjson.dumps(v).decode() for k, v in orjson.loads(b["value"]["payload"]).items()}
+        assert a["value"]["payload"] == {
+            k: v if not isinstance(v, (list, dict)) else orjson.dumps(v).decode()
+            for k, v in orjson.loads(b["value"]["payload"]).items()
+        }
 
 
 # -- the key fix, without a JVM ----------------------------------------------------------
