@@ -30,6 +30,8 @@ PROJECT = ROOT / "tests" / "jvm" / "connect-oracle"
 OUT = ROOT / ".cache" / "jvm" / "connect-oracle"
 M2 = ROOT / ".cache" / "m2"
 MAIN_CLASS = "io.cdcsmt.oracle.Oracle"
+#: JVM options for tests: quick start over peak speed (benchmarks pass their own).
+TEST_JVM = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 class HarnessUnavailable(RuntimeError):
@@ -88,10 +90,10 @@ class OracleError(RuntimeError):
 class ConnectOracle:
     """One harness JVM; :meth:`run` sends a job and returns its records."""
 
-    def __init__(self, classpath: str) -> None:
+    def __init__(self, classpath: str, jvm_options: Iterable[str] = TEST_JVM) -> None:
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, MAIN_CLASS],
+            ["java", *jvm_options, "-cp", classpath, MAIN_CLASS],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -111,6 +113,10 @@ class ConnectOracle:
         a record it drops is absent.
         """
         job = {"chain": {k: str(v) for k, v in chain.items()}, "records": [_to_wire(r) for r in records]}
+        return [_from_wire(r) for r in self._ask(job)["records"]]
+
+    def _ask(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Send one job, return its answer (raising :class:`OracleError` on a job-level error)."""
         proc = self._proc
         assert proc.stdin is not None and proc.stdout is not None
         if proc.poll() is not None:
@@ -126,7 +132,20 @@ class ConnectOracle:
         answer = orjson.loads(line)
         if "error" in answer:
             raise OracleError(answer["error"])
-        return [_from_wire(r) for r in answer["records"]]
+        return answer
+
+    def bench(
+        self, chain: Mapping[str, Any], records: Iterable[Mapping[str, Any]], runs: int
+    ) -> tuple[list[float], int]:
+        """CPU seconds of each of ``runs`` passes of the Connect chain over ``records``
+        (JsonConverter in, SMTs, JsonConverter out; headers not used), and the records one writes."""
+        job = {
+            "chain": {k: str(v) for k, v in chain.items()},
+            "records": [_to_wire(r) for r in records],
+            "runs": runs,
+        }
+        answer = self._ask(job)
+        return [ns / 1e9 for ns in answer["cpu_ns"]], answer["written"]
 
     def close(self) -> None:
         proc = self._proc

@@ -11,6 +11,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -40,6 +41,7 @@ import org.apache.kafka.connect.transforms.predicates.Predicate;
  * JsonConverter cannot read or the chain fails on is {@code {"error": "Class: message"}}, one
  * it drops is absent; a chain that
  * cannot be configured answers {@code {"error": ...}}. One JVM serves a whole test session.
+ * A job with {@code "runs"} is a benchmark instead (see {@link #bench}).
  */
 public final class Oracle {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -84,6 +86,56 @@ public final class Oracle {
         }
     }
 
+    /**
+     * Bench job ({@code "runs": n}): each run reads every record with JsonConverter, applies
+     * the chain and writes key and value back to bytes, as a Connect worker's source task
+     * does between poll and send; answers the process CPU nanoseconds of each run (garbage
+     * collection and JIT threads included) and the records written by one.
+     */
+    private static ObjectNode bench(JsonNode job, List<Stage> stages) {
+        JsonConverter keys = converter(true);
+        JsonConverter values = converter(false);
+        List<String> topics = new ArrayList<>();
+        List<byte[]> keyBytes = new ArrayList<>();
+        List<byte[]> valueBytes = new ArrayList<>();
+        for (JsonNode rec : job.path("records")) {
+            topics.add(rec.path("topic").asText());
+            keyBytes.add(bytes(rec.get("key")));
+            valueBytes.add(bytes(rec.get("value")));
+        }
+        com.sun.management.OperatingSystemMXBean cpu =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        ArrayNode runs = JSON.createArrayNode();
+        long written = 0;
+        for (int run = 0; run < job.path("runs").asInt(); run++) {
+            written = 0;
+            long start = cpu.getProcessCpuTime();
+            for (int i = 0; i < topics.size(); i++) {
+                String topic = topics.get(i);
+                SchemaAndValue k = keys.toConnectData(topic, keyBytes.get(i));
+                SchemaAndValue v = values.toConnectData(topic, valueBytes.get(i));
+                SourceRecord r = new SourceRecord(
+                        null, null, topic, 0, k.schema(), k.value(), v.schema(), v.value(), null, new ConnectHeaders());
+                for (Stage s : stages) {
+                    r = s.apply(r);
+                    if (r == null) {
+                        break;
+                    }
+                }
+                if (r != null) {
+                    keys.fromConnectData(r.topic(), r.keySchema(), r.key());
+                    values.fromConnectData(r.topic(), r.valueSchema(), r.value());
+                    written++;
+                }
+            }
+            runs.add(cpu.getProcessCpuTime() - start);
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        answer.set("cpu_ns", runs);
+        answer.put("written", written);
+        return answer;
+    }
+
     private static ObjectNode run(JsonNode job) throws Exception {
         Map<String, String> props = new HashMap<>();
         Iterator<Map.Entry<String, JsonNode>> it = job.path("chain").fields();
@@ -96,6 +148,15 @@ public final class Oracle {
         SimpleHeaderConverter headers = new SimpleHeaderConverter();
         headers.configure(Map.of());
         List<Stage> stages = stages(props);
+        if (job.has("runs")) {
+            try {
+                return bench(job, stages);
+            } finally {
+                for (Stage s : stages) {
+                    s.close();
+                }
+            }
+        }
         ArrayNode results = JSON.createArrayNode();
         try {
             for (JsonNode rec : job.path("records")) {
