@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any, Sequence
 
+import orjson
+
 from bench.codec import canal_messages
 from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms.chain import Chain
@@ -107,7 +109,6 @@ def agree(
     oracle: ConnectOracle, transforms: list[dict[str, Any]], props: dict[str, str], records: Sequence[Record]
 ) -> bool:
     """Do both chains write the same topics, keys and values (parsed) for ``records``?"""
-    import orjson
 
     def parse(raw: Any) -> Any:
         return None if raw is None else orjson.loads(raw)
