@@ -894,7 +894,7 @@ class DebeziumJsonCodec(JsonCodec):
         by_name = {f["field"]: f for f in (plan.value_fields if plan is not None else ())}
         fields = []
         for k in names:
-            f = by_name.get(k)
+            f = by_name.get(k) or _source_key_field(event, k)
             fields.append({**f, "optional": False} if f is not None else _inferred_field(k, key[k], optional=False))
         schema = {"type": "struct", "fields": fields, "optional": False, "name": self._struct_name(event, "Key")}
         return self._schema_bytes.put(ck, _dumps(schema))
@@ -1102,6 +1102,23 @@ def _restore(payload: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 def _schema_extra(schema: Any) -> dict[str, Any]:
     return {"schema": schema} if schema is not None else {}
+
+
+def _source_key_field(event: ChangeEvent, name: str) -> dict[str, Any] | None:
+    """Field ``name`` of the source record's own key schema (Debezium in and out): a key
+    column a transform moved out of the row (``header_from``, ``replace_field``) keeps its
+    Connect type in the key instead of one inferred from the value (int32 -> int64)."""
+    rec = event.record
+    if event.origin != NAME or rec is None or not rec.key or not rec.key.startswith(_HEAD):
+        return None
+    try:
+        fields = orjson.loads(rec.key)["schema"]["fields"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    for f in fields if isinstance(fields, list) else ():
+        if isinstance(f, dict) and f.get("field") == name:
+            return f
+    return None
 
 
 def _inferred_field(name: str, v: Any, optional: bool = True) -> dict[str, Any]:
