@@ -192,3 +192,21 @@ def test_the_timeout_comes_from_the_job_setting() -> None:
 
     with pytest.raises(ConfigError):
         load_job({**base, "kafka": {"bootstrap_servers": "k:9092", "connect_timeout_s": 0}}, env={})
+
+
+def test_a_sasl_failure_aiokafka_only_logs_is_the_cause_and_final() -> None:
+    """aiokafka's bootstrap logs the SASL error and raises only 'Unable to bootstrap': the probe reads the log."""
+    import logging
+
+    from aiokafka.errors import KafkaConnectionError, SaslAuthenticationFailed
+
+    from cdc_smt.connector.kafka.admin import _client_logs_held, _kafka_failure
+
+    with _client_logs_held() as held:
+        err = SaslAuthenticationFailed("Authentication failed: Invalid username or password")
+        logging.getLogger("aiokafka.client").error('Unable connect to "%s:%s": %s', "k", 9092, err)
+        failure = _kafka_failure(KafkaConnectionError("Unable to bootstrap from [('k', 9092)]"), held.errors)
+    assert failure.final
+    assert failure.cause.startswith("SASL authentication failed: ")
+    assert "Invalid username or password" in failure.cause
+    assert logging.getLogger("aiokafka").propagate and not logging.getLogger("aiokafka").handlers  # restored
