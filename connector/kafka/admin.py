@@ -75,7 +75,9 @@ async def wait_until_ready(
         while True:
             failures: dict[str, _Failure] = {}
             for host, port in addresses:
-                failure = await _reach(host, port, tls, _budget(deadline), address_setting)
+                # A silent first address must not use up the time of the others.
+                share = min(_budget(deadline), max(_budget(deadline) / len(addresses), 1.0))
+                failure = await _reach(host, port, tls, share, address_setting)
                 if failure is None:
                     failures = {}
                     break
