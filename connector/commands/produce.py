@@ -28,6 +28,7 @@ from cdc_smt.connector.framing import display_name, read_records
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "produce",
