@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cdc_smt import schemas
+from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S
 from cdc_smt.connector.kafka.settings import KafkaSettings  # a job's ``kafka`` section; re-exported
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import ChainConfig, check_document, load_config, read_yaml_file
@@ -378,6 +379,7 @@ def _build(doc: dict[str, Any], path: str) -> JobConfig:
         ssl_keyfile=k.get("ssl_keyfile"),
         ssl_password=k.get("ssl_password"),
         ssl_check_hostname=k.get("ssl_check_hostname", True),
+        connect_timeout_s=float(k.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
     )
     if kafka.uses_sasl and (kafka.sasl_username is None or kafka.sasl_password is None):
         raise ConfigError(f"{kafka.security_protocol} needs sasl_username and sasl_password", "kafka")

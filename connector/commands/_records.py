@@ -16,6 +16,7 @@ produced again.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import logging
@@ -26,6 +27,7 @@ import msgspec
 import orjson
 
 from cdc_smt.connector.framing import FramingError, display_name, read_json_lines
+from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
@@ -52,12 +54,38 @@ class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 
 def bootstrap_argument(parser: Any) -> None:
-    """``--bootstrap``, defaulting to ``$CDC_SMT_BOOTSTRAP``."""
+    """``--bootstrap``, defaulting to ``$CDC_SMT_BOOTSTRAP``, and ``--connect-timeout``."""
     parser.add_argument(
         "--bootstrap",
         default=os.environ.get("CDC_SMT_BOOTSTRAP", DEFAULT_BOOTSTRAP),
         metavar="HOST:PORT",
         help=f"Kafka bootstrap servers (default: $CDC_SMT_BOOTSTRAP, else {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for a broker that refuses or does not answer (default: {DEFAULT_CONNECT_TIMEOUT_S:g})",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected more than 0 and at most 3600 seconds, got {text}")
+    return value
+
+
+async def wait_for_broker(bootstrap: str, connect_timeout: float) -> None:
+    """The start-up probe: return once ``--bootstrap`` answers, else raise ``KafkaUnavailable``."""
+    from cdc_smt.connector import kafka as K
+
+    await K.wait_until_ready(
+        bootstrap, timeout=connect_timeout, timeout_setting="--connect-timeout", address_setting="--bootstrap"
     )
 
 
@@ -169,5 +197,5 @@ def _texts(items: list[bytes]) -> list[str] | None:
 
 __all__ = [
     "DEFAULT_BOOTSTRAP", "RecordLine", "bootstrap_argument", "quiet_client_logs", "read_record_lines", "record_line",
-    "require_kafka_client",
+    "require_kafka_client", "wait_for_broker",
 ]

@@ -24,13 +24,13 @@ from cdc_smt.connector.commands._records import (
     quiet_client_logs,
     record_line,
     require_kafka_client,
+    wait_for_broker,
 )
 from cdc_smt.connector.framing import RecordWriter
+from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
 
-#: Seconds to wait for the broker to answer before giving up with an error.
-CONNECT_TIMEOUT = 10.0
 #: How long one poll waits, so the idle timeout and Ctrl-C are noticed promptly.
 POLL_MS = 200
 #: How long a poll must stay empty before a start at the end counts as reached (see _skip_to_true_end).
@@ -75,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             emit = lambda r: writer.write(Record(value=record_line(r, args.base64)))  # noqa: E731
         count = asyncio.run(
-            read_topics(args.bootstrap, args.topics, args.from_beginning, args.max_messages, args.timeout, emit)
+            read_topics(
+                args.bootstrap, args.topics, args.from_beginning, args.max_messages, args.timeout, emit,
+                connect_timeout=args.connect_timeout,
+            )
         )
     note = f", {writer.tombstones_skipped} tombstones not written" if writer.tombstones_skipped else ""
     print(f"consumed {count} records from {', '.join(args.topics)}{note}", file=sys.stderr)
@@ -92,13 +95,15 @@ async def read_topics(
     max_messages: int | None,
     idle_timeout: float | None,
     emit: Callable[[Record], Any],
+    *,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
 ) -> int:
     """Pass each record of every partition of ``topics`` to ``emit``, in partition order; return the count."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     from cdc_smt.connector import kafka as K
 
-    await K.wait_until_ready(bootstrap, timeout=CONNECT_TIMEOUT)
+    await wait_for_broker(bootstrap, connect_timeout)
     # Listed first: describing a missing topic makes some brokers (Tansu) create it.
     existing = await K.list_topics(bootstrap)
     missing = [t for t in topics if t not in existing]
@@ -106,8 +111,8 @@ async def read_topics(
         raise ConfigError(f"no such topic: {', '.join(missing)}")
     partitions = await K.partition_counts(bootstrap, topics)
     consumer = AIOKafkaConsumer(**K.client_kwargs(bootstrap), enable_auto_commit=False)
-    await consumer.start()
     try:
+        await consumer.start()
         tps = [TopicPartition(t, p) for t in dict.fromkeys(topics) for p in range(partitions[t])]
         consumer.assign(tps)
         await (consumer.seek_to_beginning if from_beginning else consumer.seek_to_end)(*tps)

@@ -82,6 +82,9 @@ async def _demo(args: argparse.Namespace) -> int:
         print(f"job       {_rel(args.job)} (consumer group {job.id})")
         print(f"chain     {source} [{job.source.format}] -> {job.sink.topic} [{job.sink.format}], dead letters -> {job.errors.dead_letter_topic}")
 
+        # The start-up probe every host runs: a broker that answered its own check but not the
+        # client (or died since) is one line naming the address and the cause.
+        await K.wait_until_ready(job.kafka, timeout_setting="kafka.connect_timeout_s in --job")
         await K.create_topics(broker.bootstrap, {source: SOURCE_PARTITIONS})
         inputs = [_input(i, raw) for i, raw in enumerate(lines)]
         records = [inp.record(SOURCE_PARTITIONS) for inp in inputs]

@@ -22,13 +22,11 @@ from cdc_smt.connector.commands._records import (
     quiet_client_logs,
     read_record_lines,
     require_kafka_client,
+    wait_for_broker,
 )
 from cdc_smt.connector.framing import display_name, read_records
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
-
-#: Seconds to wait for the broker to answer before giving up with an error.
-CONNECT_TIMEOUT = 10.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,15 +78,17 @@ def run(args: argparse.Namespace) -> int:
     if not by_topic:
         print("produced 0 records (the input is empty)", file=sys.stderr)
         return 0
-    for topic, count in asyncio.run(_produce(args.bootstrap, by_topic, args.partitions)):
+    for topic, count in asyncio.run(_produce(args.bootstrap, args.connect_timeout, by_topic, args.partitions)):
         print(f"produced {count} records to {topic}", file=sys.stderr)
     return 0
 
 
-async def _produce(bootstrap: str, by_topic: dict[str, list[Record]], partitions: int | None) -> list[tuple[str, int]]:
+async def _produce(
+    bootstrap: str, connect_timeout: float, by_topic: dict[str, list[Record]], partitions: int | None
+) -> list[tuple[str, int]]:
     from cdc_smt.connector import kafka as K
 
-    await K.wait_until_ready(bootstrap, timeout=CONNECT_TIMEOUT)
+    await wait_for_broker(bootstrap, connect_timeout)
     if partitions is not None:
         await K.create_topics(bootstrap, {topic: partitions for topic in by_topic})
     existing = await K.partition_counts(bootstrap, by_topic)

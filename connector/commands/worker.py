@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-c", "--config", required=True, metavar="JOB.yaml", help="the job file")
     p.add_argument("--check", action="store_true", help="validate the job file and build the chain, then exit")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="override kafka.bootstrap_servers")
+    p.add_argument(
+        "--connect-timeout", type=float, metavar="SECONDS", help="override kafka.connect_timeout_s (start-up wait for the cluster)"
+    )
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="override worker.metrics_port (0: pick a free port)")
     p.add_argument("--log-format", choices=("text", "json"), help="override worker.log_format")
     p.set_defaults(func=run)
@@ -35,6 +38,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if args.bootstrap:
         out["kafka.bootstrap_servers"] = args.bootstrap
+    if args.connect_timeout is not None:
+        out["kafka.connect_timeout_s"] = args.connect_timeout
     if args.metrics_port is not None:
         out["worker.metrics_port"] = args.metrics_port
     if args.log_format:

@@ -39,6 +39,8 @@ SASL_LOGIN_MODULES: dict[str, str] = {
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: Seconds a host waits at start-up for the cluster to answer (``kafka.connect_timeout_s``).
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class KafkaSettings:
     ssl_keyfile: str | None = None
     ssl_password: str | None = field(default=None, repr=False)
     ssl_check_hostname: bool = True
+    #: How long start-up waits for a refusing or silent cluster (a broker still starting) before failing.
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
 
     @property
     def bootstrap(self) -> str:
@@ -255,6 +259,7 @@ def faust_client_settings(kafka: KafkaSettings, consumer: ConsumerSettings, prod
 
 __all__ = [
     "Conn",
+    "DEFAULT_CONNECT_TIMEOUT_S",
     "KafkaSettings",
     "SASL_LOGIN_MODULES",
     "SECURITY_PROTOCOLS",

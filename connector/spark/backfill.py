@@ -15,6 +15,7 @@ may be sent twice (at-least-once), never output of committed batches.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
+from cdc_smt.connector.kafka.admin import wait_until_ready
 from cdc_smt.connector.kafka.settings import connection_json
 from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, offsets_to_json, resolve
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
@@ -63,8 +65,15 @@ class Plan:
         return [f"{t}[{p}]: offsets {self.starts[(t, p)]} .. {self.targets[(t, p)]} ({self.targets[(t, p)] - self.starts[(t, p)]} records)" for t, p in sorted(self.targets)]
 
 
+def wait_for_kafka(job: Any) -> None:
+    """The start-up probe: the cluster answers, or :class:`KafkaUnavailable` says in seconds which
+    address failed and why (before Spark starts, and without aiokafka's retry log)."""
+    asyncio.run(wait_until_ready(job.kafka))
+
+
 def plan_kafka(job: Any, settings: BackfillSettings) -> Plan:
     """Partitions and the ``[from, until)`` offsets of each, resolved once on the driver."""
+    wait_for_kafka(job)
     with KafkaSession(connection_json(job.kafka)) as session:
         tps = session.partitions(job.source.topics, job.source.pattern)
         starts, bounds = resolve(session, tps, settings.source.start, default="earliest")
@@ -389,6 +398,8 @@ def run(
     fails under ``errors.tolerance: none``, or the first line of any other failure.
     """
     job.check()
+    if settings.needs_kafka and not settings.source.is_kafka:
+        wait_for_kafka(job)  # a Kafka sink or dead-letter topic (a Kafka source is probed by the plan)
     plan = make_plan(job, settings)
     own = spark is None
     if own:
@@ -450,4 +461,4 @@ def explain(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-__all__ = ["BackfillError", "Plan", "Progress", "explain", "make_plan", "map_in_arrow", "run", "spark_session"]
+__all__ = ["BackfillError", "Plan", "Progress", "explain", "make_plan", "map_in_arrow", "run", "spark_session", "wait_for_kafka"]

@@ -399,10 +399,10 @@ class WorkerRuntime:
         job = self.job
         log.info("starting job %s", job.id, extra={"event": "start", "job": job.describe()})
         job.check()  # formats, options, transforms: fail before touching Kafka
-        try:
-            await K.wait_until_ready(job.kafka.aiokafka_kwargs(), timeout=job.consumer.request_timeout_ms / 1000)
-        except TimeoutError as exc:
-            raise WorkerFailed(f"cannot reach Kafka: {exc}") from None
+        # KafkaUnavailable (address and cause) goes to the command line as its one error line.
+        await K.wait_until_ready(
+            job.kafka, timeout_setting="kafka.connect_timeout_s / --connect-timeout", address_setting="kafka.bootstrap_servers / --bootstrap"
+        )
         sources = await self.resolve_sources()
         await self.create_topics(sources)
         await self.check_outputs(sources)
