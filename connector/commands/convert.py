@@ -5,8 +5,10 @@ file (see :mod:`connector.framing`). Every input message ends up written,
 reported as an error, or (with ``--on-error fail``) stops the run at the line
 that failed; the summary on stderr accounts for all of them.
 
-Exit codes: 0 done (errors tolerated by ``skip``/``dlq`` included), 1 stopped at
-a bad message (``fail``), 2 unusable arguments, config or input file.
+Exit codes (:mod:`connector.exitcodes`): 0 done without errors, 3 done with
+errors (tolerated by ``skip``/``dlq``), 1 stopped at a bad message (``fail``), 2
+unusable arguments, config or input file, 130 interrupted. On a terminal a
+progress line is shown on stderr while converting.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,8 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands._progress import Progress
+from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.connector.framing import STDIO, FramingError, RecordWriter, check_readable, read_records, unit
 from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
 from cdc_smt.transforms.errors import CdcSmtError, ConfigError
@@ -161,7 +167,10 @@ def schema_catalog(files: Iterable[str]) -> Any:
 
     catalog = SchemaCatalog()
     for path in files:
-        catalog.load_file(path)
+        try:
+            catalog.load_file(path)
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a text file (a schema file is UTF-8 YAML or JSON)", "--schema") from None
     return catalog
 
 
@@ -266,23 +275,59 @@ class Counts:
     written: int = 0
     errors: int = 0
     tombstones_skipped: int = 0
+    interrupted: bool = False
 
     def summary(self) -> str:
         text = f"read {self.read}, written {self.written}, errors {self.errors}"
         if self.tombstones_skipped:
             text += f", tombstones not written {self.tombstones_skipped} (line framing has no null message)"
+        if self.interrupted:
+            text += ", interrupted"
         return text
+
+
+#: orjson's and msgspec's position inside the one line they were given.
+_JSON_POSITION = (
+    re.compile(r": line 1 column (?P<column>\d+) \(char \d+\)"),
+    re.compile(r" \(byte (?P<byte>\d+)\)"),
+)
+
+
+def locate(unit_name: str, position: int | None, message: str) -> str:
+    """``line 3, column 76: ...`` from ``line 3`` and a parser's ``line 1 column 76`` inside the line.
+
+    A JSON parser only ever sees one line of a JSON Lines file, so its own line
+    number is always 1 and only misleads; its column is kept next to the file's line.
+    """
+    if position is None:
+        return f"end of input: {message}"
+    where = f"{unit_name} {position}"
+    if unit_name == "line":
+        for pattern in _JSON_POSITION:
+            m = pattern.search(message)
+            if m:
+                column = int(m["column"]) if "column" in pattern.groupindex else int(m["byte"]) + 1
+                return f"{where}, column {column}: {message[: m.start()]}{message[m.end():]}"
+    return f"{where}: {message}"
 
 
 class Converter:
     """Feeds records through the chain, writes outputs, reports failures by position."""
 
-    def __init__(self, chain: Chain, writer: RecordWriter, dlq: DeadLetterFile | None, binary_input: bool) -> None:
+    def __init__(
+        self,
+        chain: Chain,
+        writer: RecordWriter,
+        dlq: DeadLetterFile | None,
+        binary_input: bool,
+        progress: Progress | None = None,
+    ) -> None:
         self.chain = chain
         self.writer = writer
         self.dlq = dlq
         self.unit = unit(binary_input)
         self.counts = Counts()
+        self.progress = progress
 
     def feed(self, records: Iterable[tuple[int, Any]]) -> None:
         """Process every record, then the decoder's held-back events.
@@ -290,9 +335,12 @@ class Converter:
         Raises :class:`ChainHalted` (already reported) on the first failure when
         the chain tolerates none.
         """
+        progress = self.progress
         for position, record in records:
             self.counts.read += 1
             self._handle(position, self.chain.process, record)
+            if progress is not None:
+                progress.advance(len(record.value or b"") + 1)
         self._handle(None, self.chain.flush)
 
     def _handle(self, position: int | None, step: Callable[..., ChainResult], *args: Any) -> None:
@@ -308,8 +356,9 @@ class Converter:
 
     def _report(self, position: int | None, dl: DeadLetter) -> None:
         self.counts.errors += 1
-        where = f"{self.unit} {position}" if position is not None else "end of input"
-        print(f"{where}: {dl.describe()}", file=sys.stderr)
+        if self.progress is not None:
+            self.progress.clear()
+        print(locate(self.unit, position, dl.describe()), file=sys.stderr)
         if self.dlq is not None:
             self.dlq.write(position, dl)
 
@@ -325,31 +374,56 @@ def check_files(input_path: str, output_path: str, dlq_path: str | None) -> None
             raise ConfigError(f"{flag} {path} is the input file; it would be overwritten before it is read")
 
 
+def input_size(path: str) -> int | None:
+    """Bytes in INPUT when that is known up front (a regular file), for the progress ETA."""
+    if path == STDIO:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if os.path.isfile(path) else None
+
+
+def announced(records: Iterable[tuple[int, Any]], warning: str | None) -> Iterable[tuple[int, Any]]:
+    """``records``, printing ``warning`` once the first one has actually been read."""
+    for item in records:
+        if warning:
+            print(f"cdc-smt: {warning}", file=sys.stderr)
+            warning = None
+        yield item
+
+
 def run(args: argparse.Namespace) -> int:
     chain = build_chain(args, args.on_error.tolerance if args.on_error else None)
     # Without --on-error, a chain config's errors.tolerance: all means skip.
     on_error: OnError = args.on_error or OnError("skip" if chain.tolerance == "all" else "fail")
-    warning = timezone_warning(chain)
-    if warning:
-        print(f"cdc-smt: {warning}", file=sys.stderr)
     binary_in = chain.decoder.binary
     check_files(args.input, args.output, on_error.path)
     dlq = DeadLetterFile(on_error.path, binary_in) if on_error.mode == "dlq" and on_error.path else None
+    progress = Progress.for_terminal(sys.stderr, None if binary_in else input_size(args.input))
     converter: Converter | None = None
     try:
         with RecordWriter(args.output, chain.encoder.binary) as writer:
-            converter = Converter(chain, writer, dlq, binary_in)
+            converter = Converter(chain, writer, dlq, binary_in, progress)
             try:
-                converter.feed(read_records(args.input, binary_in))
+                converter.feed(announced(read_records(args.input, binary_in), timezone_warning(chain)))
             except ChainHalted:
-                return 1
+                return ExitCode.FAILED
             except CdcSmtError as exc:  # a damaged input file: report it above the summary
+                if progress is not None:
+                    progress.clear()
                 print(f"cdc-smt: error: {exc}", file=sys.stderr)
-                return 2
-            return 0
+                return ExitCode.USAGE
+            except KeyboardInterrupt:
+                converter.counts.interrupted = True
+                return ExitCode.INTERRUPTED
+            return completed(converter.counts.errors)
     finally:
         if dlq is not None:
             dlq.close()
+        if progress is not None:
+            progress.clear()
         if converter is not None:
             converter.counts.written = converter.writer.written
             converter.counts.tombstones_skipped = converter.writer.tombstones_skipped
