@@ -96,13 +96,25 @@ def _add_log_level(parser: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+class UserFormatter(logging.Formatter):
+    """Warnings and errors as a user reads them (``cdc-smt: warning: ...``); the
+    logger name and time only when debugging."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{PROG}: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and logging.getLogger().isEnabledFor(logging.DEBUG):
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
 def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
+    numeric = getattr(logging, level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    if numeric <= logging.INFO:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(UserFormatter())
+    logging.basicConfig(level=numeric, handlers=[handler], force=True)
 
 
 def error(message: str) -> None:
