@@ -162,12 +162,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _unexpected(exc: BaseException) -> str:
     """One line for a failure no command turned into a user error (a broker that cannot be reached, a bug)."""
-    if _is_kafka_error(exc):
+    if is_kafka_error(exc):
         return f"Kafka: {exc or type(exc).__name__}"
     return f"{type(exc).__name__}: {exc} (run with --log-level debug for the traceback)"
 
 
-def _is_kafka_error(exc: BaseException) -> bool:
+def is_kafka_error(exc: BaseException) -> bool:
+    """An aiokafka error (aiokafka is imported only by the commands that talk to a broker)."""
     return any(cls.__module__.startswith("aiokafka") for cls in type(exc).__mro__)
 
 

@@ -17,7 +17,6 @@ import argparse
 import base64
 import dataclasses
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands._positions import split_column
 from cdc_smt.connector.commands._progress import Progress
 from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.connector.framing import STDIO, FramingError, RecordWriter, check_readable, read_records, unit
@@ -286,28 +286,15 @@ class Counts:
         return text
 
 
-#: orjson's and msgspec's position inside the one line they were given.
-_JSON_POSITION = (
-    re.compile(r": line 1 column (?P<column>\d+) \(char \d+\)"),
-    re.compile(r" \(byte (?P<byte>\d+)\)"),
-)
-
-
 def locate(unit_name: str, position: int | None, message: str) -> str:
-    """``line 3, column 76: ...`` from ``line 3`` and a parser's ``line 1 column 76`` inside the line.
-
-    A JSON parser only ever sees one line of a JSON Lines file, so its own line
-    number is always 1 and only misleads; its column is kept next to the file's line.
-    """
+    """``line 3, column 76: ...``: the file's line, and the column a JSON parser reported inside it."""
     if position is None:
         return f"end of input: {message}"
     where = f"{unit_name} {position}"
     if unit_name == "line":
-        for pattern in _JSON_POSITION:
-            m = pattern.search(message)
-            if m:
-                column = int(m["column"]) if "column" in pattern.groupindex else int(m["byte"]) + 1
-                return f"{where}, column {column}: {message[: m.start()]}{message[m.end():]}"
+        message, column = split_column(message)
+        if column is not None:
+            where += f", column {column}"
     return f"{where}: {message}"
 
 

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import orjson
 
 from cdc_smt import schemas
+from cdc_smt.connector.commands._positions import split_column
 from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.connector.framing import STDIO, check_readable, display_name, read_records
 from cdc_smt.transforms.errors import ConfigError
@@ -167,13 +168,19 @@ def messages(source: Any) -> Iterator[tuple[int, Any, str | None]]:
             yield lineno, orjson.loads(whole), None
             return
         except orjson.JSONDecodeError:
-            yield lineno, NOT_JSON, f"malformed JSON: {exc}"
+            yield lineno, NOT_JSON, _malformed(exc)
             records = iter(rest)
     for lineno, record in records:
         try:
             yield lineno, orjson.loads(record.value), None
         except orjson.JSONDecodeError as exc:
-            yield lineno, NOT_JSON, f"malformed JSON: {exc}"
+            yield lineno, NOT_JSON, _malformed(exc)
+
+
+def _malformed(exc: Exception) -> str:
+    """``malformed JSON at column 5: unexpected character`` (the line is the file's, said by the caller)."""
+    reason, column = split_column(str(exc))
+    return f"malformed JSON{f' at column {column}' if column is not None else ''}: {reason}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,7 +227,7 @@ def validate_config(source: str, name: str, as_json: bool, quiet: bool) -> int:
     try:
         _load_config(source, name)
     except ConfigError as exc:
-        problem = str(exc)
+        problem = str(exc).removeprefix(f"{where}: ")
     else:
         problem = None
     if as_json:

@@ -94,10 +94,18 @@ class KafkaSession:
                 max_partition_fetch_bytes=min(self._fetch_max_bytes, 16 * 1024 * 1024),
                 fetch_max_wait_ms=50,  # a range read waits for nothing new: do not idle on an empty fetch
             )
-            await consumer.start()
+            try:
+                await consumer.start()
+            except BaseException:
+                await consumer.stop()  # else "Unclosed AIOKafkaConsumer" follows the error
+                raise
             return consumer
 
-        self._consumer = self._run(start())
+        try:
+            self._consumer = self._run(start())
+        except BaseException:
+            self._loop.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
