@@ -66,8 +66,15 @@ def _register_unavailable(subparsers: argparse._SubParsersAction, module: str, e
     parser.set_defaults(func=unavailable, accepts_extra_args=True)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as the one ``cdc-smt: error: ...`` line of every other error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(ExitCode.USAGE, f"{PROG}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="Decode, transform and re-encode change-data-capture messages between CDC formats.",
     )
