@@ -376,7 +376,7 @@ def announced(records: Iterable[tuple[int, Any]], warning: str | None) -> Iterab
     """``records``, printing ``warning`` once the first one has actually been read."""
     for item in records:
         if warning:
-            print(f"cdc-smt: {warning}", file=sys.stderr)
+            sys.stderr.write(f"cdc-smt: {warning}\n")  # one write: a Ctrl-C cannot split the line
             warning = None
         yield item
 
