@@ -11,7 +11,7 @@ primary key to a topic of ``--partitions`` partitions on the embedded broker
     canal-json -> debezium-json broker to broker; from its first consumed
     record to its last acknowledged output record, read from its own metrics;
 (b) **codec ceiling**: the same conversion in this process with no Kafka: the
-    worker's own :class:`~connector.worker_pipeline.Converter` (decode, chain,
+    worker's own :class:`~connector.worker.pipeline.Converter` (decode, chain,
     encode, output partitioning) over the same records, batch by batch;
 (c) **broker ceiling**: a raw aiokafka pipe over the same input with no
     transformation: consume, and produce with ``create_batch``/``send_batch``;
@@ -50,7 +50,7 @@ import yaml
 from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
-from cdc_smt.connector.worker_pipeline import Converter
+from cdc_smt.connector.worker.pipeline import Converter
 from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[1]

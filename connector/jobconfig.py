@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cdc_smt import schemas
+from cdc_smt.connector.kafka.settings import KafkaSettings  # a job's ``kafka`` section; re-exported
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import ChainConfig, check_document, load_config, read_yaml_file
 from cdc_smt.transforms.config import build_chain as build_chain_of
@@ -66,75 +67,6 @@ def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> Any:
 
 
 # -- settings ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class KafkaSettings:
-    """How to reach the cluster. Passwords are excluded from ``repr``."""
-
-    bootstrap_servers: tuple[str, ...]
-    client_id: str = "cdc-smt"
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | None = field(default=None, repr=False)
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    ssl_password: str | None = field(default=None, repr=False)
-    ssl_check_hostname: bool = True
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(self.bootstrap_servers)
-
-    @property
-    def uses_ssl(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
-
-    def ssl_context(self):  # -> ssl.SSLContext | None
-        """An SSL context from the CA/cert/key files, or ``None`` without SSL."""
-        if not self.uses_ssl:
-            return None
-        import ssl
-
-        ctx = ssl.create_default_context(cafile=self.ssl_cafile)
-        ctx.check_hostname = self.ssl_check_hostname
-        if self.ssl_certfile:
-            ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password)
-        return ctx
-
-    def aiokafka_kwargs(self) -> dict[str, Any]:
-        """Connection keyword arguments for aiokafka clients (admin, producer, consumer)."""
-        out: dict[str, Any] = {
-            "bootstrap_servers": list(self.bootstrap_servers),
-            "client_id": self.client_id,
-            "security_protocol": self.security_protocol,
-        }
-        ctx = self.ssl_context()
-        if ctx is not None:
-            out["ssl_context"] = ctx
-        if self.uses_sasl:
-            out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
-            out["sasl_plain_username"] = self.sasl_username
-            out["sasl_plain_password"] = self.sasl_password
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        """Loggable view: secrets replaced by ``***``."""
-        out: dict[str, Any] = {"bootstrap_servers": list(self.bootstrap_servers), "security_protocol": self.security_protocol}
-        if self.uses_sasl:
-            out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
-            out["sasl_username"] = self.sasl_username
-            out["sasl_password"] = "***" if self.sasl_password else None
-        if self.uses_ssl:
-            out["ssl_cafile"] = self.ssl_cafile
-            out["ssl_certfile"] = self.ssl_certfile
-        return out
-
-
 @dataclass(frozen=True)
 class SourceSettings:
     format: str

@@ -387,3 +387,182 @@ def test_missing_input_creates_no_output(capsys: pytest.CaptureFixture[str], tmp
     code, _, err = run(capsys, "convert", "-f", canal, "-t", canal, str(tmp_path / "absent.jsonl"), "-o", str(dst))
     assert code == 2 and "cannot open" in err
     assert dst.read_bytes() == b"keep\n"
+
+
+# -- convert and topics --------------------------------------------------------------------
+
+CANAL_DDL = orjson.dumps(
+    {
+        "data": None,
+        "database": "shop",
+        "es": 1_700_000_000_500,
+        "id": 3,
+        "isDdl": True,
+        "mysqlType": None,
+        "old": None,
+        "pkNames": None,
+        "sql": "ALTER TABLE orders ADD COLUMN note varchar(64)",
+        "sqlType": None,
+        "table": "orders",
+        "ts": 1_700_000_000_600,
+        "type": "ALTER",
+    }
+)
+# A Canal dump holding one DDL between two row changes.
+CANAL_WITH_DDL = GOOD_1 + b"\n" + CANAL_DDL + b"\n" + GOOD_2 + b"\n"
+DBZ = ("-f", "canal-json", "-t", "debezium-json", "--option", "source_timezone=UTC")
+
+
+def test_convert_writes_only_the_data_topic_and_counts_the_others(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(CANAL_WITH_DDL)
+    opts = ("--sink-option", "schema_change_topic=dbz.schema-changes")
+    code, _, err = run(capsys, "convert", *DBZ, *opts, str(src), "-o", str(dst))
+    assert code == 0, err
+    values = [orjson.loads(line) for line in dst.read_bytes().splitlines()]
+    assert [v["op"] for v in values] == ["c", "c"]  # what Flink's debezium-json can read: no schema-change record
+    assert [v["after"]["id"] for v in values] == [1, 2]
+    assert err.splitlines()[-1] == (
+        "read 3, written 2, errors 0, skipped 1 record for other topics: dbz.schema-changes (1) "
+        "(-o DIR/ writes every topic)"
+    )
+
+
+def test_convert_to_a_directory_writes_a_file_per_topic(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out"
+    src.write_bytes(CANAL_WITH_DDL)
+    opts = ("--sink-option", "schema_change_topic=dbz.schema-changes", "--topic", "shop.orders")
+    code, _, err = run(capsys, "convert", *DBZ, *opts, str(src), "-o", f"{out}/")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["dbz.schema-changes.jsonl", "shop.orders.jsonl"]
+    rows = [orjson.loads(line) for line in (out / "shop.orders.jsonl").read_bytes().splitlines()]
+    (ddl,) = [orjson.loads(line) for line in (out / "dbz.schema-changes.jsonl").read_bytes().splitlines()]
+    assert [r["after"]["id"] for r in rows] == [1, 2]
+    assert "ADD COLUMN note" in ddl["ddl"]
+    assert err.splitlines()[-1] == (
+        f"read 3, written 3, errors 0; {out / 'shop.orders.jsonl'} (2), {out / 'dbz.schema-changes.jsonl'} (1)"
+    )
+    # An existing directory without the trailing slash works the same; the default data topic is the format.
+    code, _, err = run(capsys, "convert", *DBZ, str(src), "-o", str(out))
+    assert code == 0, err
+    assert (out / "debezium-json.jsonl").read_bytes().count(b"\n") == 2
+
+
+def test_convert_to_a_directory_keeps_routed_topics_apart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, canal: str
+) -> None:
+    chain = tmp_path / "chain.yaml"
+    chain.write_text(
+        "source: {format: canal-json, options: {source_timezone: UTC}}\n"
+        "sink: {format: debezium-json}\n"
+        "transforms:\n  - {type: route, topic: 'cdc.{database}.{table}'}\n"
+    )
+    src, out = tmp_path / "in.jsonl", tmp_path / "by-topic"
+    src.write_bytes(GOOD_1 + b"\n" + GOOD_1.replace(b'"orders"', b'"items"') + b"\n")
+    code, _, err = run(capsys, "convert", "-c", str(chain), str(src), "-o", f"{out}/")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["cdc.shop.items.jsonl", "cdc.shop.orders.jsonl"]
+    # Routed tables are data topics: a single output holds them all.
+    code, stdout, err = run(capsys, "convert", "-c", str(chain), str(src))
+    assert code == 0 and len(stdout.splitlines()) == 2, err
+    assert "other topics" not in err
+
+
+# -- records as JSON lines (produce / consume; the broker part is in tests/integration) ------------
+
+
+def test_record_lines_round_trip_text_binary_and_tombstones(tmp_path: Path) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines, record_line
+
+    records = [
+        Record(value=b'{"a":1}', key=b"k", topic="t", partition=1, offset=5, timestamp=17, headers=[("h", b"v")]),
+        Record(value=None, key=b"k", topic="t", partition=0, offset=6),
+        Record(value=b"\xff\x00", key=None, topic="t", partition=0, offset=7, headers=[("h", b"\xfe")]),
+    ]
+    text = [orjson.loads(record_line(r)) for r in records]
+    assert text[0] == {"topic": "t", "partition": 1, "offset": 5, "timestamp": 17, "key": "k", "value": '{"a":1}',
+                       "headers": [["h", "v"]]}  # fmt: skip
+    assert text[1]["value"] is None
+    assert text[2]["value_base64"] == "/wA=" and text[2]["headers_base64"] == [["h", "/g=="]]
+    assert "value" not in orjson.loads(record_line(records[0], force_base64=True))
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b"".join(record_line(r, force) + b"\n" for r in records for force in (False, True)))
+    back = [r for _, r in read_record_lines(str(path))]
+    expected = [Record(value=r.value, key=r.key, topic=r.topic, partition=r.partition, timestamp=r.timestamp,
+                       headers=r.headers) for r in records for _ in range(2)]  # fmt: skip
+    assert back == expected  # offsets are not read back: a broker assigns them
+
+
+def test_record_lines_accept_json_values_and_header_mappings(tmp_path: Path) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines
+
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b'{"key": {"id": 1}, "value": {"op": "c"}, "headers": {"a": "1", "b": null}}\n')
+    ((line, record),) = list(read_record_lines(str(path)))
+    assert (line, record.key, record.value, record.headers) == (1, b'{"id":1}', b'{"op":"c"}', [("a", b"1"), ("b", b"")])
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b'{"value": "x", "vlaue": "y"}', "unknown field `vlaue`"),
+        (b'{"value": 5}', "Expected `str | object | array | null`, got `int` - at `$.value`"),
+        (b'{"value": "x", "value_base64": "eA=="}', "give value or value_base64, not both"),
+        (b'{"value_base64": "not base64!"}', "value_base64 is not base64"),
+        (b'{"value": "x", "partition": -1}', "partition must be 0 or more, got -1"),
+        (b"{broken", "malformed JSON"),
+    ],
+)
+def test_bad_record_lines_name_the_line(tmp_path: Path, line: bytes, error: str) -> None:
+    from cdc_smt.connector.commands._records import read_record_lines
+    from cdc_smt.connector.framing import FramingError
+
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b'{"value": "fine"}\n\n' + line + b"\n")
+    with pytest.raises(FramingError) as exc:
+        list(read_record_lines(str(path)))
+    assert str(exc.value).startswith(f"{path}: line 3: ") and error in str(exc.value), str(exc.value)
+
+
+def test_produce_refuses_records_without_a_topic(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"value": "x"}\n')
+    code, _, err = run(capsys, "produce", str(src), "--bootstrap", "127.0.0.1:1")
+    assert code == 2 and err == f"cdc-smt: error: {src}: line 1: the record names no topic; pass --topic\n"
+
+
+def test_consume_argument_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "consume", "t", "--max-messages", "0")
+    assert code == 2 and "--max-messages must be 1 or more" in err
+    code, _, err = run(capsys, "consume", "t", "--values", "--base64")
+    assert code == 2 and "does not combine with --base64" in err
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_produce_and_consume_without_the_kafka_client_say_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setitem(sys.modules, "aiokafka", None)  # as if the worker extra were not installed
+    args = ["produce", "-t", "t", "-"] if command == "produce" else ["consume", "t"]
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert err == f"cdc-smt: error: {command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)\n"
+
+
+@pytest.mark.corpus
+def test_flinks_canal_test_data_converts_to_debezium_json_flink_can_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, corpus: Path
+) -> None:
+    """Flink's own Canal test data holds one DDL; its Debezium schema-change record stays out of the data file."""
+    src = corpus / "canal-json" / "flink-canal-data.txt"
+    ddl = sum(orjson.loads(line).get("isDdl") is True for line in src.read_bytes().splitlines() if line.strip())
+    dst = tmp_path / "dbz.jsonl"
+    code, _, err = run(capsys, "convert", *DBZ, str(src), "-o", str(dst))
+    assert code == 0, err
+    values = [orjson.loads(line) for line in dst.read_bytes().splitlines()]
+    assert values and all(v["op"] in ("c", "u", "d", "r") for v in values)  # no schema-change payload
+    assert ddl == 1 and err.splitlines()[-1].endswith("skipped 1 record for other topics: cdc_smt (1) (-o DIR/ writes every topic)")

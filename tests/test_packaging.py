@@ -30,6 +30,15 @@ for name in sys.argv[1:]:
 print(json.dumps(result))
 """
 
+# The lookup `cdc-smt demo` does for its default --job/--data (no third-party import needed).
+CHECK_DEMO_DATA = """
+import json
+from cdc_smt.connector import demo_data
+print(json.dumps({name: [str(path), path.is_file() and path.read_bytes().decode()]
+                  for name, path in (("job", demo_data.JOB), ("data", demo_data.DATA))}))
+"""
+DEMO_SOURCES = {"job": "examples/jobs/shop-canal-to-debezium.yaml", "data": "examples/data/demo-shop.canal.jsonl"}
+
 
 def _source_files() -> set[str]:
     """Every file of the shipped packages in the source tree, as wheel paths."""
@@ -57,12 +66,29 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> None:
+def build_wheel(tmp_path: Path) -> Path:
+    """A wheel built from a copy of the tree (as a release build would see it)."""
     src = tmp_path / "src"
     _copy_project(src)
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--disable-pip-version-check", "-w", str(dist)])
     (wheel,) = dist.glob("cdc_smt-*.whl")
+    return wheel
+
+
+def install_wheel(wheel: Path, venv: Path) -> Path:
+    """A fresh venv (no system site-packages) with only the wheel installed (non-editable); its python."""
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    vpy = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    _run(
+        [sys.executable, "-m", "pip", "--python", str(vpy), "install", "--no-deps", "--no-index",
+         "--disable-pip-version-check", str(wheel)]
+    )  # fmt: skip
+    return vpy
+
+
+def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
 
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
@@ -76,12 +102,7 @@ def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> N
     assert {n.split("/", 1)[0] for n in names} - {"cdc_smt"} == {wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
 
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    vpy = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    _run(
-        [sys.executable, "-m", "pip", "--python", str(vpy), "install", "--no-deps", "--no-index",
-         "--disable-pip-version-check", str(wheel)]
-    )  # fmt: skip
+    vpy = install_wheel(wheel, venv)
 
     schema_names = sorted(p.name[: -len(".schema.json")] for p in (ROOT / "schemas").glob("*.schema.json"))
     avro_names = sorted(p.stem for p in (ROOT / "schemas").glob("*.avsc"))
@@ -95,6 +116,13 @@ def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> N
     assert result["names"] == schema_names
     assert result["loaded"] == {n: True for n in schema_names}
     assert result["avro"] == {n: True for n in avro_names}
+
+    # `cdc-smt demo` finds its job and data in the installed package, from a directory outside the repo.
+    demo = json.loads(_run([str(vpy), "-I", "-c", CHECK_DEMO_DATA], cwd=empty, env=env).stdout)
+    for name, source in DEMO_SOURCES.items():
+        path, text = demo[name]
+        assert Path(path).resolve().is_relative_to(venv.resolve()), path
+        assert text == (ROOT / source).read_text(encoding="utf-8"), f"{name}: the wheel's copy differs from {source}"
 
 
 def test_sources_import_through_the_cdc_smt_namespace() -> None:

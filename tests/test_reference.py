@@ -1,4 +1,4 @@
-"""The generated YAML reference: complete, and the README's copy is current."""
+"""The generated reference: complete, and docs/reference.md is current."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from cdc_smt.transforms.predicates import builtins as predicates
 from cdc_smt.transforms.smt import builtins as transforms
 from cdc_smt.transforms.smt.base import COMMON_OPTIONS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / reference.DEFAULT_FILE
 
 
 def test_every_transform_predicate_format_and_option_is_documented() -> None:
@@ -55,9 +56,27 @@ def test_write_and_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(reference.BLOCKS))
-def test_readme_generated_blocks_are_current(name: str) -> None:
-    text = README.read_text(encoding="utf-8")
-    assert reference.has_markers(text, name), f"README.md lacks the generated {name} block"
+def test_reference_generated_blocks_are_current(name: str) -> None:
+    text = REFERENCE.read_text(encoding="utf-8")
+    assert reference.has_markers(text, name), f"{reference.DEFAULT_FILE} lacks the generated {name} block"
     assert reference.current_block(text, name) == reference.block(name), (
-        f"README.md's {name} block is stale: run python -m cdc_smt.transforms.reference --write README.md"
+        f"{reference.DEFAULT_FILE}'s {name} block is stale: run python -m cdc_smt.transforms.reference --write"
     )
+
+
+def test_write_and_check_default_to_the_reference_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / reference.DEFAULT_FILE
+    target.parent.mkdir()
+    target.write_text("".join(f"{b}\nold\n{e}\n" for b, e in map(reference.markers, reference.BLOCKS)))
+    monkeypatch.chdir(tmp_path)
+    assert reference.main(["--check"]) == 1
+    assert reference.main(["--write"]) == 0
+    assert reference.main(["--check"]) == 0
+    assert reference.current_block(target.read_text(), "formats") == reference.block("formats")
+
+
+def test_readme_is_a_front_door() -> None:
+    """The README stays short; the generated reference lives in docs/, not in it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert "GENERATED" not in text

@@ -1,14 +1,16 @@
-"""The README's YAML reference, generated from the declarations (one source of truth).
+"""The reference (docs/reference.md), generated from the declarations (one source of truth).
 
-    python -m cdc_smt.transforms.reference                 # print the block
-    python -m cdc_smt.transforms.reference --write README.md
-    python -m cdc_smt.transforms.reference --check README.md   # exit 1 when stale
+    python -m cdc_smt.transforms.reference            # print the YAML reference block
+    python -m cdc_smt.transforms.reference --write    # regenerate docs/reference.md
+    python -m cdc_smt.transforms.reference --check    # exit 1 when it is stale
 
-The block sits between :data:`BEGIN` and :data:`END` markers in the README; it
-documents the chain file, every built-in transform and predicate (from their
-docstrings and declared options), every registered format's options, and the
-expression language. Installed plugins are left out so the README does not
-depend on the machine.
+``--write FILE`` / ``--check FILE`` work on another file. Each block sits
+between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->``
+markers (see :data:`BLOCKS`): the formats table, the capability matrix, and the
+YAML reference documenting the chain file, every built-in transform and
+predicate (from their docstrings and declared options), every registered
+format's options, and the expression language. Installed plugins are left out
+so the reference does not depend on the machine.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from cdc_smt.transforms.options import Option
 
 BEGIN = "<!-- BEGIN GENERATED: yaml-reference -->"
 END = "<!-- END GENERATED: yaml-reference -->"
-# Other generated README blocks (formats table, capability matrix) use the same
+# Other generated blocks (formats table, capability matrix) use the same
 # marker shape; see BLOCKS.
 
-#: Transforms in the order the README presents them (others follow alphabetically).
+#: The generated reference, relative to a checkout's root (the default of --write/--check).
+DEFAULT_FILE = "docs/reference.md"
+
+#: Transforms in the order the reference presents them (others follow alphabetically).
 ORDER = (
     "filter", "route", "merge_shards", "replace_field", "mask_field", "insert_field", "cast",
     "timestamp_convert", "timezone_convert", "value_to_key", "extract_field", "flatten", "hoist_field",
@@ -141,7 +146,7 @@ def generate() -> str:
 
 
 def block(name: str = "yaml-reference") -> str:
-    """A generated README block between its markers."""
+    """A generated block between its markers."""
     begin, end = markers(name)
     return f"{begin}\n\n{BLOCKS[name]()}\n{end}"
 
@@ -183,15 +188,19 @@ def _capabilities() -> str:
     return matrix_markdown()
 
 
-#: Every generated README block: marker name -> generator.
+#: Every generated block: marker name -> generator.
 BLOCKS = {"yaml-reference": generate, "formats": _formats, "capabilities": _capabilities}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cdc_smt.transforms.reference", description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="FILE", help="regenerate every marked block in FILE")
-    group.add_argument("--check", metavar="FILE", help="exit 1 if a marked block in FILE is stale")
+    group.add_argument(
+        "--write", nargs="?", const=DEFAULT_FILE, metavar="FILE", help=f"regenerate every marked block in FILE (default: {DEFAULT_FILE})"
+    )
+    group.add_argument(
+        "--check", nargs="?", const=DEFAULT_FILE, metavar="FILE", help=f"exit 1 if a marked block in FILE is stale (default: {DEFAULT_FILE})"
+    )
     args = parser.parse_args(argv)
     if not (args.write or args.check):
         sys.stdout.write(block() + "\n")
@@ -220,4 +229,4 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
-__all__ = ["BEGIN", "BLOCKS", "END", "block", "markers", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]
+__all__ = ["BEGIN", "BLOCKS", "DEFAULT_FILE", "END", "block", "markers", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]

@@ -5,6 +5,13 @@ file (see :mod:`connector.framing`). Every input message ends up written,
 reported as an error, or (with ``--on-error fail``) stops the run at the line
 that failed; the summary on stderr accounts for all of them.
 
+Output records carry a topic. A single output file (or stdout) gets the
+records of the sink's data topic(s) only, as a consumer of that topic would
+see them; records a sink format addresses to a topic of its own (Debezium's
+schema-change, transaction and heartbeat topics, Maxwell's ``ddl_topic``) are
+counted in the summary instead. ``-o DIR/`` writes every record to
+``DIR/<topic>.jsonl`` (``.avro`` for binary formats).
+
 Exit codes (:mod:`connector.exitcodes`): 0 done without errors, 3 done with
 errors (tolerated by ``skip``/``dlq``), 1 stopped at a bad message (``fail``), 2
 unusable arguments, config or input file, 130 interrupted. On a terminal a
@@ -18,7 +25,8 @@ import base64
 import dataclasses
 import os
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -32,6 +40,8 @@ from cdc_smt.connector.framing import STDIO, FramingError, RecordWriter, check_r
 from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
 from cdc_smt.transforms.errors import CdcSmtError, ConfigError
 from cdc_smt.transforms.formats import codec_class, get_codec
+from cdc_smt.transforms.formats.base import Codec
+from cdc_smt.transforms.model import Record
 
 TZ_WARNING = "warning: --source-option source_timezone not set; zone-less times are read as UTC"
 
@@ -68,7 +78,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("input", nargs="?", default="-", metavar="INPUT", help="input file (default: - for stdin)")
-    p.add_argument("-o", "--output", default="-", metavar="OUTPUT", help="output file (default: - for stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="OUTPUT",
+        help="output file (default: - for stdout): the records of the sink's data topic(s); records for "
+        "other topics (Debezium schema changes, ...) are counted, not written. OUTPUT ending in / or an "
+        "existing directory: every record, in OUTPUT/<topic>.jsonl (.avro for binary formats)",
+    )
+    p.add_argument(
+        "--topic",
+        default=None,
+        metavar="TOPIC",
+        help="topic of the records no transform or format addressed elsewhere; names their file "
+        "with -o DIR/ (default: the sink format's name)",
+    )
     p.add_argument("-f", "--from", dest="source_format", metavar="FMT", help="input format (see: cdc-smt formats)")
     p.add_argument("-t", "--to", dest="sink_format", metavar="FMT", help="output format")
     p.add_argument(
@@ -276,11 +301,22 @@ class Counts:
     errors: int = 0
     tombstones_skipped: int = 0
     interrupted: bool = False
+    #: Records for topics the single output does not hold: topic -> count.
+    other_topics: dict[str, int] = field(default_factory=dict)
+    #: With ``-o DIR/``: file written -> records in it.
+    files: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = f"read {self.read}, written {self.written}, errors {self.errors}"
         if self.tombstones_skipped:
             text += f", tombstones not written {self.tombstones_skipped} (line framing has no null message)"
+        if self.other_topics:
+            n = sum(self.other_topics.values())
+            topics = ", ".join(f"{t} ({c})" for t, c in sorted(self.other_topics.items()))
+            records = "record" if n == 1 else "records"
+            text += f", skipped {n} {records} for other topics: {topics} (-o DIR/ writes every topic)"
+        if self.files:
+            text += "; " + ", ".join(f"{f} ({c})" for f, c in self.files.items())
         if self.interrupted:
             text += ", interrupted"
         return text
@@ -298,16 +334,103 @@ def locate(unit_name: str, position: int | None, message: str) -> str:
     return f"{where}: {message}"
 
 
+# -- outputs ---------------------------------------------------------------------------
+
+#: Codec attributes and options naming the topics a sink format sends its control
+#: records to, never a table's data topic (Debezium's schema-change, transaction and
+#: heartbeat topics; Maxwell's ddl_topic).
+SIDE_TOPIC_ATTRIBUTES = ("schema_change_topic", "transaction_topic", "heartbeat_topic")
+SIDE_TOPIC_OPTIONS = ("ddl_topic",)
+
+
+def side_topics(encoder: Codec) -> frozenset[str]:
+    """Topics ``encoder`` addresses control records to, apart from the data topics."""
+    names = [getattr(encoder, a, None) for a in SIDE_TOPIC_ATTRIBUTES]
+    names += [getattr(encoder.opts, o, None) for o in SIDE_TOPIC_OPTIONS]
+    return frozenset(n for n in names if isinstance(n, str) and n)
+
+
+class DataTopicOutput:
+    """The single output file: records of the data topic(s) only.
+
+    A consumer of a table's topic (Flink's debezium-json, say) fails on a
+    schema-change record; those records are counted per topic instead.
+    """
+
+    def __init__(self, writer: RecordWriter, other: frozenset[str]) -> None:
+        self.writer = writer
+        self.other = other
+        self.skipped: Counter[str] = Counter()
+
+    def write(self, record: Record) -> bool:
+        if record.topic is not None and record.topic in self.other:
+            self.skipped[record.topic] += 1
+            return False
+        return self.writer.write(record)
+
+    def account(self, counts: Counts) -> None:
+        counts.written = self.writer.written
+        counts.tombstones_skipped = self.writer.tombstones_skipped
+        counts.other_topics = dict(self.skipped)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class TopicFiles:
+    """``-o DIR/``: every record in ``DIR/<topic>.jsonl`` (``.avro`` for binary), in input order."""
+
+    def __init__(self, directory: Path, binary: bool, default_topic: str) -> None:
+        self.directory = directory
+        self.binary = binary
+        self.default_topic = default_topic
+        self.suffix = ".avro" if binary else ".jsonl"
+        self.writers: dict[str, RecordWriter] = {}
+
+    def write(self, record: Record) -> bool:
+        topic = record.topic or self.default_topic
+        writer = self.writers.get(topic)
+        if writer is None:
+            if topic in (".", "..") or "/" in topic or "\\" in topic or "\0" in topic:
+                raise FramingError(f"topic {topic!r} cannot name a file in {self.directory}")
+            writer = self.writers[topic] = RecordWriter(str(self.directory / f"{topic}{self.suffix}"), self.binary)
+        return writer.write(record)
+
+    def account(self, counts: Counts) -> None:
+        counts.written = sum(w.written for w in self.writers.values())
+        counts.tombstones_skipped = sum(w.tombstones_skipped for w in self.writers.values())
+        counts.files = {w.name: w.written for w in self.writers.values()}
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+def is_directory_output(output: str) -> bool:
+    """``-o DIR/`` (a trailing separator) or an existing directory."""
+    return output != STDIO and (output.endswith(("/", os.sep)) or Path(output).is_dir())
+
+
+def open_output(output: str, chain: Chain, topic: str | None) -> DataTopicOutput | TopicFiles:
+    binary = chain.encoder.binary
+    if is_directory_output(output):
+        directory = Path(output)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FramingError(f"cannot create output directory {output!r}: {exc.strerror}") from None
+        return TopicFiles(directory, binary, topic or chain.encoder.name)
+    return DataTopicOutput(RecordWriter(output, binary), side_topics(chain.encoder))
+
+
 class Converter:
-    """Feeds records through the chain, writes outputs, reports failures by position."""
+    """Feeds records through the chain, writes outputs, reports failures by position.
+
+    ``writer`` is a :class:`RecordWriter` or one of the outputs above (anything with ``write(record)``).
+    """
 
     def __init__(
-        self,
-        chain: Chain,
-        writer: RecordWriter,
-        dlq: DeadLetterFile | None,
-        binary_input: bool,
-        progress: Progress | None = None,
+        self, chain: Chain, writer: Any, dlq: DeadLetterFile | None, binary_input: bool, progress: Progress | None = None
     ) -> None:
         self.chain = chain
         self.writer = writer
@@ -366,10 +489,9 @@ def input_size(path: str) -> int | None:
     if path == STDIO:
         return None
     try:
-        st = os.stat(path)
+        return os.stat(path).st_size if os.path.isfile(path) else None
     except OSError:
         return None
-    return st.st_size if os.path.isfile(path) else None
 
 
 def announced(records: Iterable[tuple[int, Any]], warning: str | None) -> Iterable[tuple[int, Any]]:
@@ -390,28 +512,30 @@ def run(args: argparse.Namespace) -> int:
     dlq = DeadLetterFile(on_error.path, binary_in) if on_error.mode == "dlq" and on_error.path else None
     progress = Progress.for_terminal(sys.stderr, None if binary_in else input_size(args.input))
     converter: Converter | None = None
+    output: DataTopicOutput | TopicFiles | None = None
     try:
-        with RecordWriter(args.output, chain.encoder.binary) as writer:
-            converter = Converter(chain, writer, dlq, binary_in, progress)
-            try:
-                converter.feed(announced(read_records(args.input, binary_in), timezone_warning(chain)))
-            except ChainHalted:
-                return ExitCode.FAILED
-            except CdcSmtError as exc:  # a damaged input file: report it above the summary
-                if progress is not None:
-                    progress.clear()
-                print(f"cdc-smt: error: {exc}", file=sys.stderr)
-                return ExitCode.USAGE
-            except KeyboardInterrupt:
-                converter.counts.interrupted = True
-                return ExitCode.INTERRUPTED
-            return completed(converter.counts.errors)
+        output = open_output(args.output, chain, args.topic)
+        converter = Converter(chain, output, dlq, binary_in, progress)
+        try:
+            converter.feed(announced(read_records(args.input, binary_in), timezone_warning(chain)))
+        except ChainHalted:
+            return ExitCode.FAILED
+        except CdcSmtError as exc:  # a damaged input file: report it above the summary
+            if progress is not None:
+                progress.clear()
+            print(f"cdc-smt: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
+        except KeyboardInterrupt:
+            converter.counts.interrupted = True
+            return ExitCode.INTERRUPTED
+        return completed(converter.counts.errors)
     finally:
+        if output is not None:
+            output.close()
         if dlq is not None:
             dlq.close()
         if progress is not None:
             progress.clear()
-        if converter is not None:
-            converter.counts.written = converter.writer.written
-            converter.counts.tombstones_skipped = converter.writer.tombstones_skipped
+        if converter is not None and output is not None:
+            output.account(converter.counts)
             print(converter.counts.summary(), file=sys.stderr)

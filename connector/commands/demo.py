@@ -2,9 +2,10 @@
 
 Starts the embedded broker (Tansu), produces a small shop database's change
 stream in Canal JSON (inserts, updates, deletes, one DDL and one malformed
-message), runs the worker with ``examples/jobs/shop-canal-to-debezium.yaml``
-converting it to Debezium JSON, and prints what arrived on the output and
-dead-letter topics next to what went in. Exits 0 when every input record is
+message), runs the worker with the shop job
+(``examples/jobs/shop-canal-to-debezium.yaml``, shipped in the wheel as
+:mod:`connector.demo_data`) converting it to Debezium JSON, and prints what
+arrived on the output and dead-letter topics next to what went in. Exits 0 when every input record is
 accounted for (converted or dead-lettered).
 """
 
@@ -20,11 +21,11 @@ from typing import Any, Iterable
 
 import orjson
 
+from cdc_smt.connector import demo_data
 from cdc_smt.transforms.errors import CdcSmtError
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_JOB = ROOT / "examples" / "jobs" / "shop-canal-to-debezium.yaml"
-DEFAULT_DATA = ROOT / "examples" / "data" / "demo-shop.canal.jsonl"
+DEFAULT_JOB = demo_data.JOB
+DEFAULT_DATA = demo_data.DATA
 SOURCE_PARTITIONS = 3
 WIDTH = 78
 
@@ -48,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     for path, what in ((args.job, "job file"), (args.data, "demo data")):
         if not path.is_file():
-            raise CdcSmtError(f"{what} not found: {path} (run the demo from a clone of the repository, or pass --job/--data)")
+            raise CdcSmtError(f"{what} not found: {path} (pass --job/--data)")
     from cdc_smt.connector.jobconfig import read_job_file
 
     read_job_file(args.job)  # a bad job file fails before a broker is started for it

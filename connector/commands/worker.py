@@ -43,9 +43,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def import_worker() -> Any:
-    """``connector.worker``, or a clear error when the worker extra is not installed."""
+    """``connector.worker.app``, or a clear error when the worker extra is not installed."""
     try:
-        from cdc_smt.connector import worker
+        from cdc_smt.connector.worker import app as worker
     except ImportError as exc:
         from cdc_smt.transforms.errors import CdcSmtError
 
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     worker = import_worker()
-    from cdc_smt.connector import worker_logging
+    from cdc_smt.connector.worker import logging_setup
 
     level = logging.getLogger().level or logging.WARNING
-    worker_logging.setup(job.worker.log_format, level=level)
+    logging_setup.setup(job.worker.log_format, level=level)
     return worker.run(job)

@@ -26,7 +26,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, connection_json, offsets_to_json, resolve
+from cdc_smt.connector.kafka.settings import connection_json
+from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, offsets_to_json, resolve
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
 from cdc_smt.connector.spark.settings import BackfillSettings, Position
 from cdc_smt.transforms.errors import CdcSmtError
@@ -151,21 +152,14 @@ def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: P
     """Spark's own Kafka source (its connector jar supplied), cut at the planned targets."""
     from pyspark.sql import functions as F
 
-    k = job.kafka
     reader = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", k.bootstrap)
-        .option("kafka.security.protocol", k.security_protocol)
+        .options(**job.kafka.spark_options())
         .option("startingOffsets", json.dumps(offsets_to_json(plan.starts)))
         .option("maxOffsetsPerTrigger", str(settings.source.max_records_per_batch))
         .option("includeHeaders", "true")
         .option("failOnDataLoss", "true")
     )
-    if k.uses_sasl:
-        reader = reader.option("kafka.sasl.mechanism", k.sasl_mechanism or "PLAIN").option(
-            "kafka.sasl.jaas.config",
-            f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{k.sasl_username}" password="{k.sasl_password}";',
-        )
     reader = reader.option("subscribePattern", job.source.pattern) if job.source.pattern else reader.option("subscribe", ",".join(job.source.topics))
     df = reader.load()
     cut = None

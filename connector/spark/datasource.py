@@ -98,7 +98,7 @@ class KafkaSlice(InputPartition):
 class _KafkaOptions:
     """The string options of the Kafka source, parsed.
 
-    ``connection.secret``: :func:`connector.spark.kafkaio.connection_json` (the name makes Spark redact it);
+    ``connection.secret``: :func:`connector.kafka.connection_json` (the name makes Spark redact it);
     ``topics`` (comma-separated) or ``pattern``; ``starting``/``ending``:
     :class:`Position` JSON (default earliest / latest);
     ``max_records_per_batch``: a micro-batch's share of all partitions;

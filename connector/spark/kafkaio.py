@@ -22,12 +22,11 @@ aiokafka is the one the project already depends on.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import re
 import time
 from typing import Any, Iterator, Mapping, Sequence
 
+from cdc_smt.connector.kafka.settings import settings_from_json
 from cdc_smt.transforms.errors import CdcSmtError
 
 TopicPartition = tuple[str, int]
@@ -39,23 +38,6 @@ STALL_SECONDS = 60.0
 
 class KafkaRangeError(CdcSmtError):
     """A planned offset range cannot be read (missing topic, offsets gone, broker silent)."""
-
-
-# -- connection settings travel as JSON (data source options are strings) ----------------------
-
-
-def connection_json(kafka: Any) -> str:
-    """A :class:`connector.jobconfig.KafkaSettings` as JSON, for data source options and task closures."""
-    return json.dumps(dataclasses.asdict(kafka))
-
-
-def client_kwargs(conn: str | Mapping[str, Any]) -> dict[str, Any]:
-    """aiokafka keyword arguments from :func:`connection_json` text or a dict of it."""
-    from cdc_smt.connector.jobconfig import KafkaSettings
-
-    d = json.loads(conn) if isinstance(conn, str) else dict(conn)
-    d["bootstrap_servers"] = tuple(d["bootstrap_servers"])
-    return KafkaSettings(**d).aiokafka_kwargs()
 
 
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -74,10 +56,14 @@ def offsets_from_json(d: Mapping[str, Mapping[str, int]]) -> OffsetMap:
 
 
 class KafkaSession:
-    """An aiokafka consumer (no group, no commits) driven synchronously. Use as a context manager."""
+    """An aiokafka consumer (no group, no commits) driven synchronously. Use as a context manager.
+
+    ``conn``: :func:`connector.kafka.connection_json` text (data source options
+    and task closures carry the settings as strings), or its parsed dict.
+    """
 
     def __init__(self, conn: str | Mapping[str, Any], *, fetch_max_bytes: int = 50 * 1024 * 1024) -> None:
-        self._kwargs = client_kwargs(conn)
+        self._kwargs = settings_from_json(conn).aiokafka_kwargs()
         self._fetch_max_bytes = fetch_max_bytes
         self._loop = asyncio.new_event_loop()
         self._consumer: Any = None
@@ -283,8 +269,6 @@ __all__ = [
     "KafkaSession",
     "OffsetMap",
     "TopicPartition",
-    "client_kwargs",
-    "connection_json",
     "offsets_from_json",
     "offsets_to_json",
     "resolve",

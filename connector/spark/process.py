@@ -5,7 +5,7 @@ or more *streams* (a Kafka partition's slice, or one file), each in source
 order; every stream gets its own :class:`~transforms.chain.Chain`, built once
 per task, because codecs may keep per-stream state.
 
-Per record it does what the worker does (:class:`connector.worker_pipeline.Converter`):
+Per record it does what the worker does (:class:`connector.worker.pipeline.Converter`):
 ``chain.process(record)``, output topic = the topic a transform set, else
 ``sink.topic`` with ``{source_topic}``; the source timestamp is kept; Kafka
 partitions follow the key (see :mod:`connector.spark.sinks`).

@@ -21,7 +21,6 @@ re-run batch replaces what an interrupted attempt left.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import re
@@ -306,36 +305,13 @@ def dead_letter_entry(dl: DeadLetter, where: dict[str, Any]) -> dict[str, Any]:
 
 
 class KafkaOutput:
-    """An aiokafka producer on a private event loop; records go out in acknowledged chunks."""
+    """Records queued and sent in acknowledged chunks through the kafka package's producer."""
 
     def __init__(self, conn: str, producer_settings: Any) -> None:
-        from cdc_smt.connector.spark.kafkaio import client_kwargs
+        from cdc_smt.connector.kafka import BlockingProducer, settings_from_json
 
-        self._kwargs = client_kwargs(conn)
-        self._settings = producer_settings
-        self._loop = asyncio.new_event_loop()
-        self._producer: Any = None
-        self._counts: dict[str, int] = {}
+        self._producer = BlockingProducer(settings_from_json(conn), producer_settings)
         self._pending: list[tuple[Record, int]] = []
-
-    def _run(self, coro: Any) -> Any:
-        return self._loop.run_until_complete(coro)
-
-    async def _start(self) -> Any:
-        from aiokafka import AIOKafkaProducer
-
-        s = self._settings
-        producer = AIOKafkaProducer(
-            **self._kwargs,
-            acks="all" if s.acks == -1 else s.acks,
-            compression_type=s.compression_type,
-            linger_ms=s.linger_ms,
-            max_batch_size=s.batch_size,
-            max_request_size=s.max_request_size,
-            request_timeout_ms=s.request_timeout_ms,
-        )
-        await producer.start()
-        return producer
 
     def add(self, record: Record, source_partition: int) -> None:
         """Queue ``record`` (topic and timestamp set); sends a chunk when enough are queued."""
@@ -346,47 +322,24 @@ class KafkaOutput:
     def flush(self) -> None:
         if self._pending:
             pending, self._pending = self._pending, []
-            self._run(self._send(pending))
+            self._send(pending)
 
-    async def _send(self, pending: list[tuple[Record, int]]) -> None:
-        from cdc_smt.connector.kafka import partition_for, produce_records
+    def _send(self, pending: list[tuple[Record, int]]) -> None:
+        from cdc_smt.connector.kafka import partition_for
 
-        if self._producer is None:
-            self._producer = await self._start()
-        by_topic: dict[str, list[Record]] = {}
         for record, source_partition in pending:
-            topic = record.topic
-            n = self._counts.get(topic)
-            if n is None:
-                n = self._counts[topic] = await self._partition_count(topic)
-            record.partition = partition_for(record.key, n, source_partition)
-            by_topic.setdefault(topic, []).append(record)
-        await asyncio.gather(
-            *(produce_records(None, t, recs, producer=self._producer, max_batch_bytes=self._settings.batch_size) for t, recs in by_topic.items())
-        )
-
-    async def _partition_count(self, topic: str) -> int:
-        try:
-            parts = await self._producer.partitions_for(topic)
-        except Exception as exc:  # noqa: BLE001 - one clear line instead of a client traceback
-            raise RuntimeError(f"cannot get the partitions of output topic {topic!r}: {type(exc).__name__}: {exc}") from None
-        if not parts:
-            raise RuntimeError(f"output topic {topic!r} does not exist")
-        return len(parts)
+            record.partition = partition_for(record.key, self._producer.partitions(record.topic), source_partition)
+        self._producer.send(record for record, _ in pending)
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
-            if self._producer is not None:
-                self._run(self._producer.stop())
-            self._loop.close()
+            self._producer.close()
 
     def abort(self) -> None:
         self._pending = []
-        if self._producer is not None:
-            self._run(self._producer.stop())
-        self._loop.close()
+        self._producer.close()
 
 
 __all__ = [

@@ -15,7 +15,7 @@ import pytest
 
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
-from cdc_smt.connector.worker import EXIT_FAILED, EXIT_OK, WorkerRuntime
+from cdc_smt.connector.worker.app import EXIT_FAILED, EXIT_OK, WorkerRuntime
 from tests.integration.helpers import (
     KafkaCluster,
     canal,

@@ -115,6 +115,8 @@ def test_sigterm_drains_commits_and_restart_has_no_duplicates(kafka: KafkaCluste
     # Stop while records are still arriving, and well before the 5 s commit interval
     # has committed everything: the drain on SIGTERM must do the final commit.
     wait_for(lambda: first.has_event("assigned") and _seen_output(kafka, out), 60, "output to appear")
+    partition_lines = [rec["msg"] for rec in first.logs() if rec.get("msg", "").startswith("partitions ")]
+    assert partition_lines and not any("__assignor" in line for line in partition_lines), partition_lines
     first.send_signal(signal.SIGTERM)
     assert first.wait(60) == 0, first.text()
     assert first.has_event("stopped")

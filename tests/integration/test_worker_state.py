@@ -12,7 +12,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from cdc_smt.connector.worker_state import StateStore, decode_snapshots
+from cdc_smt.connector.worker.state import StateStore, decode_snapshots
 from tests.integration.helpers import KafkaCluster, committed, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
 from tests.messages import tdsql_message

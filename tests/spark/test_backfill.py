@@ -181,7 +181,7 @@ def produce_source(broker: Any, name: str, values: list[bytes], partitions: int 
 def worker_output(job: Any, broker: Any, topics: list[str]) -> dict[tuple[str, int], list[tuple]]:
     """What the worker produces from the source topic: its own Converter, one chain per partition."""
     from cdc_smt.connector import kafka
-    from cdc_smt.connector.worker_pipeline import Converter
+    from cdc_smt.connector.worker.pipeline import Converter
 
     source = run_async(kafka.consume_all(broker.bootstrap, job.source.topics[0]))
     counts = run_async(kafka.partition_counts(broker.bootstrap, topics))
@@ -359,7 +359,7 @@ def test_kafka_source_rows_have_sparks_kafka_columns_and_feed_the_same_task(kafk
 
     from cdc_smt.connector.spark import datasource
     from cdc_smt.connector.spark.backfill import map_in_arrow
-    from cdc_smt.connector.spark.kafkaio import connection_json
+    from cdc_smt.connector.kafka import connection_json
     from cdc_smt.connector.spark.process import SUMMARY_DDL, TaskPlan, run_task
     from cdc_smt.connector.spark.settings import SinkSpec
 

@@ -10,9 +10,9 @@ and Kafka tombstones (null values).
 Topics. Debezium keeps schema changes out of the tables' data topics (Flink's
 debezium-json rejects a DDL payload as "Corrupt Debezium JSON message"): the
 encoder gives DDL records the topic ``schema_change_topic`` (default: the
-``topic_prefix`` value, as Debezium names it), so hosts route them there; a
-file written by ``convert`` holds them in line with the rows. Watermarks of
-other formats (TiCDC's) are not written: Debezium has no such message, and
+``topic_prefix`` value, as Debezium names it), so hosts route them there;
+``convert`` leaves them out of a single output file (``-o DIR/`` keeps
+them). Watermarks of other formats (TiCDC's) are not written: Debezium has no such message, and
 its ``m`` op is reproduced only for messages read from Debezium itself.
 
 Values are kept in Debezium's own representation (epoch days, base64
@@ -206,7 +206,8 @@ class DebeziumJsonCodec(JsonCodec):
             "Topic of schema-change (DDL) records: Debezium writes them to a topic of their own, named "
             "`topic_prefix`, never to a table's data topic (consumers such as Flink's debezium-json fail "
             "on them). Encoded DDL records carry it as their topic, replacing any routing; default: the "
-            "`topic_prefix` value. (A file written by `convert` holds them in line with the rows.)",
+            "`topic_prefix` value. (`convert` counts them but leaves them out of a single output file; "
+            "`-o DIR/` writes them to `DIR/<topic>.jsonl`.)",
         ),
         Option(
             "transaction_topic",

@@ -52,7 +52,7 @@ def setup(log_format: str = "text", level: int = logging.WARNING, worker_level: 
     root.setLevel(level)
     logging.getLogger("cdc_smt").setLevel(min(level, worker_level))
     # Faust logs app/service life-cycle under the module that defined the app class.
-    logging.getLogger("cdc_smt.connector.worker").setLevel(max(level, logging.WARNING))
+    logging.getLogger("cdc_smt.connector.worker.app").setLevel(max(level, logging.WARNING))
 
 
 __all__ = ["JsonFormatter", "setup"]

@@ -7,7 +7,7 @@ does *not* do here is deliver records one event at a time: its per-event
 path (Message -> Event -> Stream, per-message ack and task hops) costs around
 100 µs a record, more than the conversion itself. :class:`CdcConsumer`
 replaces the fetch loop so each fetched partition batch goes straight to
-:class:`~connector.worker_pipeline.Pipeline` (decode, chain, encode, batch
+:class:`~connector.worker.pipeline.Pipeline` (decode, chain, encode, batch
 produce), and supplies the commit offsets from the pipeline's ack tracking.
 Other topics (table changelogs) still take Faust's normal path. Its consumer
 thread also gets the fetch settings Faust does not expose (see
@@ -39,7 +39,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
-from cdc_smt.connector.worker_pipeline import Pipeline, WorkerFailed
+from cdc_smt.connector.worker.pipeline import Pipeline, WorkerFailed
 
 log = logging.getLogger("cdc_smt.worker")
 
@@ -165,11 +165,11 @@ class CdcConsumer(faust_aiokafka.Consumer):
         await super().on_partitions_revoked(revoked)  # waits, commits (see wait_empty)
         if self.pipeline is not None:
             self.pipeline.forget(revoked)
-        log.info("partitions revoked: %s", _tps(revoked))
+        log.info("partitions revoked: %s", describe_partitions(revoked))
 
     async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
         await super().on_partitions_assigned(assigned, generation_id)
-        log.info("partitions assigned: %s", _tps(assigned), extra={"event": "assigned", "generation": generation_id})
+        log.info("partitions assigned: %s", describe_partitions(assigned), extra={"event": "assigned", "generation": generation_id})
 
 
 class CdcTransport(faust_aiokafka.Transport):
@@ -183,57 +183,36 @@ class CdcApp(faust.App):
         return CdcTransport(self.conf.broker_consumer, self)
 
 
-def _tps(tps: Iterable[Any]) -> str:
-    return ", ".join(sorted(f"{tp.topic}[{tp.partition}]" for tp in tps)) or "none"
+#: Faust's leader-election topic is ``<app id>-__assignor-__leader``: Faust assigns it to
+#: every worker; it carries nothing of the job's, so logs leave it out.
+LEADER_TOPIC_SUFFIX = "-__assignor-__leader"
+
+
+def describe_partitions(tps: Iterable[Any]) -> str:
+    """``topic[partition], ...`` for a log line, without Faust's internal leader-election topic."""
+    names = (f"{tp.topic}[{tp.partition}]" for tp in tps if not tp.topic.endswith(LEADER_TOPIC_SUFFIX))
+    return ", ".join(sorted(names)) or "none"
 
 
 # -- building the app -------------------------------------------------------------------
-def faust_credentials(job: JobConfig) -> Any:
-    """Faust credentials for the job's security settings (``None`` for PLAINTEXT)."""
-    k = job.kafka
-    ctx = k.ssl_context()
-    if k.uses_sasl:
-        return faust.SASLCredentials(
-            username=k.sasl_username, password=k.sasl_password, ssl_context=ctx, mechanism=k.sasl_mechanism or "PLAIN"
-        )
-    if ctx is not None:
-        return faust.SSLCredentials(ctx)
-    return None
-
-
 def build_app(job: JobConfig, *, data_dir: str | None = None) -> CdcApp:
     """The Faust app for ``job`` (consumer group = ``job.id``)."""
     c, p, w = job.consumer, job.producer, job.worker
     data_dir = data_dir or w.data_dir or os.path.join(tempfile.gettempdir(), "cdc-smt", job.id)
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     settings: dict[str, Any] = dict(
-        broker=[f"kafka://{s}" for s in job.kafka.bootstrap_servers],
-        broker_client_id=job.kafka.client_id,
+        K.faust_client_settings(job.kafka, c, p),
         store="memory://",
         web_enabled=False,
         autodiscover=False,
         datadir=data_dir,
         table_standby_replicas=0,
         stream_wait_empty=True,
-        consumer_auto_offset_reset=c.auto_offset_reset,
-        consumer_max_fetch_size=c.max_partition_fetch_bytes,
         broker_max_poll_records=w.batch_size,
-        broker_session_timeout=c.session_timeout_ms / 1000,
-        broker_heartbeat_interval=c.heartbeat_interval_ms / 1000,
-        broker_request_timeout=c.request_timeout_ms / 1000,
         broker_commit_interval=w.commit_interval_ms / 1000,
         broker_commit_every=2**62,  # commits are driven by acks and the interval, not by counts
-        producer_acks=p.acks,
-        producer_compression_type=p.compression_type,
-        producer_linger=p.linger_ms / 1000,
-        producer_max_batch_size=p.batch_size,
-        producer_max_request_size=p.max_request_size,
-        producer_request_timeout=p.request_timeout_ms / 1000,
         logging_config=None,
     )
-    creds = faust_credentials(job)
-    if creds is not None:
-        settings["broker_credentials"] = creds
     return CdcApp(job.id, **settings)
 
 
@@ -267,7 +246,7 @@ class WorkerRuntime:
         self.state = "starting"
         self.pool = None
         if job.worker.processes > 1:
-            from cdc_smt.connector.worker_pool import ConversionPool
+            from cdc_smt.connector.worker.pool import ConversionPool
 
             self.pool = ConversionPool(job, job.worker.processes)
         self.pipeline = Pipeline(
@@ -375,10 +354,10 @@ class WorkerRuntime:
 
     async def define_state(self, sources: list[str]) -> None:
         """Changelog-backed Faust tables for the chain's state, when the chain keeps any
-        (see :mod:`connector.worker_state`); stateless chains get no tables."""
+        (see :mod:`connector.worker.state`); stateless chains get no tables."""
         if not self.job.build_chain(catalog=self.job.new_catalog()).stateful:
             return
-        from cdc_smt.connector.worker_state import StateStore
+        from cdc_smt.connector.worker.state import StateStore
 
         counts = await K.partition_counts(self.job.kafka.aiokafka_kwargs(), sources)
         self.pipeline.state_store = StateStore(self.app, counts)
@@ -478,4 +457,4 @@ def run(job: JobConfig, *, install_signals: bool = True) -> int:
         return EXIT_FAILED
 
 
-__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "run"]
+__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "describe_partitions", "run"]

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.tuning import tune_allocator
-from cdc_smt.connector.worker_pipeline import Converted, Converter, WorkerFailed
+from cdc_smt.connector.worker.pipeline import Converted, Converter, WorkerFailed
 from cdc_smt.transforms.chain import ChainHalted
 
 #: What a child gets per record: the fields ``Converter.convert`` reads.

@@ -2,7 +2,7 @@
 
 This is deliberately independent of Faust's per-event machinery (Events,
 Streams, per-message acks cost ~100 µs a record there). The Faust consumer in
-:mod:`connector.worker` hands whole per-partition record lists to
+:mod:`connector.worker.app` hands whole per-partition record lists to
 :meth:`Pipeline.process`; output goes out through aiokafka's batch API; and
 the offset to commit for a partition advances only when every record produced
 from the batches before it has been acknowledged (at-least-once).
@@ -100,7 +100,7 @@ class Converter:
         self._states: dict[tuple[str, int], Any] = {}
 
     def restore(self, chain: Chain, topic: str, partition: int, blob: bytes) -> None:
-        """Continue ``chain`` from a stored state snapshot (see :mod:`connector.worker_state`)."""
+        """Continue ``chain`` from a stored state snapshot (see :mod:`connector.worker.state`)."""
         chain.restore_state(orjson.loads(blob))
         self._states[(topic, partition)] = chain.state_marker()
 
@@ -206,9 +206,9 @@ class Pipeline:
         state_store: Any = None,
     ) -> None:
         self.job = job
-        #: connector.worker_state.StateStore, or None: chain state lives in memory only.
+        #: connector.worker.state.StateStore, or None: chain state lives in memory only.
         self.state_store = state_store
-        self.pool = pool  # connector.worker_pool.ConversionPool, or None: convert in this thread
+        self.pool = pool  # connector.worker.pool.ConversionPool, or None: convert in this thread
         self.metrics = metrics
         self._producer = producer  # -> aiokafka.AIOKafkaProducer (Faust's, once started)
         self._on_fatal = on_fatal

@@ -1,0 +1,55 @@
+"""All broker I/O: the worker, the backfill, the demo, the tests and the benchmarks reach Kafka here.
+
+One module per concern:
+
+- :mod:`.settings`: the job's Kafka settings translated for aiokafka, Faust and Spark's Kafka connector;
+- :mod:`.admin`: readiness, topic lists, partition counts, topic creation;
+- :mod:`.produce`: batch-API producing, and a producer for synchronous callers;
+- :mod:`.consume`: reading a topic back;
+- :mod:`.offsets`: a consumer group's committed offsets;
+- :mod:`.partitioner`: the Java client's partition choice (murmur2).
+
+The public names are re-exported here (``from cdc_smt.connector import kafka as K;
+K.produce_records(...)``). aiokafka and Faust are imported only when a client is made.
+"""
+
+from cdc_smt.connector.kafka.admin import create_topics, list_topics, partition_counts, wait_until_ready
+from cdc_smt.connector.kafka.consume import consume_all
+from cdc_smt.connector.kafka.offsets import committed_offsets
+from cdc_smt.connector.kafka.partitioner import murmur2, partition_for
+from cdc_smt.connector.kafka.produce import BlockingProducer, produce_records
+from cdc_smt.connector.kafka.settings import (
+    SASL_LOGIN_MODULES,
+    SECURITY_PROTOCOLS,
+    Conn,
+    KafkaSettings,
+    client_kwargs,
+    connection_json,
+    faust_client_settings,
+    jaas_config,
+    producer_kwargs,
+    settings_from_json,
+)
+
+__all__ = [
+    "BlockingProducer",
+    "Conn",
+    "KafkaSettings",
+    "SASL_LOGIN_MODULES",
+    "SECURITY_PROTOCOLS",
+    "client_kwargs",
+    "committed_offsets",
+    "connection_json",
+    "consume_all",
+    "create_topics",
+    "faust_client_settings",
+    "jaas_config",
+    "list_topics",
+    "murmur2",
+    "partition_counts",
+    "partition_for",
+    "produce_records",
+    "producer_kwargs",
+    "settings_from_json",
+    "wait_until_ready",
+]

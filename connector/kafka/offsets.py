@@ -1,0 +1,32 @@
+"""A consumer group's committed offsets."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from cdc_smt.connector.kafka.settings import Conn, client_kwargs
+
+
+async def committed_offsets(conn: Conn, group: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> committed offset of ``group``; partitions without a commit are left out.
+
+    Asks the group coordinator through a consumer that never joins the group
+    (OffsetFetch), which every broker we test against supports.
+    """
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(**client_kwargs(conn), group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        out: dict[tuple[str, int], int] = {}
+        for topic in topics:
+            for p in sorted(consumer.partitions_for_topic(topic) or ()):
+                off = await consumer.committed(TopicPartition(topic, p))
+                if off is not None and off >= 0:
+                    out[(topic, p)] = off
+        return out
+    finally:
+        await consumer.stop()
+
+
+__all__ = ["committed_offsets"]
