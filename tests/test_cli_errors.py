@@ -64,6 +64,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (d / "empty.yaml").write_bytes(b"")
     (d / "malformed.yaml").write_text("source: [canal-json\nsink: {\n")
     (d / "adir").mkdir()
+    (d / "values.txt").write_text("hello\n")
     job = "id: t\nkafka: {bootstrap_servers: '%s'}\nsource: {topics: [a], format: %s}\nsink: {topic: b, format: debezium-json}\n"
     checkpoint = f"backfill: {{checkpoint: '{d / 'checkpoint'}', master: 'local[1]'}}\n"
     (d / "unknown-format.yaml").write_text(job % ("127.0.0.1:9", "no-such-format") + checkpoint)
@@ -85,6 +86,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "unknown-format": str(d / "unknown-format.yaml"),
         "dead-broker": str(d / "dead-broker.yaml"),
         "port": str(port),
+        "values": str(d / "values.txt"),
     }
 
 
@@ -141,6 +143,11 @@ def batched_cases(f: dict[str, str]) -> list[Case]:
         Case("backfill", "unknown-format", ("backfill", "-c", f["unknown-format"], "--dry-run"), usage, "no-such-format"),
         Case("demo", "missing", ("demo", "--data", f["missing"]), usage, "not found"),
         Case("demo", "directory", ("demo", "--data", f["directory"]), usage, "not found"),
+        Case("produce", "missing", ("produce", f["missing"]), usage, "No such file"),
+        Case("produce", "directory", ("produce", f["directory"]), usage, "Is a directory"),
+        Case("produce", "binary", ("produce", f["binary"]), usage, "malformed JSON"),
+        Case("produce", "malformed", ("produce", f["malformed"]), usage, "malformed JSON"),
+        Case("consume", "malformed", ("consume", "orders", "--timeout", "soon"), usage, "invalid float value"),
         Case("broker", "malformed", ("broker", "--topic", "orders:x"), usage, "--topic expects NAME or NAME:PARTITIONS"),
         Case("broker", "malformed", ("broker", "--port", "many"), usage, "invalid int value"),
     ]  # fmt: skip
@@ -160,6 +167,9 @@ def dead_broker_cases(f: dict[str, str]) -> list[Case]:
         Case("worker", "dead-broker", ("worker", "-c", f["dead-broker"]), ExitCode.FAILED, "cannot reach Kafka"),
         Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"], "--dry-run"), ExitCode.FAILED, f"cannot reach Kafka at {address}"),
         Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"]), ExitCode.FAILED, f"cannot reach Kafka at {address}"),
+        # produce and consume wait 10 s for a broker, and call it unusable input (2).
+        Case("produce", "dead-broker", ("produce", "--values", "-t", "t", "--bootstrap", address, f["values"]), ExitCode.USAGE, f"Kafka at {address} not ready"),
+        Case("consume", "dead-broker", ("consume", "t", "--bootstrap", address, "--timeout", "1"), ExitCode.USAGE, f"Kafka at {address} not ready"),
     ]
 
 
@@ -209,7 +219,8 @@ def test_no_traceback_and_the_documented_exit_code(outcomes: list[tuple[Case, in
 
 
 def test_a_broker_failure_is_one_line_naming_the_address(outcomes: list[tuple[Case, int | None, str, str]]) -> None:
-    for case, _, _, err in outcomes:
-        if case.command == "backfill" and case.kind == "dead-broker":
-            assert err.strip().splitlines() == [line for line in err.strip().splitlines() if line.startswith("cdc-smt: error: cannot reach Kafka at 127.0.0.1:")]
-            assert len(err.strip().splitlines()) == 1, err
+    one_liners = [(case, err) for case, _, _, err in outcomes if case.kind == "dead-broker" and case.command != "worker"]
+    assert len(one_liners) == 4
+    for case, err in one_liners:
+        (line,) = err.strip().splitlines()
+        assert line.startswith("cdc-smt: error: ") and case.says in line, err
