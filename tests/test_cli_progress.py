@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import pty
 import re
@@ -75,6 +76,21 @@ def test_progress_clear_erases_only_a_drawn_line() -> None:
     progress.draw()
     progress.clear()
     assert out.getvalue().endswith("\r\x1b[K")
+
+
+def test_a_log_line_erases_the_progress_line_first() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    progress = Progress(out, clock=clock)
+    handler = logging.StreamHandler(out)
+    handler.addFilter(progress)
+    logger = logging.getLogger("test_cli_progress")
+    logger.addHandler(handler)
+    try:
+        progress.draw()
+        logger.warning("a codec says something")
+    finally:
+        logger.removeHandler(handler)
+    assert out.getvalue().endswith("\r\x1b[Ka codec says something\n")
 
 
 def test_no_progress_object_unless_stderr_is_a_terminal() -> None:

@@ -99,5 +99,10 @@ class Progress:
             self.out.flush()
             self._drawn = False
 
+    def filter(self, record: object) -> bool:
+        """As a logging filter on the stderr handlers: erase the line before a warning is printed."""
+        self.clear()
+        return True
+
 
 __all__ = ["Progress", "REFRESH_SECONDS", "human_bytes", "human_seconds"]
