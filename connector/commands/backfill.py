@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
-from typing import Any
 
 from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands._records import quiet_client_logs
 from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.transforms.errors import CdcSmtError
 
@@ -117,7 +116,7 @@ def handler(args: argparse.Namespace) -> int:
     from cdc_smt.connector.spark import backfill, settings
 
     job, spec = settings.load(args.config, overrides(args))
-    quiet_kafka_client()
+    quiet_client_logs()  # a dead broker is the one line below, not aiokafka's retries
     try:
         if args.dry_run:
             job.check()
@@ -139,13 +138,6 @@ def handler(args: argparse.Namespace) -> int:
         print("cdc-smt: backfill interrupted; run the same command again to resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
     return completed(progress.totals.dead_letters)
-
-
-def quiet_kafka_client() -> None:
-    """aiokafka logs every failed connection attempt at ERROR; the one line this command
-    prints says it once (``--log-level debug`` still shows them)."""
-    if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
 def kafka_cause(exc: BaseException) -> str:
