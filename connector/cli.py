@@ -18,6 +18,7 @@ import sys
 from types import ModuleType
 from typing import Sequence
 
+from cdc_smt.connector.exitcodes import ExitCode
 from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms.errors import CdcSmtError
 
@@ -65,35 +66,62 @@ def _register_unavailable(subparsers: argparse._SubParsersAction, module: str, e
     parser.set_defaults(func=unavailable, accepts_extra_args=True)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as the one ``cdc-smt: error: ...`` line of every other error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(ExitCode.USAGE, f"{PROG}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="Decode, transform and re-encode change-data-capture messages between CDC formats.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        type=str.lower,
-        default=os.environ.get("CDC_SMT_LOG_LEVEL", "warning").lower(),
-        help="logging verbosity on stderr (default: warning, or $CDC_SMT_LOG_LEVEL)",
-    )
+    _add_log_level(parser, default=os.environ.get("CDC_SMT_LOG_LEVEL", "warning").lower())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name, module in command_modules():
         if isinstance(module, ImportError):
             _register_unavailable(subparsers, module_name, module)
         elif hasattr(module, "register"):
             module.register(subparsers)
+    for command_parser in subparsers.choices.values():
+        # Also after the command (``cdc-smt convert ... --log-level debug``); unset there,
+        # so the value given before the command (or the default) stands.
+        _add_log_level(command_parser, default=argparse.SUPPRESS)
     return parser
 
 
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
+def _add_log_level(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.lower,
+        default=default,
+        help="logging verbosity on stderr (default: warning, or $CDC_SMT_LOG_LEVEL)",
     )
+
+
+class UserFormatter(logging.Formatter):
+    """Warnings and errors as a user reads them (``cdc-smt: warning: ...``); the
+    logger name and time only when debugging."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{PROG}: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and logging.getLogger().isEnabledFor(logging.DEBUG):
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def setup_logging(level: str) -> None:
+    numeric = getattr(logging, level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    if numeric <= logging.INFO:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(UserFormatter())
+    logging.basicConfig(level=numeric, handlers=[handler], force=True)
 
 
 def error(message: str) -> None:
@@ -103,32 +131,52 @@ def error(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``cdc-smt`` console script; returns the exit code."""
+    """Entry point of the ``cdc-smt`` console script; returns the exit code (see :mod:`connector.exitcodes`)."""
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
         if extra and not getattr(args, "accepts_extra_args", False):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: usage errors (2), --help/--version (0)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.USAGE)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
-        return 2
+        return ExitCode.USAGE
     setup_logging(args.log_level)
     tune_allocator()
     try:
         return int(args.func(args) or 0)
     except CdcSmtError as exc:
         error(str(exc))
-        return 2
+        return ExitCode.USAGE
     except BrokenPipeError:  # e.g. `cdc-smt convert ... | head`
         _silence_stdout()
-        return 1
+        return ExitCode.FAILED
     except OSError as exc:
         error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
-        return 2
+        return ExitCode.USAGE
+    except UnicodeDecodeError as exc:  # a binary file where text was expected
+        error(f"not a text file: {exc.reason} at byte {exc.start} (expected UTF-8 text)")
+        return ExitCode.USAGE
     except KeyboardInterrupt:
-        return 130
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - no traceback reaches a user; --log-level debug shows it
+        log.debug("unexpected failure", exc_info=True)
+        error(_unexpected(exc))
+        return ExitCode.FAILED
+
+
+def _unexpected(exc: BaseException) -> str:
+    """One line for a failure no command turned into a user error (a broker that cannot be reached, a bug)."""
+    if is_kafka_error(exc):
+        return f"Kafka: {exc or type(exc).__name__}"
+    return f"{type(exc).__name__}: {exc} (run with --log-level debug for the traceback)"
+
+
+def is_kafka_error(exc: BaseException) -> bool:
+    """An aiokafka error (aiokafka is imported only by the commands that talk to a broker)."""
+    return any(cls.__module__.startswith("aiokafka") for cls in type(exc).__mro__)
 
 
 def _silence_stdout() -> None:

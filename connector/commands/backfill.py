@@ -5,8 +5,10 @@ plus an optional ``backfill:`` section (see :mod:`connector.spark.settings`);
 flags override the section. Resumable: run the same command again after an
 interruption and it continues after the last finished micro-batch.
 
-Exit codes: 0 done, 1 stopped at a record that failed (``errors.tolerance: none``)
-or by a failure in Spark, 2 unusable arguments or job file, 130 interrupted.
+Exit codes (:mod:`connector.exitcodes`): 0 done, 3 done with dead letters
+(``errors.tolerance: all``), 1 stopped at a record that failed
+(``errors.tolerance: none``), by a failure in Spark or by a broker that cannot be
+reached, 2 unusable arguments or job file, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import sys
 
 from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands._records import quiet_client_logs
+from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.transforms.errors import CdcSmtError
 
 
@@ -112,17 +116,37 @@ def handler(args: argparse.Namespace) -> int:
     from cdc_smt.connector.spark import backfill, settings
 
     job, spec = settings.load(args.config, overrides(args))
-    if args.dry_run:
-        job.check()
-        plan = backfill.make_plan(job, spec)
-        print(json.dumps(_describe(job, spec, plan), indent=2))
-        return 0
+    quiet_client_logs()  # a dead broker is the one line below, not aiokafka's retries
     try:
-        backfill.run(job, spec, progress_out=None if args.quiet else sys.stderr)
+        if args.dry_run:
+            job.check()
+            plan = backfill.make_plan(job, spec)
+            print(json.dumps(_describe(job, spec, plan), indent=2))
+            return ExitCode.OK
+        progress = backfill.run(job, spec, progress_out=None if args.quiet else sys.stderr)
     except backfill.BackfillError as exc:
         print(f"cdc-smt: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILED
+    except Exception as exc:
+        from cdc_smt.connector.cli import is_kafka_error
+
+        if not is_kafka_error(exc):
+            raise
+        print(f"cdc-smt: error: cannot reach Kafka at {job.kafka.bootstrap}: {kafka_cause(exc)}", file=sys.stderr)
+        return ExitCode.FAILED
+    except KeyboardInterrupt:
+        print("cdc-smt: backfill interrupted; run the same command again to resume", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    return completed(progress.totals.dead_letters)
+
+
+def kafka_cause(exc: BaseException) -> str:
+    """aiokafka's reason, without its repeated class name and address tuples."""
+    name = type(exc).__name__
+    text = str(exc).strip().removeprefix(f"{name}: ")
+    if text.startswith("Unable to bootstrap"):
+        return f"no broker answered ({name})"
+    return f"{text} ({name})" if text and text != name else name
 
 
 def _describe(job, spec, plan) -> dict:

@@ -12,8 +12,10 @@ schema-change, transaction and heartbeat topics, Maxwell's ``ddl_topic``) are
 counted in the summary instead. ``-o DIR/`` writes every record to
 ``DIR/<topic>.jsonl`` (``.avro`` for binary formats).
 
-Exit codes: 0 done (errors tolerated by ``skip``/``dlq`` included), 1 stopped at
-a bad message (``fail``), 2 unusable arguments, config or input file.
+Exit codes (:mod:`connector.exitcodes`): 0 done without errors, 3 done with
+errors (tolerated by ``skip``/``dlq``), 1 stopped at a bad message (``fail``), 2
+unusable arguments, config or input file, 130 interrupted. On a terminal a
+progress line is shown on stderr while converting.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import logging
 import os
 import sys
 from collections import Counter
@@ -31,6 +34,9 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from cdc_smt.connector.commands import parse_assignments
+from cdc_smt.connector.commands._positions import split_column
+from cdc_smt.connector.commands._progress import Progress
+from cdc_smt.connector.exitcodes import ExitCode, completed
 from cdc_smt.connector.framing import STDIO, FramingError, RecordWriter, check_readable, read_records, unit
 from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
 from cdc_smt.transforms.errors import CdcSmtError, ConfigError
@@ -187,7 +193,10 @@ def schema_catalog(files: Iterable[str]) -> Any:
 
     catalog = SchemaCatalog()
     for path in files:
-        catalog.load_file(path)
+        try:
+            catalog.load_file(path)
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a text file (a schema file is UTF-8 YAML or JSON)", "--schema") from None
     return catalog
 
 
@@ -292,6 +301,7 @@ class Counts:
     written: int = 0
     errors: int = 0
     tombstones_skipped: int = 0
+    interrupted: bool = False
     #: Records for topics the single output does not hold: topic -> count.
     other_topics: dict[str, int] = field(default_factory=dict)
     #: With ``-o DIR/``: file written -> records in it.
@@ -308,7 +318,21 @@ class Counts:
             text += f", skipped {n} {records} for other topics: {topics} (-o DIR/ writes every topic)"
         if self.files:
             text += "; " + ", ".join(f"{f} ({c})" for f, c in self.files.items())
+        if self.interrupted:
+            text += ", interrupted"
         return text
+
+
+def locate(unit_name: str, position: int | None, message: str) -> str:
+    """``line 3, column 76: ...``: the file's line, and the column a JSON parser reported inside it."""
+    if position is None:
+        return f"end of input: {message}"
+    where = f"{unit_name} {position}"
+    if unit_name == "line":
+        message, column = split_column(message)
+        if column is not None:
+            where += f", column {column}"
+    return f"{where}: {message}"
 
 
 # -- outputs ---------------------------------------------------------------------------
@@ -406,12 +430,15 @@ class Converter:
     ``writer`` is a :class:`RecordWriter` or one of the outputs above (anything with ``write(record)``).
     """
 
-    def __init__(self, chain: Chain, writer: Any, dlq: DeadLetterFile | None, binary_input: bool) -> None:
+    def __init__(
+        self, chain: Chain, writer: Any, dlq: DeadLetterFile | None, binary_input: bool, progress: Progress | None = None
+    ) -> None:
         self.chain = chain
         self.writer = writer
         self.dlq = dlq
         self.unit = unit(binary_input)
         self.counts = Counts()
+        self.progress = progress
 
     def feed(self, records: Iterable[tuple[int, Any]]) -> None:
         """Process every record, then the decoder's held-back events.
@@ -419,9 +446,12 @@ class Converter:
         Raises :class:`ChainHalted` (already reported) on the first failure when
         the chain tolerates none.
         """
+        progress = self.progress
         for position, record in records:
             self.counts.read += 1
             self._handle(position, self.chain.process, record)
+            if progress is not None:
+                progress.advance(len(record.value or b"") + 1)
         self._handle(None, self.chain.flush)
 
     def _handle(self, position: int | None, step: Callable[..., ChainResult], *args: Any) -> None:
@@ -437,8 +467,9 @@ class Converter:
 
     def _report(self, position: int | None, dl: DeadLetter) -> None:
         self.counts.errors += 1
-        where = f"{self.unit} {position}" if position is not None else "end of input"
-        print(f"{where}: {dl.describe()}", file=sys.stderr)
+        if self.progress is not None:
+            self.progress.clear()
+        print(locate(self.unit, position, dl.describe()), file=sys.stderr)
         if self.dlq is not None:
             self.dlq.write(position, dl)
 
@@ -454,34 +485,63 @@ def check_files(input_path: str, output_path: str, dlq_path: str | None) -> None
             raise ConfigError(f"{flag} {path} is the input file; it would be overwritten before it is read")
 
 
+def input_size(path: str) -> int | None:
+    """Bytes in INPUT when that is known up front (a regular file), for the progress ETA."""
+    if path == STDIO:
+        return None
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else None
+    except OSError:
+        return None
+
+
+def announced(records: Iterable[tuple[int, Any]], warning: str | None) -> Iterable[tuple[int, Any]]:
+    """``records``, printing ``warning`` once the first one has actually been read."""
+    for item in records:
+        if warning:
+            sys.stderr.write(f"cdc-smt: {warning}\n")  # one write: a Ctrl-C cannot split the line
+            warning = None
+        yield item
+
+
 def run(args: argparse.Namespace) -> int:
     chain = build_chain(args, args.on_error.tolerance if args.on_error else None)
     # Without --on-error, a chain config's errors.tolerance: all means skip.
     on_error: OnError = args.on_error or OnError("skip" if chain.tolerance == "all" else "fail")
-    warning = timezone_warning(chain)
-    if warning:
-        print(f"cdc-smt: {warning}", file=sys.stderr)
     binary_in = chain.decoder.binary
     check_files(args.input, args.output, on_error.path)
     dlq = DeadLetterFile(on_error.path, binary_in) if on_error.mode == "dlq" and on_error.path else None
+    progress = Progress.for_terminal(sys.stderr, None if binary_in else input_size(args.input))
+    log_handlers = logging.getLogger().handlers if progress is not None else []
+    for handler in log_handlers:  # a codec's warning gets a line of its own
+        handler.addFilter(progress)
     converter: Converter | None = None
     output: DataTopicOutput | TopicFiles | None = None
     try:
         output = open_output(args.output, chain, args.topic)
-        converter = Converter(chain, output, dlq, binary_in)
+        converter = Converter(chain, output, dlq, binary_in, progress)
         try:
-            converter.feed(read_records(args.input, binary_in))
+            converter.feed(announced(read_records(args.input, binary_in), timezone_warning(chain)))
         except ChainHalted:
-            return 1
+            return ExitCode.FAILED
         except CdcSmtError as exc:  # a damaged input file: report it above the summary
+            if progress is not None:
+                progress.clear()
             print(f"cdc-smt: error: {exc}", file=sys.stderr)
-            return 2
-        return 0
+            return ExitCode.USAGE
+        except KeyboardInterrupt:
+            converter.counts.interrupted = True
+            return ExitCode.INTERRUPTED
+        return completed(converter.counts.errors)
     finally:
         if output is not None:
             output.close()
         if dlq is not None:
             dlq.close()
+        if progress is not None:
+            progress.clear()
+        for handler in log_handlers:
+            handler.removeFilter(progress)
         if converter is not None and output is not None:
             output.account(converter.counts)
             print(converter.counts.summary(), file=sys.stderr)

@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     for path, what in ((args.job, "job file"), (args.data, "demo data")):
         if not path.is_file():
             raise CdcSmtError(f"{what} not found: {path} (pass --job/--data)")
+    from cdc_smt.connector.jobconfig import read_job_file
+
+    read_job_file(args.job)  # a bad job file fails before a broker is started for it
     if not args.verbose:
         for name in ("cdc_smt", "connector", "faust", "mode", "aiokafka"):
             logging.getLogger(name).setLevel(logging.CRITICAL)

@@ -14,6 +14,7 @@ Without a schema for the table they stay strings.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 import msgspec
@@ -23,6 +24,8 @@ from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, is_int
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.sqltext import MYSQL_TEXT, event_ms, text_images
 from cdc_smt.transforms.types import epoch_us, wall_clock
+
+log = logging.getLogger(__name__)
 
 _OPS = {"I": Op.INSERT, "U": Op.UPDATE, "D": Op.DELETE}
 _TYPES = {Op.INSERT: "I", Op.READ: "I", Op.UPDATE: "U", Op.DELETE: "D"}
@@ -53,6 +56,7 @@ class CKafkaJson(JsonCodec):
         self._canal_codec: Any = None
         self._time_cache: tuple[str, int] = ("", 0)
         self._partial: dict[tuple[int, tuple[str, ...]], tuple[TableSchema, TableSchema]] = {}
+        self._untyped_tables: set[tuple[str, str]] = set()
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -152,6 +156,15 @@ class CKafkaJson(JsonCodec):
         """The catalog schema for the row's columns (message order), if the table is known."""
         known = self.catalog.get(database, table)
         if known is None:
+            if (database, table) not in self._untyped_tables:
+                self._untyped_tables.add((database, table))
+                log.warning(
+                    "%s: no schema for table %s.%s: its values stay untyped strings "
+                    "(give a schema file, or let CREATE TABLE DDL come first in the stream)",
+                    self.name,
+                    database,
+                    table,
+                )
             return None
         by_name = known.by_name
         if len(image) == len(known.columns) and all(k in by_name for k in image):

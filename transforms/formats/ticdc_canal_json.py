@@ -43,6 +43,7 @@ differently) it documents what it does instead of guessing:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -53,6 +54,8 @@ from cdc_smt.transforms.formats.canal_json import ROW_TYPES, CanalJson, CanalTex
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import Kind, MySQLType, TypeParseError, parse_type
+
+log = logging.getLogger(__name__)
 
 WATERMARK_TYPE = "TIDB_WATERMARK"
 #: Kinds whose parameterless type would mean "no fractional seconds".
@@ -156,6 +159,7 @@ class TicdcCanalJson(CanalJson):
         self._tidb_extension: bool = self.opts.enable_tidb_extension
         #: id(message schema) -> (message schema, catalog schema, schema with the catalog's types).
         self._refined: dict[int, tuple[TableSchema, TableSchema, TableSchema]] = {}
+        self._warned_official = False
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -179,6 +183,30 @@ class TicdcCanalJson(CanalJson):
     # =======================================================================
     # decode
     # =======================================================================
+    def decode_message(self, obj: dict, record: Any) -> list[ChangeEvent]:
+        if not self._warned_official and "_tidb" not in obj:
+            self._warn_if_official(obj)
+        return super().decode_message(obj, record)
+
+    def _warn_if_official(self, obj: dict) -> None:
+        """Official Canal read as TiCDC decodes, but ``changed`` and batching are TiCDC's
+        assumptions: say so once. Only what TiCDC never writes counts (``id`` is always 0,
+        one row per message)."""
+        msg_id, data = obj.get("id"), obj.get("data")
+        signs = []
+        if msg_id.__class__ is int and msg_id != 0:
+            signs.append(f"'id' is {msg_id}, TiCDC always writes 0")
+        if isinstance(data, list) and len(data) > 1:
+            signs.append(f"{len(data)} rows in one message, TiCDC writes one")
+        if signs:
+            self._warned_official = True
+            log.warning(
+                "%s: these messages look like official Canal, not TiCDC (%s, no _tidb); "
+                "decode them as canal-json (its 'old' holds only the changed columns)",
+                self.name,
+                "; ".join(signs),
+            )
+
     def decode_untyped(self, obj: dict) -> list[ChangeEvent]:
         location = self._ext(obj).get("claimCheckLocation")
         if location is not None:
