@@ -30,6 +30,7 @@ from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.kafka import partition_for
 from cdc_smt.connector.metrics import LATENCY_SAMPLES, WorkerMetrics
+from cdc_smt.connector.worker.batching import BatchSizer
 from cdc_smt.transforms.chain import Chain, ChainHalted, DeadLetter
 from cdc_smt.transforms.model import Record
 
@@ -223,6 +224,8 @@ class Pipeline:
         self._acked = asyncio.Event()
         self.last_batch_at: float | None = None
         self.source_topics: set[str] = set()
+        #: How much of a fetch is converted in one step (small while caught up, large under lag).
+        self.sizer = BatchSizer(max_step=job.worker.batch_size)
 
     # -- topics --------------------------------------------------------------------------
     def owns(self, topic: str) -> bool:
@@ -387,6 +390,7 @@ class Pipeline:
             self._settle(st)
             return
         for topic, p, builder, count in sends:
+            builder.close()  # complete: ready to send now, not after producer.linger_ms
             fut = await producer.send_batch(builder, topic, partition=p)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
 
