@@ -21,7 +21,7 @@ def test_a_trickle_keeps_the_step_small_and_hands_over_every_fetch_whole() -> No
     for _ in range(50):
         out = list(steps(sizer, fetch(3, 0, 2)))
         assert out == [("p0", [0, 1, 2]), ("p2", [0, 1])]
-    assert sizer.step == MIN_STEP
+    assert sizer.step == MIN_STEP and not sizer.behind  # outputs are sent at once, without linger
     assert sizer.stats.batches == 100 and sizer.stats.largest == 3
 
 
@@ -32,6 +32,7 @@ def test_a_backlog_grows_the_step_to_batch_size() -> None:
         sizes += [len(chunk) for _, chunk in steps(sizer, fetch(2000, 2000, 2000, 2000))]
     assert sizes[0] == MIN_STEP  # the first outputs go out after a small step ...
     assert sizer.step == 2000  # ... then the steps grow to worker.batch_size
+    assert sizer.behind  # produce batches may linger to share requests
     assert sizer.stats.at_least(1024) > len(sizes) // 2
     assert sizer.stats.records == 80_000
 

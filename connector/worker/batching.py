@@ -11,7 +11,9 @@ per chunk and output partition, which under a backlog lowers the throughput.
 the step each time a fetch holds more than one step (the worker is behind),
 and halves it when fetches come back well under it (the worker keeps up). A
 caught-up worker converts every fetch whole, at once; a backlog is converted
-in steps that grow to ``worker.batch_size``.
+in steps that grow to ``worker.batch_size``. The pipeline also asks it whether
+the worker is :attr:`BatchSizer.behind`: only then may produce batches linger
+(``producer.linger_ms``) to leave in fewer, larger requests.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ class BatchSizer:
     def __post_init__(self) -> None:
         self.min_step = max(1, min(self.min_step, self.max_step))
         self.step = self.step or self.min_step
+
+    @property
+    def behind(self) -> bool:
+        """Fetches hold more than the smallest step: the worker is working off a backlog."""
+        return self.step > self.min_step
 
     def observe_fetch(self, available: int) -> None:
         """A fetch returned ``available`` records (all partitions): shrink when well under the step."""

@@ -389,8 +389,10 @@ class Pipeline:
         if not sends:
             self._settle(st)
             return
+        send_now = not self.sizer.behind
         for topic, p, builder, count in sends:
-            builder.close()  # complete: ready to send now, not after producer.linger_ms
+            if send_now:  # caught up: send at once; behind: linger to share requests with the next steps
+                builder.close()
             fut = await producer.send_batch(builder, topic, partition=p)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
 
