@@ -153,13 +153,15 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
 
 # -- (a) the worker ----------------------------------------------------------------------------
 class WorkerProcess:
-    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
-        path = tmp / "job.yaml"
+    def __init__(self, job: dict[str, Any], tmp: Path, python: str = sys.executable, cwd: Path = ROOT) -> None:
+        """``python`` (and ``cwd``): another checkout's interpreter runs that checkout's worker."""
+        path = tmp / f"{job['id']}.yaml"
         path.write_text(yaml.safe_dump(job))
-        self.log = tmp / "worker.log"
+        self.source, self.sink = job["source"]["topics"][0], job["sink"]["topic"]
+        self.log = tmp / f"{job['id']}.log"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_smt.connector.cli", "worker", "-c", str(path), "--log-format", "json"],
-            cwd=ROOT,
+            [python, "-m", "cdc_smt.connector.cli", "worker", "-c", str(path), "--log-format", "json"],
+            cwd=cwd,
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
         )
@@ -186,7 +188,7 @@ class WorkerProcess:
             m = re.search(pattern + r" ([0-9.e+]+)", text)
             return float(m.group(1)) if m else 0.0
 
-        return value(rf'cdc_smt_records_in_total\{{topic="{re.escape(IN)}"\}}'), value(rf'cdc_smt_records_out_total\{{topic="{re.escape(OUT)}"\}}')
+        return value(rf'cdc_smt_records_in_total\{{topic="{re.escape(self.source)}"\}}'), value(rf'cdc_smt_records_out_total\{{topic="{re.escape(self.sink)}"\}}')
 
     def stop(self) -> int:
         if self.proc.poll() is None:

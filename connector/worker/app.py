@@ -39,6 +39,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
+from cdc_smt.connector.worker.batching import steps
 from cdc_smt.connector.worker.pipeline import Pipeline, WorkerFailed
 
 log = logging.getLogger("cdc_smt.worker")
@@ -55,7 +56,7 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     flight per broker, so a long poll for partitions that are caught up holds
     back fetches for partitions that still have data: up to 1.5 s of stall
     each time a partition runs dry. The job's ``consumer.fetch_max_wait_ms``
-    (default 100) bounds that.
+    (default 5) bounds that.
     """
 
     def _create_worker_consumer(self, transport: Any) -> Any:
@@ -116,11 +117,14 @@ class CdcConsumer(faust_aiokafka.Consumer):
                     for tp, recs in owned:
                         set_read_offset(tp, recs[-1].offset)
                     continue
-                for tp, recs in owned:
+                # What the fetch returned goes to conversion at once, in steps that stay small
+                # while the worker keeps up and grow under a backlog (connector.worker.batching).
+                for tp, recs in steps(pipeline.sizer, owned):
                     if not self.flow_active or self.app.consumer_generation_id != generation:
                         break  # a rebalance began while converting: the rest is fetched again
                     await asyncio.shield(pipeline.process(tp, recs))
                     set_read_offset(tp, recs[-1].offset)
+                    await asyncio.sleep(0)  # let the producer send this step while the next converts
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
                 return

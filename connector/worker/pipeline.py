@@ -30,6 +30,7 @@ from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.kafka import partition_for
 from cdc_smt.connector.metrics import LATENCY_SAMPLES, WorkerMetrics
+from cdc_smt.connector.worker.batching import BatchSizer
 from cdc_smt.transforms.chain import Chain, ChainHalted, DeadLetter
 from cdc_smt.transforms.model import Record
 
@@ -223,6 +224,8 @@ class Pipeline:
         self._acked = asyncio.Event()
         self.last_batch_at: float | None = None
         self.source_topics: set[str] = set()
+        #: How much of a fetch is converted in one step (small while caught up, large under lag).
+        self.sizer = BatchSizer(max_step=job.worker.batch_size)
 
     # -- topics --------------------------------------------------------------------------
     def owns(self, topic: str) -> bool:
@@ -386,7 +389,10 @@ class Pipeline:
         if not sends:
             self._settle(st)
             return
+        send_now = not self.sizer.behind
         for topic, p, builder, count in sends:
+            if send_now:  # caught up: send at once; behind: linger to share requests with the next steps
+                builder.close()
             fut = await producer.send_batch(builder, topic, partition=p)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
 

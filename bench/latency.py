@@ -1,0 +1,338 @@
+"""The worker's end-to-end latency curve, against the broker's own floor, in one run.
+
+    .venv/bin/python -m bench.latency [--rates 1000,10000,50%,90%] [--seconds 10]
+
+On the embedded broker (Tansu; or ``--bootstrap``):
+
+1. **max throughput**: a backlog of ``--count`` Canal JSON messages is
+   produced first; a ``cdc-smt worker`` (a separate process, as deployed)
+   converts it canal-json -> debezium-json; msgs/s from its first consumed
+   record to its last acknowledged output (as ``bench.worker`` (a));
+2. per offered rate (absolute, or a percentage of 1.), for ``--seconds``:
+
+   - **floor**: a raw aiokafka producer -> broker -> raw consumer, no worker:
+     the broker's own produce->consume latency on this machine;
+   - **worker**: the same producer -> the worker -> the same consumer.
+
+Each input carries its *scheduled* send time (a ``bench-sent-ns`` header,
+and the record timestamp, which the worker carries over to its output), so a
+producer that falls behind its schedule counts against the latency, not
+silently lowers the rate (no coordinated omission). Latency = arrival at the
+consumer minus scheduled send. Percentiles come from a log-bucketed histogram
+(HDR-style: ~1 % relative precision at every scale).
+
+The floor and the worker run interleaved in the same minute, so load from
+anything else on the machine hits both: compare the worker to the floor,
+not to absolute figures measured on another day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
+from bench.worker import IN, OUT, ROOT, WorkerProcess, keyed, worker_throughput
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.tuning import tune_allocator
+
+FLOOR = "bench.floor"
+SENT_HEADER = "bench-sent-ns"
+#: How often the fixed-rate producer sends (each tick sends the records scheduled since the last).
+TICK_S = 0.002
+#: The measuring consumer's fetch wait (it is part of the floor and of the worker's figures alike).
+CONSUMER_WAIT_MS = 5
+QUANTILES = (0.50, 0.90, 0.99, 0.999)
+
+
+class Histogram:
+    """Log-bucketed latency histogram (HDR-style): bucket width is 1/``SUB`` of an octave,
+    so every percentile is within ~1 % of the true value, however long the tail."""
+
+    SUB = 64
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.count = 0
+        self.max = 0.0
+
+    def record(self, ms: float) -> None:
+        us = max(ms * 1000.0, 1.0)
+        b = int(math.log2(us) * self.SUB)
+        self.counts[b] = self.counts.get(b, 0) + 1
+        self.count += 1
+        self.max = max(self.max, ms)
+
+    def percentile(self, q: float) -> float:
+        """The value (ms) at quantile ``q``: the upper edge of its bucket, capped by the max."""
+        if not self.count:
+            return float("nan")
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        for b in sorted(self.counts):
+            seen += self.counts[b]
+            if seen >= rank:
+                return min(self.max, 2 ** ((b + 1) / self.SUB) / 1000.0)
+        return self.max
+
+    def summary(self) -> dict[str, float]:
+        out = {f"p{q * 100:g}": self.percentile(q) for q in QUANTILES}
+        out["max"] = self.max
+        return out
+
+
+def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The benchmark job: the worker's own defaults unless a setting is given on the command line."""
+    consumer: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}
+    producer: dict[str, Any] = {"acks": "all"}
+    worker: dict[str, Any] = {"metrics_port": 0, "create_topics": {"partitions": partitions}}
+    if args.fetch_wait_ms is not None:
+        consumer["fetch_max_wait_ms"] = args.fetch_wait_ms
+    if args.linger_ms is not None:
+        producer["linger_ms"] = args.linger_ms
+    if args.batch_size is not None:
+        worker["batch_size"] = args.batch_size
+    return {
+        "id": f"bench-latency-{source}",
+        "kafka": {"bootstrap_servers": bootstrap},
+        "source": {"topics": [source], "format": "canal-json"},
+        # no tombstones: exactly one output per input, so the backlog run knows when it is done
+        "sink": {"topic": sink, "format": "debezium-json", "options": {**DEBEZIUM_TYPED_NO_SCHEMA, "tombstones_on_delete": False}},
+        "errors": {"tolerance": "all", "dead_letter_topic": "bench.dlq"},
+        "producer": producer,
+        "consumer": consumer,
+        "worker": worker,
+    }
+
+
+async def fixed_rate(bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]) -> tuple[Histogram, float]:
+    """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
+    arrives on ``sink`` (the same topic for the floor), and the rate actually sent."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    total = int(rate * seconds)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=CONSUMER_WAIT_MS)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, max_batch_size=1_000_000)
+    await consumer.start()
+    await producer.start()
+    hist = Histogram()
+    try:
+        tps = [TopicPartition(sink, p) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_end(*tps)
+        for tp in tps:
+            await consumer.position(tp)  # outputs of earlier runs are not part of this one
+
+        started_ns = time.time_ns()
+
+        async def consume() -> None:
+            while hist.count < total:
+                fetched = await consumer.getmany(timeout_ms=200)
+                now = time.time_ns()
+                for msgs in fetched.values():
+                    for m in msgs:
+                        sent = next((int(v) for k, v in m.headers if k == SENT_HEADER), 0) if m.headers else 0
+                        if sent >= started_ns:  # this run's records only (not a late one of the run before)
+                            hist.record((now - sent) / 1e6)
+
+        reader = asyncio.ensure_future(consume())
+        started = time.monotonic()
+        sent = 0
+        key_base = 20_000_000 + started_ns // 1_000_000 % 10_000_000 * 10
+        while sent < total:
+            due = min(total, int((time.monotonic() - started) * rate) + 1)
+            batches: dict[int, Any] = {}
+            for i in range(sent, due):
+                p = i % partitions
+                b = batches.get(p)
+                if b is None:
+                    b = batches[p] = producer.create_batch()
+                scheduled = started_ns + int(i * 1e9 / rate)
+                b.append(
+                    key=b'{"id":%d}' % (key_base + i),
+                    value=values[i % len(values)],
+                    timestamp=scheduled // 1_000_000,
+                    headers=[(SENT_HEADER, b"%d" % scheduled)],
+                )
+            for p, b in batches.items():
+                b.close()  # ready now: no linger
+                await producer.send_batch(b, source, partition=p)
+            sent = due
+            await asyncio.sleep(TICK_S)
+        achieved = sent / (time.monotonic() - started)
+        await producer.flush()
+        try:
+            await asyncio.wait_for(reader, timeout=max(30.0, seconds))
+        except asyncio.TimeoutError:
+            reader.cancel()
+            print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
+        return hist, achieved
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+def parse_rates(text: str, max_rate: float) -> list[int]:
+    rates = []
+    for part in text.split(","):
+        part = part.strip()
+        rates.append(int(max_rate * float(part[:-1]) / 100) if part.endswith("%") else int(float(part)))
+    return [r for r in rates if r > 0]
+
+
+def row(label: str, rate: int, achieved: float, h: Histogram) -> str:
+    s = h.summary()
+    return f"| {label} | {rate:,} | {achieved:,.0f} | {h.count:,} | " + " | ".join(f"{v:.1f}" for v in s.values()) + " |"
+
+
+def plot(path: Path, curve: list[tuple[int, Histogram, Histogram]]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"no plot: matplotlib is not installed (not a project dependency); {path} not written")
+        return
+    rates = [r for r, _, _ in curve]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for q, style in ((0.5, "-"), (0.99, "--")):
+        ax.plot(rates, [w.percentile(q) for _, _, w in curve], "o" + style, label=f"worker p{q * 100:g}")
+        ax.plot(rates, [f.percentile(q) for _, f, _ in curve], "s" + style, label=f"broker floor p{q * 100:g}")
+    ax.set_xlabel("offered msgs/s")
+    ax.set_ylabel("end-to-end latency, ms")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot: {path}")
+
+
+def consumer_lag(worker: WorkerProcess) -> float:
+    """The worker's own lag (records behind the high watermarks), from /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{worker.port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return sum(float(m.group(1)) for m in re.finditer(r"^cdc_smt_consumer_lag\{[^}]*\} ([0-9.e+]+)$", text, re.M))
+
+
+def wait_caught_up(worker: WorkerProcess, produced: int, timeout: float = 300.0) -> None:
+    """Start a run only once the worker has converted everything before it (one output per input)."""
+    deadline = time.monotonic() + timeout
+    while worker.counters()[1] < produced or consumer_lag(worker) > 0:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the worker did not catch up with {produced:,} records in {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+@dataclass
+class Variant:
+    """One worker build under test: this checkout, or ``--baseline`` (another checkout's venv)."""
+
+    name: str
+    python: str
+    cwd: Path
+    source: str
+    sink: str
+    max_rate: float = 0.0
+    curve: list[tuple[int, float, Histogram, Histogram]] = field(default_factory=list)
+
+
+async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: list[Any], sink: str) -> None:
+    await K.create_topics(bootstrap, {topic: partitions, sink: partitions, FLOOR: partitions, "bench.dlq": 1})
+    for start in range(0, len(records), 50_000):
+        await K.produce_records(bootstrap, topic, records[start : start + 50_000])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
+    parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", default="1000,10000,50%,90%", help="offered rates, msgs/s or %% of the measured max (default 1000,10000,50%%,90%%)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each fixed-rate run (default 10)")
+    parser.add_argument("--count", type=int, default=300_000, help="backlog for the max-throughput run (default 300000)")
+    parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")
+    parser.add_argument("--batch-size", type=int, help="worker.batch_size (default: the worker's default)")
+    parser.add_argument("--fetch-wait-ms", type=int, help="consumer.fetch_max_wait_ms (default: the worker's default)")
+    parser.add_argument("--linger-ms", type=int, help="producer.linger_ms (default: the worker's default)")
+    parser.add_argument("--baseline", type=Path, help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run")
+    parser.add_argument("--plot", type=Path, help="write the latency curve to this PNG (needs matplotlib)")
+    parser.add_argument("--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)")
+    args = parser.parse_args(argv)
+
+    from cdc_smt.connector.broker import EmbeddedBroker
+
+    print(f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
+    messages = canal_messages(args.count)
+    values = messages[:20_000]
+    records = keyed(messages)
+    del messages
+    variants = [Variant("worker", sys.executable, ROOT, IN, OUT)]
+    if args.baseline:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # run the other checkout without writing into it
+        variants.append(Variant("baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"))
+    broker = None if args.bootstrap else EmbeddedBroker().start()
+    bootstrap = args.bootstrap or broker.bootstrap
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            rates: list[int] = []
+            for v in variants:
+                asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
+                worker = WorkerProcess(job_doc(bootstrap, v.source, v.sink, args.partitions, args), Path(tmp), v.python, v.cwd)
+                try:
+                    worker.wait_metrics()
+                    seconds = worker_throughput(worker, args.count, args.count, timeout=max(600.0, args.count / 500))
+                    settled = time.perf_counter()
+                    wait_caught_up(worker, args.count)
+                    seconds += time.perf_counter() - settled  # the counters may run ahead of the lag
+                    v.max_rate = args.count / seconds
+                    print(f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s ({seconds:.1f}s); load {os.getloadavg()[0]:.1f}", flush=True)
+                    rates = rates or parse_rates(args.rates, v.max_rate)  # every variant is offered the same rates
+                    produced = args.count
+                    for rate in rates:
+                        wait_caught_up(worker, produced)
+                        produced += int(rate * args.seconds)
+                        floor, f_rate = asyncio.run(fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values))
+                        print(row("floor (raw client)", rate, f_rate, floor), flush=True)
+                        through, w_rate = asyncio.run(fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values))
+                        print(row(v.name, rate, w_rate, through), f"load {os.getloadavg()[0]:.1f}", flush=True)
+                        v.curve.append((rate, w_rate, floor, through))
+                finally:
+                    code = worker.stop()
+                    if code != 0:
+                        print(f"worker exit code {code}; log tail:\n{worker.log.read_text(errors='replace')[-1500:]}")
+    finally:
+        if broker is not None:
+            broker.stop()
+
+    print()
+    for v in variants:
+        print(f"{v.name}: max throughput {v.max_rate:,.0f} msgs/s (backlog of {args.count:,}, {args.partitions} partitions)")
+    print()
+    print("| path | offered msgs/s | sent msgs/s | records | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for v in variants:
+        for rate, sent, floor, through in v.curve:
+            print(row(f"floor (next to {v.name})", rate, sent, floor))
+            print(row(v.name, rate, sent, through))
+    print()
+    for v in variants:
+        for rate, _, floor, through in v.curve:
+            w99, f99 = through.percentile(0.99), floor.percentile(0.99)
+            print(f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms")
+    if args.plot:
+        plot(args.plot, [(r, f, w) for r, _, f, w in variants[0].curve])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

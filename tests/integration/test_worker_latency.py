@@ -1,0 +1,78 @@
+"""The worker's adaptive batching against a real broker: a trickle goes out record by record, a backlog in large batches.
+
+No timing assertions: the trickle test asserts causality (each record's output
+is on the output topic before the next record is produced; the bound is a
+generous 30 s), and both assert on the batching decisions the worker made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import orjson
+import pytest
+
+from cdc_smt.connector import kafka as K
+from cdc_smt.connector.jobconfig import load_job
+from cdc_smt.connector.worker.app import EXIT_OK, WorkerRuntime
+from tests.integration.helpers import KafkaCluster, canal, debezium_rows, job_doc, partition_sizes, produce, row_changes
+from tests.integration.test_worker import all_acked, run_worker
+from cdc_smt.transforms.model import Record
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+def test_a_trickle_is_converted_record_by_record_before_the_next_arrives(kafka: KafkaCluster, names) -> None:
+    src, out = names("trickle.canal"), names("trickle.debezium")
+    job = job_doc(kafka, names("trickle"), src, out, worker={"create_topics": {"partitions": 1}, "batch_size": 2000})
+    n = 5
+
+    async def go() -> tuple[WorkerRuntime, int, list[int]]:
+        await K.create_topics(kafka.bootstrap, {src: 1})
+        runtime = WorkerRuntime(load_job(job))
+        task = asyncio.ensure_future(runtime.run(install_signals=False))
+        seen: list[int] = []
+        try:
+            while runtime.state != "running":
+                assert not task.done(), "the worker stopped before running"
+                await asyncio.sleep(0.1)
+            for i in range(1, n + 1):
+                await K.produce_records(kafka.bootstrap, src, [Record(value=canal(i, 0, "INSERT"), key=orjson.dumps({"id": i}))])
+                # The next record is produced only once this one's output is on the broker.
+                deadline = time.monotonic() + 30
+                while True:
+                    got = await K.consume_all(kafka.bootstrap, out)
+                    if len(got) >= i:
+                        seen.append(len(got))
+                        break
+                    assert time.monotonic() < deadline, f"record {i} was not converted while nothing followed it"
+                    await asyncio.sleep(0.05)
+        finally:
+            runtime.request_stop()
+            code = await asyncio.wait_for(task, timeout=60)
+        return runtime, code, seen
+
+    runtime, code, seen = asyncio.run(go())
+    assert code == EXIT_OK
+    assert seen == list(range(1, n + 1))  # exactly one new output per input, none waiting for company
+    stats = runtime.pipeline.sizer.stats
+    assert stats.records == n and stats.batches == n and stats.largest == 1
+
+
+def test_a_backlog_is_converted_in_large_batches(kafka: KafkaCluster, names) -> None:
+    src, out = names("backlog.canal"), names("backlog.debezium")
+    records = row_changes(rows=3000, updates=1)  # 6,000 changes waiting before the worker starts
+    produce(kafka, src, records, partitions=1)
+    sizes = partition_sizes(records, 1)
+    job = job_doc(kafka, names("backlog"), src, out, worker={"create_topics": {"partitions": 1}, "batch_size": 2000})
+
+    runtime, code, reached = run_worker(job, all_acked(src, sizes))
+    assert reached and code == EXIT_OK
+    stats = runtime.pipeline.sizer.stats
+    assert stats.records == len(records)
+    assert stats.largest >= 1024, f"largest batch {stats.largest}"
+    assert stats.at_least(512) >= 2
+    assert stats.batches < len(records) // 100
+    got = debezium_rows(asyncio.run(K.consume_all(kafka.bootstrap, out)))
+    assert [(i, v) for i, v, _ in got] == [(i, v) for v in range(2) for i in range(1, 3001)]
