@@ -11,14 +11,25 @@ extension module ``cdc_smt._native`` when a Rust toolchain is present; it is
 optional: without one the install succeeds on the pure-Python path.
 """
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
 from setuptools_rust import Binding, RustExtension
 
 ROOTS = ("transforms", "connector", "schemas")
+#: Where the extension module lands in a source tree: an editable install maps the
+#: ``cdc_smt`` namespace to this folder (no ``__init__.py``), so it imports from there.
+NATIVE_NAMESPACE = "native/cdc_smt"
+
+package_dir = {f"cdc_smt.{root}": root for root in ROOTS}
+packages = [f"cdc_smt.{name}" for name in find_packages(include=[f"{root}*" for root in ROOTS] + [f"{root}.*" for root in ROOTS])]
+if Path(NATIVE_NAMESPACE).is_dir():  # a checkout with the native core's sources
+    package_dir["cdc_smt"] = NATIVE_NAMESPACE
+    packages.insert(0, "cdc_smt")
 
 setup(
-    package_dir={f"cdc_smt.{root}": root for root in ROOTS},
-    packages=[f"cdc_smt.{name}" for name in find_packages(include=[f"{root}*" for root in ROOTS] + [f"{root}.*" for root in ROOTS])],
+    package_dir=package_dir,
+    packages=packages,
     rust_extensions=[
         RustExtension(
             "cdc_smt._native",
