@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Decode, transform and re-encode change-data-capture messages between CDC formats.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    from cdc_smt.transforms import native
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}; {native.describe()}")
     parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
