@@ -57,7 +57,7 @@ pytestmark = pytest.mark.skipif(
 SINKS: list[dict[str, Any]] = [
     {},
     {"schemas_enable": True},
-    {"schemas_enable": True, "tombstones_on_delete": False, "topic_prefix": "srv \"1\""},
+    {"schemas_enable": True, "tombstones_on_delete": False, "topic_prefix": "srv \"1\"", "source_timezone": "Asia/Tokyo"},
     {"time_precision_mode": "connect"},
     {"decimal_handling_mode": "string"},
     {"binary_handling_mode": "hex"},
