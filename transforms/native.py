@@ -100,15 +100,17 @@ class NativePlan:
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
-        converted = self.plan.convert([r.value for r in records])
+        counts, values, keys = self.plan.convert([r.value for r in records])
         outputs = result.outputs
-        for record, out in zip(records, converted):
-            if out is None:
+        start = 0
+        for record, n in zip(records, counts):
+            if n < 0:
                 one(record, result)
                 continue
             headers = record.headers
-            for value, key in out:
-                outputs.append(Record(value=value, key=key, headers=list(headers) if headers else []))
+            for i in range(start, start + n):
+                outputs.append(Record(value=values[i], key=keys[i], headers=list(headers) if headers else []))
+            start += n
 
 
 class _CanalTables:

@@ -181,5 +181,7 @@ pub fn parse(value: &[u8]) -> Option<Message<'_>> {
     if *first != b'{' {
         return None;
     }
-    serde_json::from_slice(value).ok()
+    // One UTF-8 check of the whole message (its ASCII fast path), then no check per string.
+    let text = std::str::from_utf8(value).ok()?;
+    serde_json::from_str(text).ok()
 }

@@ -104,28 +104,38 @@ impl CanalToDebezium {
         }
     }
 
-    /// Per value: a list of ``(value, key)`` output records, or ``None`` (Python's).
-    fn convert<'py>(&mut self, py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
+    /// ``(counts, values, keys)``: per input value the number of output records it
+    /// gave (``-1``: not handled, Python's), and the output records' values (``None``:
+    /// tombstone) and keys, in order. Flat lists: no Python container per record.
+    fn convert<'py>(&mut self, py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyTuple>> {
+        let counts = PyList::empty(py);
+        let out_values = PyList::empty(py);
+        let out_keys = PyList::empty(py);
+        let none = py.None().into_bound(py);
+        let mut records = Vec::new();
         for item in values.iter() {
-            let converted = match item.downcast::<PyBytes>() {
-                Ok(b) => self.message(py, b.as_bytes())?,
-                Err(_) => None,
+            records.clear();
+            let handled = match item.downcast::<PyBytes>() {
+                Ok(b) => self.message(py, b.as_bytes(), &mut records)?,
+                Err(_) => false,
             };
-            match converted {
-                None => out.append(py.None())?,
-                Some(records) => {
-                    let list = PyList::empty(py);
-                    for (value, key) in records {
-                        let v = value.map(|v| PyBytes::new(py, &v).into_any()).unwrap_or_else(|| py.None().into_bound(py));
-                        let k = key.map(|k| PyBytes::new(py, &k).into_any()).unwrap_or_else(|| py.None().into_bound(py));
-                        list.append(PyTuple::new(py, [v, k])?)?;
-                    }
-                    out.append(list)?;
+            if !handled {
+                counts.append(-1)?;
+                continue;
+            }
+            counts.append(records.len())?;
+            for (value, key) in records.drain(..) {
+                match value {
+                    Some(v) => out_values.append(PyBytes::new(py, &v))?,
+                    None => out_values.append(&none)?,
+                }
+                match key {
+                    Some(k) => out_keys.append(PyBytes::new(py, &k))?,
+                    None => out_keys.append(&none)?,
                 }
             }
         }
-        Ok(out)
+        PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any()])
     }
 
     /// Forget compiled tables (tests; a host never needs to).
@@ -162,39 +172,38 @@ impl CanalToDebezium {
         Ok(plan)
     }
 
-    /// The output records of one message, or ``None`` when Python must process it.
-    fn message(&mut self, py: Python, value: &[u8]) -> PyResult<Option<Vec<Output>>> {
+    /// The output records of one message into ``out``; ``false`` when Python must process it.
+    fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         if value.len() > self.max_message_bytes {
-            return Ok(None);
+            return Ok(false);
         }
-        let Some(m) = canal::parse(value) else { return Ok(None) };
+        let Some(m) = canal::parse(value) else { return Ok(false) };
         let code: &[u8] = match m.kind.as_deref() {
             Some("INSERT") => b"c",
             Some("UPDATE") => b"u",
             Some("DELETE") => b"d",
             Some("INIT") => b"r",
-            _ => return Ok(None),
+            _ => return Ok(false),
         };
-        let Some(data) = &m.data else { return Ok(None) };
+        let Some(data) = &m.data else { return Ok(false) };
         if data.is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let old = m.old.as_deref().unwrap_or(&[]);
         if code == b"u" && !old.is_empty() && old.len() != data.len() {
-            return Ok(None);
+            return Ok(false);
         }
-        let Some(plan) = self.table(py, &m)? else { return Ok(None) };
-        let mut out = Vec::with_capacity(data.len() + 1);
+        let Some(plan) = self.table(py, &m)? else { return Ok(false) };
         for (i, row) in data.iter().enumerate() {
-            match self.row(&plan, &m, code, i, row, old) {
-                Ok(records) => out.extend(records),
-                Err(Fallback) => return Ok(None),
+            if self.row(&plan, &m, code, i, row, old, out).is_err() {
+                return Ok(false);
             }
         }
-        Ok(Some(out))
+        Ok(true)
     }
 
-    fn row(&self, plan: &TablePlan, m: &canal::Message, code: &[u8], i: usize, row: &canal::Row, old: &[canal::Row]) -> Result<Vec<Output>, Fallback> {
+    #[allow(clippy::too_many_arguments)]
+    fn row(&self, plan: &TablePlan, m: &canal::Message, code: &[u8], i: usize, row: &canal::Row, old: &[canal::Row], out: &mut Vec<Output>) -> Result<(), Fallback> {
         let mut payload = Vec::with_capacity(1024);
         let mut spans = vec![None; plan.columns.len()];
         payload.extend_from_slice(b"{\"before\":");
@@ -263,11 +272,13 @@ impl CanalToDebezium {
             Some(schema) if self.schemas_enable => wrap(schema, &payload),
             _ => payload,
         };
-        let mut records = vec![(Some(value), key.clone())];
         if code == b"d" && self.tombstones_on_delete && key.is_some() {
-            records.push((None, key));
+            out.push((Some(value), key.clone()));
+            out.push((None, key));
+        } else {
+            out.push((Some(value), key));
         }
-        Ok(records)
+        Ok(())
     }
 
     fn write_source(&self, out: &mut Vec<u8>, m: &canal::Message, code: &[u8], row: usize) {

@@ -310,23 +310,37 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
         return Err(Fallback);
     }
     use chrono::{Datelike, Timelike};
-    let mut text = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        year,
-        utc.month(),
-        utc.day(),
-        utc.hour(),
-        utc.minute(),
-        utc.second()
-    );
+    let mut text = [0u8; 27];
+    let digits = |buf: &mut [u8], mut n: u32| {
+        for slot in buf.iter_mut().rev() {
+            *slot = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    digits(&mut text[0..4], year as u32);
+    text[4] = b'-';
+    digits(&mut text[5..7], utc.month());
+    text[7] = b'-';
+    digits(&mut text[8..10], utc.day());
+    text[10] = b'T';
+    digits(&mut text[11..13], utc.hour());
+    text[13] = b':';
+    digits(&mut text[14..16], utc.minute());
+    text[16] = b':';
+    digits(&mut text[17..19], utc.second());
+    let mut len = 19;
     let micros = utc.nanosecond() / 1000;
     if micros != 0 {
-        let frac = format!("{:06}", micros);
-        text.push('.');
-        text.push_str(frac.trim_end_matches('0'));
+        text[19] = b'.';
+        digits(&mut text[20..26], micros);
+        len = 26;
+        while text[len - 1] == b'0' {
+            len -= 1;
+        }
     }
-    text.push('Z');
-    write_str(out, &text);
+    out.push(b'"');
+    out.extend_from_slice(&text[..len]);
+    out.extend_from_slice(b"Z\"");
     Ok(())
 }
 
