@@ -362,6 +362,7 @@ MALFORMED: list[bytes | None] = [
     GOOD.replace(b'"table":"t"', b'"table":""'),
     GOOD.replace(b'"database":"shop"', b'"database":null'),
     b" \n" + GOOD + b"\n",
+    _message("INSERT", [{**BASE, "s": "1"}], mysqlType={**TYPES, "s": "set(" + ",".join(f"'l{i}'" for i in range(70)) + ")"}),
 ]
 
 
@@ -369,6 +370,17 @@ MALFORMED: list[bytes | None] = [
 def test_malformed_and_unusual_messages_among_good_ones(sink: dict[str, Any]) -> None:
     values = [v for bad in MALFORMED for v in (GOOD, bad)]
     assert assert_same(records_of(values), {}, sink) >= len(MALFORMED)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    at=st.integers(0, len(GOOD) - 1),
+    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
+    cut=st.integers(0, 3),
+)
+def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
+    """Bytes flipped anywhere in a good message: never a crash, always Python's answer."""
+    assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
 
 
 def test_max_message_bytes_is_the_decoders() -> None:

@@ -101,16 +101,20 @@ class NativePlan:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
         counts, values, keys = self.plan.convert([r.value for r in records])
-        outputs = result.outputs
+        append = result.outputs.append
         start = 0
         for record, n in zip(records, counts):
-            if n < 0:
+            if n == 1:  # the usual case, kept to one step
+                headers = record.headers
+                append(Record(value=values[start], key=keys[start], headers=list(headers) if headers else []))
+                start += 1
+            elif n < 0:
                 one(record, result)
-                continue
-            headers = record.headers
-            for i in range(start, start + n):
-                outputs.append(Record(value=values[i], key=keys[i], headers=list(headers) if headers else []))
-            start += n
+            else:
+                headers = record.headers
+                for i in range(start, start + n):
+                    append(Record(value=values[i], key=keys[i], headers=list(headers) if headers else []))
+                start += n
 
 
 class _CanalTables:

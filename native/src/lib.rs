@@ -11,6 +11,7 @@ mod json;
 mod values;
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
@@ -116,7 +117,11 @@ impl CanalToDebezium {
         for item in values.iter() {
             records.clear();
             let handled = match item.downcast::<PyBytes>() {
-                Ok(b) => self.message(py, b.as_bytes(), &mut records)?,
+                // A panic (a bug) must not reach Python: the record goes to the Python path.
+                Ok(b) => match catch_unwind(AssertUnwindSafe(|| self.message(py, b.as_bytes(), &mut records))) {
+                    Ok(handled) => handled?,
+                    Err(_) => false,
+                },
                 Err(_) => false,
             };
             if !handled {

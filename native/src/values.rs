@@ -385,12 +385,15 @@ fn set_labels(labels: &[String], s: &str) -> Result<String, Fallback> {
     if s.is_empty() {
         return Ok(String::new());
     }
+    if labels.len() > 64 {
+        return Err(Fallback); // MySQL has at most 64: whatever this is, Python decides
+    }
     if s.bytes().all(|b| b.is_ascii_digit()) {
         if s.len() > 30 {
             return Err(Fallback);
         }
         let bits: u128 = s.parse().map_err(|_| Fallback)?;
-        if labels.len() < 128 && bits >> labels.len() != 0 {
+        if bits >> labels.len() != 0 {
             return Err(Fallback); // bits beyond the labels: Python words the error
         }
         let chosen: Vec<&str> =
