@@ -383,6 +383,16 @@ def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
     assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
 
 
+def test_one_record_at_a_time() -> None:
+    """``Chain.process`` (the worker's and the backfill's call) takes the plan too."""
+    values = [v for bad in MALFORMED[:20] for v in (GOOD, bad)]
+    fast, slow = chains()
+    for record in records_of(values):
+        native_result, python_result = fast.process(record), slow.process(record)
+        assert outputs(native_result) == outputs(python_result)
+        assert dead_letters(native_result) == dead_letters(python_result)
+
+
 def test_max_message_bytes_is_the_decoders() -> None:
     values = [GOOD, GOOD + b" " * 600]
     assert_same(records_of(values), {"max_message_bytes": len(GOOD) + 100})

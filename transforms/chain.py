@@ -146,6 +146,9 @@ class Chain:
 
     def process(self, record: Record) -> ChainResult:
         result = ChainResult()
+        if self.native is not None:
+            self.native.run([record], self._one, result)
+            return result
         self._one(record, result)
         return result
 
