@@ -290,6 +290,15 @@ def test_timestamps_in_every_zone_including_dst_changes(wall: dt.datetime, tz: s
     assert_same(records_of([message]), {"source_timezone": tz})
 
 
+def test_zone_databases_are_compared_before_zones_are_used() -> None:
+    assert all(native.zones_agree(z) for z in ZONES)
+    assert not native.zones_agree("Mars/Olympus_Mons")  # unknown to the extension: Python converts
+    types = {"id": "int", "ts": "timestamp"}
+    fast, _ = chains({"source_timezone": "Asia/Shanghai"})
+    spec = native._CanalTables(fast.decoder, fast.encoder).compile(orjson.dumps(types).decode(), None, ["id"], "d", "t")
+    assert dict((name, op) for name, op, _ in spec[0]) == {"id": "int", "ts": "iso_utc"}
+
+
 # ---------------------------------------------------------------------------
 # edge values (those of the Python fast paths), each in a message of its own
 # ---------------------------------------------------------------------------

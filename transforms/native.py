@@ -19,6 +19,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import os
 from typing import Any, Callable, Iterable
 
@@ -28,8 +30,11 @@ from cdc_smt.transforms.model import Record
 
 try:  # the extension is optional: a build without Rust has none
     from cdc_smt import _native
-except ImportError:  # pragma: no cover - depends on the build
+
+    _MISSING = ""
+except ImportError as exc:  # pragma: no cover - depends on the build
     _native = None
+    _MISSING = "not built (no Rust toolchain at install)" if exc.name == "cdc_smt._native" else f"cannot load: {exc}"
 
 ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
@@ -48,7 +53,7 @@ def enabled() -> bool:
 def status() -> dict[str, Any]:
     """What ``cdc-smt --version`` and ``cdc-smt formats --json`` report."""
     if _native is None:
-        return {"active": False, "reason": "not built (no Rust toolchain at install)", "plans": []}
+        return {"active": False, "reason": _MISSING, "plans": []}
     if not enabled():
         return {"active": False, "reason": f"{ENV}=0", "plans": list(_native.PLANS)}
     return {"active": True, "version": _native.__version__, "plans": list(_native.PLANS)}
@@ -205,12 +210,32 @@ def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
         if kind == "ts_us":
             return ("epoch_us", None)
         if kind == "zoned":
-            return ("iso_utc", tz)
+            return ("iso_utc", tz) if zones_agree(tz) else ("python", None)
     if kind == "time_us" and k is Kind.TIME:
         return ("time_us", None)
     if kind == "bytes" and k is Kind.BYTES:
         return ("bytes", None)
     return ("python", None)
+
+
+@functools.lru_cache(maxsize=None)
+def zones_agree(name: str) -> bool:
+    """Do Python's ``zoneinfo`` and the zone database compiled into the extension give
+    ``name`` the same UTC offsets, day by day over 1900-2037 (where the plan converts
+    TIMESTAMPs natively)? Zones they disagree on are converted in Python."""
+    if name == "UTC":
+        return True
+    from cdc_smt.transforms.types import zone
+
+    start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.timezone.utc).timestamp())
+    end = int(dt.datetime(2038, 1, 1, tzinfo=dt.timezone.utc).timestamp())
+    instants = list(range(start, end, 86_400))
+    native_offsets = _native.zone_offsets(name, instants)
+    if native_offsets is None:
+        return False
+    tz = zone(name)
+    fromtimestamp = dt.datetime.fromtimestamp
+    return all(fromtimestamp(t, tz).utcoffset().total_seconds() == o for t, o in zip(instants, native_offsets))
 
 
 def _enum_table(column: Any, form: Any) -> dict[str, str]:
@@ -226,4 +251,15 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
     return table
 
 
-__all__ = ["CANAL_TO_DEBEZIUM", "ENV", "NativePlan", "available", "describe", "enabled", "plan_for", "plans_of", "status"]
+__all__ = [
+    "CANAL_TO_DEBEZIUM",
+    "ENV",
+    "NativePlan",
+    "available",
+    "describe",
+    "enabled",
+    "plan_for",
+    "plans_of",
+    "status",
+    "zones_agree",
+]

@@ -412,6 +412,19 @@ fn dumps_str(s: &str) -> Vec<u8> {
     out
 }
 
+/// UTC offsets in seconds of ``zone`` at the given instants (epoch seconds), from the
+/// zone database compiled in; ``None`` for an unknown zone. The planner compares them
+/// with Python's ``zoneinfo`` and keeps zones the two databases disagree on in Python.
+#[pyfunction]
+fn zone_offsets(zone: &str, instants: Vec<i64>) -> Option<Vec<i64>> {
+    use chrono::{Offset, TimeZone};
+    let tz: chrono_tz::Tz = zone.parse().ok()?;
+    instants
+        .into_iter()
+        .map(|t| chrono::DateTime::from_timestamp(t, 0).map(|utc| tz.offset_from_utc_datetime(&utc.naive_utc()).fix().local_minus_utc() as i64))
+        .collect()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -419,5 +432,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CanalToDebezium>()?;
     m.add_function(wrap_pyfunction!(dumps_float, m)?)?;
     m.add_function(wrap_pyfunction!(dumps_str, m)?)?;
+    m.add_function(wrap_pyfunction!(zone_offsets, m)?)?;
     Ok(())
 }
