@@ -7,7 +7,8 @@ eleven columns: unsigned bigint, int, varchar, enum, decimal, double,
 tinyint(1), datetime(3), timestamp, date, a nullable column; 60 % inserts,
 30 % updates with ``old``, 10 % deletes) in-process, then times each row of :data:`ROWS`
 through :meth:`transforms.chain.Chain.process_batch` (one codec pair, no
-transforms, no schema catalog), least CPU time of ``--runs``, in one thread
+transforms, no schema catalog; the native core's plan where it has one, marked
+``[native]``, and the same conversion on the Python path, ``CDC_SMT_NATIVE=0``), least CPU time of ``--runs``, in one thread
 (``--pin CPU`` to pin it). The floor is ``orjson.loads`` +
 ``orjson.dumps`` of the same messages: the least any JSON-to-JSON conversion
 can cost, so "x floor" says how much the model and the two codecs add.
@@ -47,6 +48,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import orjson
 
+from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.formats import get_codec, registry
@@ -73,15 +75,21 @@ class Row:
     sink_options: Mapping[str, Any] = field(default_factory=dict)
     input_options: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    #: Run on the Python path even where the native core has a plan (``CDC_SMT_NATIVE=0``).
+    python_path: bool = False
 
     @property
     def label(self) -> str:
         text = f"{self.source} → {self.sink}"
-        return f"{text} ({self.note})" if self.note else text
+        note = ", ".join(n for n in (self.note, "CDC_SMT_NATIVE=0" if self.python_path else "") if n)
+        return f"{text} ({note})" if note else text
 
 
 ROWS: tuple[Row, ...] = (
     Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
+    Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
+    Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema", python_path=True),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
     Row("canal-json", "canal-json"),
     Row("canal-json", "ticdc-canal-json"),
@@ -263,10 +271,14 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
     try:
         records = inputs.records(row.source, row.input_options)
         errors = 0
+        native = False
 
         def once() -> None:
-            nonlocal errors
+            nonlocal errors, native
             chain = Chain(get_codec(row.source, row.source_options), get_codec(row.sink, row.sink_options), [], "all")
+            if row.python_path:
+                chain.native = None
+            native = chain.native is not None
             errors = 0
             for start in range(0, len(records), CHUNK):
                 errors += len(chain.process_batch(records[start : start + CHUNK]).dead_letters)
@@ -275,7 +287,7 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
         seconds = best_seconds(once, runs)
     except CdcSmtError as exc:
         return Result(row.label, status="error", detail=str(exc))
-    return Result(row.label, rate=len(records) / seconds, errors=errors)
+    return Result(row.label + (" [native]" if native else ""), rate=len(records) / seconds, errors=errors)
 
 
 @dataclass
@@ -497,7 +509,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     avg = sum(map(len, messages)) / len(messages)
     print(
         f"{args.count} messages, {avg:.0f} bytes on average (Canal JSON); best CPU time of {args.runs}; "
-        f"Python {platform.python_version()}, orjson {orjson.__version__}; {cpu_model()}, {pinned}",
+        f"Python {platform.python_version()}, orjson {orjson.__version__}; {cpu_model()}, {pinned}; "
+        f"{native.describe()}",
         flush=True,
     )
     floor_rate = args.count / floor_seconds(messages, args.runs)
@@ -510,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(result)
         rate, cost = _cells(result, floor_rate)
         unit = " msgs/s" if result.rate is not None else ""
-        print(f"{row.label:<55} {rate:>12}{unit}  {cost}", flush=True)
+        print(f"{result.label:<55} {rate:>12}{unit}  {cost}", flush=True)
     formats = list(registry()) if args.formats is None else [f.strip() for f in args.formats.split(",") if f.strip()]
     format_results = []
     if formats:

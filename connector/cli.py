@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Decode, transform and re-encode change-data-capture messages between CDC formats.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    from cdc_smt.transforms import native
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}; {native.describe()}")
     _add_log_level(parser, default=os.environ.get("CDC_SMT_LOG_LEVEL", "warning").lower())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name, module in command_modules():

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
+from cdc_smt.transforms import native
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.formats.base import Codec
 from cdc_smt.transforms.model import ChangeEvent, Record
@@ -109,6 +110,8 @@ class Chain:
         # messages) before transforms run; codecs given the same catalog use it
         # to name and type values of formats that carry none.
         self.catalog = catalog if catalog is not None else getattr(decoder, "catalog", None)
+        #: The Rust plan for this decoder/transforms/encoder, if the native core has one.
+        self.native = native.plan_for(self)
 
     # -- per-stream state (schema catalog, codecs' held-back halves) --------------
     @property
@@ -143,6 +146,9 @@ class Chain:
 
     def process(self, record: Record) -> ChainResult:
         result = ChainResult()
+        if self.native is not None:
+            self.native.run([record], self._one, result)
+            return result
         self._one(record, result)
         return result
 
@@ -150,6 +156,9 @@ class Chain:
         """Process records in order; outputs keep input order."""
         result = ChainResult()
         one = self._one
+        if self.native is not None:
+            self.native.run(records, one, result)
+            return result
         for record in records:
             one(record, result)
         return result

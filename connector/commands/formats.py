@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from cdc_smt.transforms import native
 from cdc_smt.transforms.formats import codec_class, registry
 from cdc_smt.transforms.formats.base import COMMON_OPTIONS, Codec
 from cdc_smt.transforms.options import Option
@@ -76,6 +77,8 @@ def format_info(cls: type[Codec]) -> dict[str, Any]:
         "binary": cls.binary,
         "capabilities": dataclasses.asdict(cls.capabilities),
         "options": [option_info(o) for o in cls.all_options()],
+        # The native core: is it active, and which of its plans take this format.
+        "native": {"active": native.enabled(), "plans": native.plans_of(cls.name)},
     }
 
 

@@ -1,0 +1,187 @@
+//! Reading a Canal flat message: only the fields the canal-json -> debezium-json
+//! plan needs, each checked as strictly as the Python decoder checks it (or
+//! more: anything unexpected is an error here, and Python then decides).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// A JSON string, borrowed from the message when it has no escapes.
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// One row: column name -> text or null, in message order; other JSON types are errors.
+pub struct Row<'a>(pub Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>);
+
+impl<'de> Deserialize<'de> for Row<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Row<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row object of strings and nulls")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    let v = map.next_value::<Option<Text<'de>>>()?;
+                    out.push((k.0, v.map(|t| t.0)));
+                }
+                Ok(Row(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Any JSON value, parsed fully (numbers included, so ranges orjson rejects are errors here too).
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Checked;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Checked, E> {
+                if v.is_finite() {
+                    Ok(Checked)
+                } else {
+                    Err(E::custom("number out of range"))
+                }
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_none<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+                while seq.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+                while map.next_key::<IgnoredAny>()?.is_some() {
+                    map.next_value::<Checked>()?;
+                }
+                Ok(Checked)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The fields of a Canal message the plan reads (``None``: absent or null).
+#[derive(Default)]
+pub struct Message<'a> {
+    pub kind: Option<Cow<'a, str>>,
+    pub data: Option<Vec<Row<'a>>>,
+    pub old: Option<Vec<Row<'a>>>,
+    pub database: Option<Cow<'a, str>>,
+    pub table: Option<Cow<'a, str>>,
+    pub es: Option<i64>,
+    pub ts: Option<i64>,
+    pub pk_names: Option<Vec<Cow<'a, str>>>,
+    pub mysql_type: Option<&'a RawValue>,
+    pub sql_type: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Message<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Message<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Canal flat message")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut m = Message::default();
+                let mut seen: u16 = 0;
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    let bit = match k.0.as_ref() {
+                        "type" => 1,
+                        "data" => 2,
+                        "old" => 4,
+                        "database" => 8,
+                        "table" => 16,
+                        "es" => 32,
+                        "ts" => 64,
+                        "pkNames" => 128,
+                        "mysqlType" => 256,
+                        "sqlType" => 512,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            continue;
+                        }
+                    };
+                    if seen & bit != 0 {
+                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
+                    }
+                    seen |= bit;
+                    match bit {
+                        1 => m.kind = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        2 => m.data = map.next_value()?,
+                        4 => m.old = map.next_value()?,
+                        8 => m.database = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        16 => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        32 => m.es = map.next_value()?,
+                        64 => m.ts = map.next_value()?,
+                        128 => m.pk_names = map.next_value::<Option<Vec<Text>>>()?.map(|v| v.into_iter().map(|t| t.0).collect()),
+                        256 => m.mysql_type = Some(map.next_value()?),
+                        _ => m.sql_type = Some(map.next_value()?),
+                    }
+                }
+                Ok(m)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The message, if it is a JSON object this module can read.
+pub fn parse(value: &[u8]) -> Option<Message<'_>> {
+    let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    // One UTF-8 check of the whole message (its ASCII fast path), then no check per string.
+    let text = std::str::from_utf8(value).ok()?;
+    serde_json::from_str(text).ok()
+}
