@@ -216,6 +216,8 @@ def _read_avro(source: Source) -> Iterator[tuple[int, Record]]:
                     f"(after {index} good records): {type(exc).__name__}: {exc}"
                 ) from None
             index += 1
+            if not isinstance(datum, dict):  # the schema is a record (checked above), so never expected
+                raise FramingError(f"{name}: Avro record {index} is a {type(datum).__name__}, not a record")
             yield index, _record_from_datum(datum)
 
 

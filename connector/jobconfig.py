@@ -208,7 +208,7 @@ class JobConfig:
 
     def describe(self) -> dict[str, Any]:
         """A loggable summary (no secrets)."""
-        src = {"format": self.source.format}
+        src: dict[str, Any] = {"format": self.source.format}
         src.update({"topics": list(self.source.topics)} if self.source.topics else {"pattern": self.source.pattern})
         return {
             "id": self.id,

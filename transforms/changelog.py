@@ -43,16 +43,16 @@ def replay(events: Iterable[ChangeEvent]) -> dict[TableKey, dict[RowKey, dict[st
                 rows.pop(row_key(e, e.before), None)
             continue
         if e.op is Op.UPDATE and e.before is not None:
-            rows.pop(row_key(e, _full_before(e)), None)
+            rows.pop(row_key(e, _full_before(e, e.before)), None)
         if e.after is not None:
             rows[row_key(e, e.after)] = dict(e.after)
     return tables
 
 
-def _full_before(e: ChangeEvent) -> dict[str, Any]:
-    """Before-image with unchanged key columns filled from the after-image."""
-    if e.after is None or all(k in e.before for k in e.pk):
-        return e.before
+def _full_before(e: ChangeEvent, before: dict[str, Any]) -> dict[str, Any]:
+    """``before`` (the event's before-image) with unchanged key columns filled from the after-image."""
+    if e.after is None or all(k in before for k in e.pk):
+        return before
     merged = dict(e.after)
-    merged.update(e.before)
+    merged.update(before)
     return merged

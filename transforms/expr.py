@@ -75,6 +75,7 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
@@ -122,6 +123,8 @@ def tokenize(source: str, path: str = "") -> list[Token]:
             what = "unterminated string" if source[pos] in "'\"`" else f"unexpected character {source[pos]!r}"
             raise _syntax(source, pos, what, path)
         kind = m.lastgroup
+        # Every _TOKEN_RE alternative is a named group, so a match always names its kind.
+        assert kind is not None, f"_TOKEN_RE matched without a group at {pos}"
         if kind != "ws":
             out.append(Token(kind, m.group(), pos))
         pos = m.end()
@@ -781,15 +784,19 @@ def _build_changed(args: list[Node], source: str) -> Fn:
     return call
 
 
+def _event_headers(e: ChangeEvent) -> Sequence[tuple[str, bytes]]:
+    """Headers set by earlier transforms, else the source record's (none without a record)."""
+    if e.headers is not None:
+        return e.headers
+    return e.record.headers if e.record is not None else ()
+
+
 def _build_header(args: list[Node], source: str) -> Fn:
     f = args[0].fn
 
     def call(e: ChangeEvent) -> Any:
         name = f(e)
-        headers = e.headers
-        if headers is None:
-            headers = e.record.headers if e.record is not None else ()
-        for k, v in headers:
+        for k, v in _event_headers(e):
             if k == name:
                 return None if v is None else v.decode("utf-8", "replace")
         return None

@@ -13,6 +13,7 @@ transforms; third-party predicates register through the entry-point group
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import metadata
 from typing import Any, ClassVar, Mapping
@@ -96,10 +97,11 @@ class HasHeader(Predicate):
     options = (Option("name", str, doc="Header name (exact, case-sensitive)."),)
 
     def test(self, event: ChangeEvent) -> bool:
-        headers = event.headers
-        if headers is None:
-            rec = event.record
-            headers = rec.headers if rec is not None else ()
+        headers: Sequence[tuple[str, bytes]] = ()
+        if event.headers is not None:
+            headers = event.headers
+        elif event.record is not None:
+            headers = event.record.headers
         want = self.opts.name
         return any(k == want for k, _ in headers)
 

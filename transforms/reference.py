@@ -134,12 +134,12 @@ def generate() -> str:
         cls = found[name]
         out += _section(name, cls.known_as, _doc(cls), cls.options)
     out += ["### Predicates", "", "Used as `predicate:` on any transform, inline or by name from `predicates:`.", ""]
-    for name, cls in predicates().items():
-        out += _section(name, cls.known_as, _doc(cls), cls.options)
+    for name, predicate in predicates().items():
+        out += _section(name, predicate.known_as, _doc(predicate), predicate.options)
     out += ["### Formats", "", "Options of `source.options` / `sink.options`, per format.", ""]
-    for name, cls in formats().items():
-        desc = getattr(cls, "description", "") or ""
-        out += _section(name, "", desc, cls.all_options())
+    for name, codec in formats().items():
+        desc = getattr(codec, "description", "") or ""
+        out += _section(name, "", desc, codec.all_options())
     doc = inspect.cleandoc(expr.GRAMMAR_DOC)
     out += ["### Expression language", "", doc.split("\n\n", 1)[1] if "\n\n" in doc else doc, ""]
     return "\n".join(out).rstrip() + "\n"

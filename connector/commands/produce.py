@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 
 from cdc_smt.connector.commands._records import (
     bootstrap_argument,
@@ -56,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def load_records(args: argparse.Namespace) -> dict[str, list[Record]]:
     """topic -> its records in input order; every line is checked before anything is sent."""
+    lines: Iterator[tuple[int, Record]]
     if args.values:
         lines = ((n, Record(value=r.value)) for n, r in read_records(args.input, binary=False))
     else:

@@ -76,7 +76,7 @@ async def consume_all(
                 positions = [await consumer.position(tp) for tp in tps]
                 if all(pos >= ends[tp] for pos, tp in zip(positions, tps)):
                     break
-            elif count >= min_records and time.monotonic() - last_new >= idle:
+            elif min_records is not None and count >= min_records and time.monotonic() - last_new >= idle:
                 break
         return [r for p in sorted(out) for r in out[p]]
     finally:

@@ -36,6 +36,8 @@ async def produce_records(
 
     own = producer is None
     if own:
+        if conn is None:
+            raise TypeError("produce_records needs conn (a bootstrap string or settings) when no producer is given")
         producer = AIOKafkaProducer(**client_kwargs(conn), acks="all", max_batch_size=max_batch_bytes, linger_ms=5)
         await producer.start()
     try:

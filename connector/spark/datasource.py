@@ -279,7 +279,7 @@ def list_files(path: str) -> list[str]:
         from cdc_smt.transforms.errors import ConfigError
 
         raise ConfigError(f"source path {path!r} is neither a file nor a directory", "backfill.source.path")
-    out = []
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
         out.extend(os.path.join(dirpath, f) for f in filenames if not f.startswith((".", "_")))

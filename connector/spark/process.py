@@ -31,7 +31,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -123,6 +123,20 @@ class Stream:
     last_timestamp: int | None = None
     last_partition: int = 0
     started: float = field(default_factory=time.perf_counter)
+
+
+def _connection(plan: TaskPlan) -> str:
+    """The plan's Kafka connection; the driver sets it whenever the source or a sink is Kafka."""
+    if plan.connection is None:
+        raise RuntimeError("backfill task plan has no Kafka connection, yet its source or a sink is Kafka")
+    return plan.connection
+
+
+def _path(spec: SinkSpec, what: str) -> str:
+    """A file sink's output folder; settings validation requires one for every non-Kafka sink."""
+    if spec.path is None:
+        raise RuntimeError(f"backfill {what} of type {spec.type!r} has no path")
+    return spec.path
 
 
 # -- Arrow rows to records -------------------------------------------------------------------------
@@ -229,7 +243,7 @@ class Task:
         if not ddl and begin == start:
             return
         records: list[Record] = []
-        with KafkaSession(plan.connection) as session:
+        with KafkaSession(_connection(plan)) as session:
             for o in ddl:
                 records.extend(_to_records(tp, session.read(tp, o, o + 1)))
             try:
@@ -247,13 +261,13 @@ class Task:
 
         plan = self.plan
         if plan.sink.is_kafka:
-            outputs: Any = KafkaOutput(plan.connection, plan.job.producer)
+            outputs: Any = KafkaOutput(_connection(plan), plan.job.producer)
         else:
-            outputs = FileOutput(plan.sink.path, plan.sink.type, plan.batch_id, name)
+            outputs = FileOutput(_path(plan.sink, "sink"), plan.sink.type, plan.batch_id, name)
         if plan.dead_letters.is_kafka:
-            dead: Any = outputs if plan.sink.is_kafka else KafkaOutput(plan.connection, plan.job.producer)
+            dead: Any = outputs if plan.sink.is_kafka else KafkaOutput(_connection(plan), plan.job.producer)
         else:
-            dead = DeadLetterFiles(plan.dead_letters.path, plan.batch_id, name)
+            dead = DeadLetterFiles(_path(plan.dead_letters, "dead_letters"), plan.batch_id, name)
         return outputs, dead
 
     def sink_topic(self, source_topic: str) -> str:
@@ -271,10 +285,10 @@ class Task:
             self._feed_kafka((row["topic"], row["partition"]), row["start"], row["end"])
 
     def _feed_kafka(self, tp: TopicPartition, start: int, end: int) -> None:
-        with KafkaSession(self.plan.connection) as session:
+        with KafkaSession(_connection(self.plan)) as session:
             for chunk in session.read(tp, start, end, max_records=CHUNK):
                 records = _to_records(tp, [chunk])
-                self.feed([tp] * len(records), records, [r.offset for r in records])
+                self.feed([tp] * len(records), records, [m.offset for m in chunk])
 
     def _feed_file(self, path: str, binary: bool) -> None:
         from cdc_smt.connector.framing import read_records
@@ -409,8 +423,8 @@ def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     yield summary
 
 
-def _to_records(tp: TopicPartition, chunks: Iterator[list[Any]]) -> list[Record]:
-    out = []
+def _to_records(tp: TopicPartition, chunks: Iterable[list[Any]]) -> list[Record]:
+    out: list[Record] = []
     for chunk in chunks:
         for m in chunk:
             out.append(

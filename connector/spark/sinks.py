@@ -328,6 +328,8 @@ class KafkaOutput:
         from cdc_smt.connector.kafka import partition_for
 
         for record, source_partition in pending:
+            if record.topic is None:  # the caller sets every record's topic (see add)
+                raise ValueError("KafkaOutput: a queued record has no topic")
             record.partition = partition_for(record.key, self._producer.partitions(record.topic), source_partition)
         self._producer.send(record for record, _ in pending)
 
