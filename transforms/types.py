@@ -214,6 +214,14 @@ class MySQLType:
     charset: str | None = None
 
     @property
+    def is_single_float(self) -> bool:
+        """Does the column store 32-bit floats? MySQL: ``FLOAT``, ``FLOAT(M,D)`` and
+        ``FLOAT(p)`` with p 0-24 are single precision; ``FLOAT(p)`` with p 25-53 is a
+        DOUBLE; DOUBLE and REAL never are. The one rule every format types values by
+        (Debezium's Connect schema deviates on purpose: see ``_connect.repr_for_type``)."""
+        return self.base == "float" and (self.precision is None or self.scale is not None or self.precision <= 24)
+
+    @property
     def is_boolean(self) -> bool:
         """``tinyint(1)`` / ``bool``: MySQL's boolean convention."""
         return self.base == "tinyint" and self.length == 1
@@ -483,17 +491,15 @@ def format_decimal(v: Decimal, scale: int | None = None) -> str:
     return format(v, "f")
 
 
+_F32 = struct.Struct("<f")
+
+
 def float32(v: float) -> float:
     """``v`` rounded to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
     try:
-        return struct.unpack("<f", struct.pack("<f", v))[0]
+        return _F32.unpack(_F32.pack(v))[0]
     except OverflowError:
         return math.copysign(math.inf, v)
-
-
-def is_single_precision(mtype: MySQLType) -> bool:
-    """MySQL FLOAT / FLOAT(p<=24) store 32-bit floats; FLOAT(M,D) and p>24 store doubles."""
-    return mtype.base == "float" and mtype.scale is None and (mtype.precision is None or mtype.precision <= 24)
 
 
 def format_float(v: float) -> str:
@@ -525,7 +531,7 @@ def from_text(mtype: MySQLType, s: str) -> Any:
     if kind is Kind.DECIMAL:
         return Decimal(s)
     if kind is Kind.FLOAT:
-        return float32(float(s)) if is_single_precision(mtype) else float(s)
+        return float32(float(s)) if mtype.is_single_float else float(s)
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
         return parse_datetime(s)
     if kind is Kind.DATE:
@@ -579,7 +585,7 @@ def text_converter(mtype: MySQLType, target: Any) -> Callable[[str], Any] | None
             return _unscaled_b64_from_text(target.scale)
         return None
     if kind is Kind.FLOAT:
-        if (tk == "typed" or tk == "float") and not is_single_precision(mtype):
+        if (tk == "typed" or tk == "float") and not mtype.is_single_float:
             return float
         return None
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
@@ -794,7 +800,6 @@ __all__ = [
     "format_datetime",
     "float32",
     "format_decimal",
-    "is_single_precision",
     "format_time",
     "from_text",
     "parse_date",

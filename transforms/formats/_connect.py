@@ -32,6 +32,7 @@ from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     TypeParseError,
+    float32,
     format_decimal,
     parse_type,
     quote_label,
@@ -160,7 +161,9 @@ def repr_for_type(mt: MySQLType, opts: ConnectOptions) -> Repr:
             return Repr("string", "string")
         return _decimal_repr(opts, scale=mt.scale or 0, precision=mt.precision)
     if k is Kind.FLOAT:
-        if mt.base == "float" and (mt.precision is None or (mt.scale is None and mt.precision <= 23)):
+        if mt.is_single_float and mt.scale is None and (mt.precision is None or mt.precision <= 23):
+            # Debezium's documented mapping, not MySQL's storage: FLOAT(p) is FLOAT32 only for
+            # p 0-23 (MySQL stores p=24 as single too) and FLOAT(M,D) is FLOAT64.
             return Repr("float32", "float")
         return Repr("float64", "double")
     if k is Kind.STRING:
@@ -331,14 +334,6 @@ _ONE_US = dt.timedelta(microseconds=1)
 _WIDE = Context(prec=400, Emax=999_999, Emin=-999_999)
 _F32 = struct.Struct("<f")
 _U64 = 1 << 64
-
-
-def f32(v: float) -> float:
-    """Round a double to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
-    try:
-        return _F32.unpack(_F32.pack(v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
 
 
 def f32_json(v: float) -> float:
@@ -630,7 +625,7 @@ def _raw_decoder(r: Repr, tz: str) -> Converter | None:
     if kind in ("int", "string"):
         return None
     if kind == "float32":
-        return lambda v: f32(float(v))
+        return lambda v: float32(float(v))
     if kind == "float64":
         return float
     if kind == "bool":
@@ -1172,7 +1167,6 @@ __all__ = [
     "RawPlan",
     "Repr",
     "TIME_MODES",
-    "f32",
     "f32_json",
     "field_schema",
     "inferred_columns",

@@ -161,11 +161,6 @@ def go_float_text(v: float, single: bool = False) -> str:
     return format(Decimal(_shortest(v, single)).normalize(), "f")
 
 
-def _is_single(t: MySQLType) -> bool:
-    """FLOAT (and FLOAT(p) with p <= 24) is 32-bit; DOUBLE/REAL and FLOAT(25..53) are 64-bit."""
-    return t.base == "float" and (t.precision is None or t.scale is not None or t.precision <= 24)
-
-
 # ---------------------------------------------------------------------------
 # Canal's value form
 # ---------------------------------------------------------------------------
@@ -191,7 +186,7 @@ class CanalText:
                 return str  # no labels: the text is all there is
             return _enum_table(t).__getitem__ if kind is Kind.ENUM else None
         if kind is Kind.FLOAT:
-            single = _is_single(t)
+            single = t.is_single_float
             return float if not single and target.kind in ("typed", "float") else None
         return text_converter(t, target)
 
@@ -208,7 +203,7 @@ class CanalText:
                 return _set_labels(t, raw)
             if kind is Kind.FLOAT:
                 v = float(raw)
-                if not _is_single(t):
+                if not t.is_single_float:
                     return v
                 single = float32(v)
                 if math.isinf(single) and not math.isinf(v):
@@ -229,7 +224,7 @@ class CanalText:
         if kind is Kind.SET:
             return _set_bits(t, v)
         if kind is Kind.FLOAT:
-            return self.float_text(float(v), _is_single(t))
+            return self.float_text(float(v), t.is_single_float)
         if kind is Kind.DECIMAL:
             return self.decimal_text(t, v if isinstance(v, Decimal) else Decimal(str(v)))
         if kind is Kind.YEAR:
@@ -263,7 +258,7 @@ class CanalText:
 
             return write_enum
         if kind is Kind.FLOAT:
-            float_text, single = self.float_text, _is_single(t)
+            float_text, single = self.float_text, t.is_single_float
             return lambda v: float_text(v, single) if v.__class__ is float else to_text(column, v)
         if kind is Kind.DECIMAL:
             decimal_text = self.decimal_text
