@@ -701,33 +701,6 @@ def to_text(mtype: MySQLType, v: Any) -> str:
     raise ValueError(f"no text conversion for {mtype.base}")
 
 
-def type_of_value(v: Any, *, decimal_scale: int | None = None) -> str:
-    """A MySQL type text for a typed Python value, for rows that come without a
-    schema (inferred formats, fields a transform adds). A decimal's scale is its
-    own (at most 30) unless ``decimal_scale`` fixes one; ints beyond the signed
-    range are unsigned; anything unknown is ``longtext``."""
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        return "bigint" if v < (1 << 63) else "bigint unsigned"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal):
-        if decimal_scale is None:
-            exp = v.as_tuple().exponent
-            decimal_scale = min(30, max(0, -exp)) if isinstance(exp, int) else 0
-        return f"decimal(65,{decimal_scale})"
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return "longblob"
-    if isinstance(v, dt.datetime):
-        return "datetime(6)"
-    if isinstance(v, dt.date):
-        return "date"
-    if isinstance(v, dt.timedelta):
-        return "time(6)"
-    return "longtext"
-
-
 def to_json_value(mtype: MySQLType, v: Any) -> Any:
     """A JSON-native rendering of a typed value (numbers stay numbers where exact).
 
@@ -812,7 +785,6 @@ __all__ = [
     "set_labels_from_bits",
     "text_converter",
     "to_json_value",
-    "type_of_value",
     "to_text",
     "type_from_jdbc",
     "wall_clock",

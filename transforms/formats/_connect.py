@@ -36,7 +36,6 @@ from cdc_smt.transforms.types import (
     format_decimal,
     parse_type,
     quote_label,
-    type_of_value,
 )
 
 Converter = Callable[[Any], Any]
@@ -1103,58 +1102,6 @@ def plan_for_fields(
     return Plan(fields, tuple(k for k in primary_key if any(fp.column.name == k for fp in fields)), tz)
 
 
-# ---------------------------------------------------------------------------
-# Schema-less decoding: infer what the JSON types say, nothing more.
-# ---------------------------------------------------------------------------
-
-
-def json_kind(v: Any) -> str | None:
-    """The MySQL type a bare JSON value can be read as without guessing."""
-    if v is None:
-        return None
-    t = type(v)
-    if t is bool:
-        return "bit(1)"
-    if t is int:
-        return "bigint"
-    if t is float or t is Decimal:
-        return "double"
-    if t is str:
-        return "longtext"
-    if t is dict:
-        if "wkb" in v:
-            return "point" if "x" in v else "geometry"
-        return "json"
-    return "json"
-
-
-def inferred_columns(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    """``(name, type)`` per column from the JSON values of both images.
-
-    A column that is null in both images is typed ``longtext``; a column with
-    an int in one image and a float in the other is ``double``.
-    """
-    found: dict[str, str | None] = {}
-    for image in (before, after):
-        if image:
-            for k, v in image.items():
-                t = json_kind(v)
-                old = found.get(k)
-                if old is None or (old == "bigint" and t == "double"):
-                    found[k] = t
-    return tuple((k, t or "longtext") for k, t in found.items())
-
-
-def schema_from_python(row: Mapping[str, Any]) -> TableSchema:
-    """A table schema for typed rows that came without one (types from Python values)."""
-    cols = []
-    for k, v in row.items():
-        cols.append(Column(k, type_of_value(v)))
-    return TableSchema(columns=tuple(cols))
-
-
-
-
 __all__ = [
     "BIGINT_UNSIGNED_MODES",
     "BINARY_MODES",
@@ -1169,15 +1116,12 @@ __all__ = [
     "TIME_MODES",
     "f32_json",
     "field_schema",
-    "inferred_columns",
-    "json_kind",
     "make_decoder",
     "make_encoder",
     "plan_for_fields",
     "plan_for_schema",
     "repr_for_type",
     "repr_from_field",
-    "schema_from_python",
     "target_for",
     "type_from_field",
     "unscaled_bytes",

@@ -70,6 +70,7 @@ import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
+from cdc_smt.transforms.inference import RULES, UNKNOWN, json_columns, python_columns
 from cdc_smt.transforms.model import (
     TOMBSTONE,
     UNWRAPPED,
@@ -106,7 +107,9 @@ from cdc_smt.transforms.types import (
 ROW_TYPES: dict[str, Op] = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "INIT": Op.READ}
 DDL_TYPES: frozenset[str] = frozenset({"CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX"})
 #: Column type of columns whose ``mysqlType`` cannot be parsed and that have no ``sqlType``.
-UNKNOWN_TYPE = "longtext"
+UNKNOWN_TYPE = UNKNOWN
+#: How Canal values without types read as column types (see ``transforms.inference``).
+_RULES = RULES["canal-json"]
 _MISSING = object()
 
 
@@ -1149,68 +1152,17 @@ def _timestamp_columns(schema: TableSchema) -> tuple[str, ...]:
     return compiled(schema, None, "timestamp_columns", lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP))
 
 
-def _json_type(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "tinyint(1)"
-    if isinstance(v, int):
-        return "bigint"
-    if isinstance(v, float):
-        return "double"
-    return UNKNOWN_TYPE
-
-
 def _inferred_types(rows: list) -> dict[str, str]:
     """Column types for a message without ``mysqlType``/``sqlType`` (Flink's serializer
     writes none): from the JSON values, text where nothing better is known."""
-    kinds: dict[str, str | None] = {}
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
-        for n, v in row.items():
-            t = _json_type(v)
-            prev = kinds.get(n)
-            if prev is None:
-                kinds[n] = t
-            elif t is not None and t != prev:
-                kinds[n] = "double" if {prev, t} == {"bigint", "double"} else UNKNOWN_TYPE
-    return {n: t or UNKNOWN_TYPE for n, t in kinds.items()}
-
-
-_PY_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "tinyint(1)"),
-    (int, "bigint"),
-    (float, "double"),
-    (bytes, "longblob"),
-    (dt.datetime, "datetime(6)"),
-    (dt.date, "date"),
-    (dt.timedelta, "time(6)"),
-)
+    return dict(json_columns(rows, _RULES))
 
 
 def _inferred_schema(events: list[ChangeEvent]) -> TableSchema:
-    """A schema for events that carry none, from their typed values; decimals get
-    the widest scale and integer part seen, so no value is rounded."""
-    types: dict[str, str | None] = {}
-    decimals: dict[str, tuple[int, int]] = {}
-    for e in events:
-        for image in (e.before, e.after):
-            for n, v in (image or {}).items():
-                types.setdefault(n, None)
-                if v is None:
-                    continue
-                if isinstance(v, Decimal) and v.is_finite():
-                    _, digits, exp = v.as_tuple()
-                    scale, whole = max(0, -exp), max(1, len(digits) + exp)
-                    s0, w0 = decimals.get(n, (0, 1))
-                    decimals[n] = (max(s0, scale), max(w0, whole))
-                elif types[n] is None:
-                    types[n] = next((t for py, t in _PY_TYPES if isinstance(v, py)), UNKNOWN_TYPE)
-    for n, (scale, whole) in decimals.items():
-        scale = min(scale, 30)
-        types[n] = f"decimal({min(65, whole + scale)},{scale})"
-    return _table_schema({n: t or UNKNOWN_TYPE for n, t in types.items()}, tuple(events[0].pk))
+    """A schema for events that carry none, from their typed values (decimals: the
+    widest scale and integer part seen, so no value is rounded)."""
+    images = (image for e in events for image in (e.before, e.after))
+    return _table_schema(dict(python_columns(images, _RULES)), tuple(events[0].pk))
 
 
 __all__ = [

@@ -54,7 +54,8 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
+from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
@@ -584,7 +585,7 @@ class DataWorksJson(JsonCodec):
         out = {}
         for name, v in image.items():
             col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(infer_python_type(v) if v is not None else "longtext")
+            t = col.mysql if col is not None else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
             types.setdefault(name, dataworks_type(t))
             out[name] = None if v is None else self._value(t, v, event.timezone)
         return out

@@ -43,12 +43,11 @@ from cdc_smt.transforms.formats._connect import (
     TIME_MODES,
     ConnectOptions,
     Plan,
-    inferred_columns,
     plan_for_fields,
     plan_for_schema,
-    schema_from_python,
 )
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
+from cdc_smt.transforms.inference import RULES, json_columns, python_columns
 from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import TypeParseError, parse_type, quote_label
@@ -476,7 +475,7 @@ class DebeziumJsonCodec(JsonCodec):
         )
         plan = self._inferred.get(ck)
         if plan is None:
-            cols = inferred_columns(before, after)
+            cols = json_columns((before, after), RULES[NAME])
             pkset = set(pk)
             schema = TableSchema(
                 columns=tuple(Column(n, t, nullable=n not in pkset, primary_key=n in pkset) for n, t in cols),
@@ -686,7 +685,8 @@ class DebeziumJsonCodec(JsonCodec):
         if schema is None:
             if event.values is not None:
                 raise EncodeError("cannot type raw values without a table schema", format=NAME)
-            schema = schema_from_python({**(event.before or {}), **(event.after or {})})
+            row = {**(event.before or {}), **(event.after or {})}  # a column's after-value decides
+            schema = TableSchema(columns=tuple(Column(n, t) for n, t in python_columns((row,))))
             ck = (schema, event.timezone)
             plan = self._by_schema.get(ck)
             return plan if plan is not None else self._by_schema.put(ck, plan_for_schema(schema, self.connect, event.timezone))

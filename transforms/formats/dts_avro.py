@@ -57,7 +57,8 @@ import orjson
 
 from cdc_smt.schemas import load_avro
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
+from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, Codec, json_default, record_headers
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
 from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
@@ -722,7 +723,7 @@ class DtsAvro(Codec):
                 types[n] = col.mysql
             else:
                 sample = next((img[n] for img in (before, after) if img and img.get(n) is not None), None)
-                types[n] = parse_type(infer_python_type(sample) if sample is not None and not raw_form else "longtext")
+                types[n] = parse_type(python_type(sample, TYPED_JSON) if sample is not None and not raw_form else "longtext")
         out["fields"] = [{"name": n, "dataTypeNumber": codes.get(n, type_code(types[n]))} for n in names]
         empty = "NONE"  # EmptyObject: the column is not in this image
 
