@@ -165,3 +165,47 @@ def test_python_values_by_type(dialect: str) -> None:
     assert python_type(dt.timedelta(seconds=5), rules) == "time(6)"
     assert python_type("text", rules) == "longtext"
     assert python_columns([{"n": None}, {"n": 3}], rules) == (("n", "bigint"),)
+
+
+# ---------------------------------------------------------------------------
+# fit_value: one coercion of primitive values (DataWorks, DTS) to a column's typed value.
+# ---------------------------------------------------------------------------
+
+from cdc_smt.transforms.types import InvalidTemporal, fit_value  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "type_text,value,expected",
+    [
+        ("int", "42", 42),
+        ("year", dt.datetime(2024, 1, 1), 2024),
+        ("year", dt.date(1999, 5, 1), 1999),
+        ("decimal(10,2)", 1.5, Decimal("1.5")),
+        ("decimal(10,2)", 7, Decimal(7)),
+        ("decimal(10,2)", "3.25", Decimal("3.25")),
+        ("double", Decimal("2.5"), 2.5),
+        ("bit(1)", b"\x01", True),
+        ("bit(16)", b"\x01\x02", 258),
+        ("varbinary(4)", "ab", b"ab"),
+        ("date", dt.datetime(2024, 1, 2, 0, 0), dt.date(2024, 1, 2)),
+        ("date", "2024-01-02", dt.date(2024, 1, 2)),
+        ("datetime(3)", "2024-01-02 03:04:05.5", dt.datetime(2024, 1, 2, 3, 4, 5, 500000)),
+        ("time", dt.datetime(1970, 1, 1, 1, 2, 3), dt.timedelta(hours=1, minutes=2, seconds=3)),
+        ("time", "-01:00:00", -dt.timedelta(hours=1)),
+        ("time", dt.timedelta(seconds=1), dt.timedelta(seconds=1)),
+        ("varchar(20)", b"caf\xc3\xa9", "café"),
+        ("varchar(20)", dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02 03:04:05.000"),
+        ("varchar(20)", Decimal("1E+2"), "100"),
+        ("varchar(20)", True, "1"),
+        ("varchar(20)", 12, "12"),
+    ],
+)
+def test_fit_value(type_text: str, value: object, expected: object) -> None:
+    got = fit_value(parse_type(type_text), value)
+    assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize("type_text", ["date", "datetime", "timestamp"])
+def test_fit_value_keeps_zero_dates(type_text: str) -> None:
+    zero = InvalidTemporal("0000-00-00")
+    assert fit_value(parse_type(type_text), zero) is zero

@@ -701,6 +701,54 @@ def to_text(mtype: MySQLType, v: Any) -> str:
     raise ValueError(f"no text conversion for {mtype.base}")
 
 
+def fit_value(mtype: MySQLType, v: Any) -> Any:
+    """A loosely typed value as the typed value of a ``mtype`` column.
+
+    For formats whose values come in a few primitive types that need not match
+    the column's (DataWorks' six types, DTS's type codes against a catalog's
+    types): numbers of any kind, bytes, text, datetimes and zero dates
+    (:class:`InvalidTemporal`, kept as they are).
+    """
+    k = mtype.kind
+    if k is Kind.INT or k is Kind.YEAR:
+        return v.year if isinstance(v, dt.date) else int(v)
+    if k is Kind.DECIMAL:
+        if isinstance(v, Decimal):
+            return v
+        return Decimal(repr(v) if isinstance(v, float) else v if isinstance(v, int) else str(v))
+    if k is Kind.FLOAT:
+        return float(v)
+    if k is Kind.BIT:
+        n = int.from_bytes(v, "big") if isinstance(v, bytes) else int(v)
+        return bool(n) if mtype.length == 1 else n
+    if k is Kind.BYTES or k is Kind.GEOMETRY:
+        return v if isinstance(v, bytes) else str(v).encode("utf-8")
+    if isinstance(v, InvalidTemporal) and k in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP):
+        return v
+    if k is Kind.DATE:
+        return v.date() if isinstance(v, dt.datetime) else v if isinstance(v, dt.date) else parse_date(str(v))
+    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
+        return v if isinstance(v, dt.datetime) else parse_datetime(str(v))
+    if k is Kind.TIME:
+        if isinstance(v, dt.timedelta):
+            return v
+        if isinstance(v, dt.datetime):  # a TIME sent as a datetime: time of day on 1970-01-01
+            return v - dt.datetime(1970, 1, 1)
+        return parse_time(str(v))
+    # string, enum, set, json: MySQL's text of the value
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
+    if isinstance(v, dt.datetime):
+        return format_datetime(v, 3 if v.microsecond % 1000 == 0 else 6)
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return str(v)
+
+
 def to_json_value(mtype: MySQLType, v: Any) -> Any:
     """A JSON-native rendering of a typed value (numbers stay numbers where exact).
 
@@ -771,6 +819,7 @@ __all__ = [
     "TypeParseError",
     "format_date",
     "format_datetime",
+    "fit_value",
     "float32",
     "format_decimal",
     "format_time",

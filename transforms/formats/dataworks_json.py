@@ -65,12 +65,9 @@ from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     epoch_us,
-    format_datetime,
+    fit_value,
     format_decimal,
     format_time,
-    parse_date,
-    parse_datetime,
-    parse_time,
     parse_type,
     wall_clock,
 )
@@ -134,43 +131,6 @@ def _primitive(dw: str, raw: Any, zone_name: str) -> Any:
     return raw
 
 
-def _coerce(t: MySQLType, v: Any) -> Any:
-    """Convert a DataWorks primitive to the typed value of a MySQL column type."""
-    k = t.kind
-    if k is Kind.INT:
-        return int(v)
-    if k is Kind.YEAR:
-        return v.year if isinstance(v, dt.datetime) else int(v)
-    if k is Kind.DECIMAL:
-        return v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else int(v))
-    if k is Kind.FLOAT:
-        return float(v)
-    if k is Kind.BIT:
-        if isinstance(v, bytes):
-            v = int.from_bytes(v, "big")
-        return bool(v) if t.length == 1 else int(v)
-    if k is Kind.BYTES or k is Kind.GEOMETRY:
-        return v if isinstance(v, bytes) else str(v).encode("utf-8")
-    if k is Kind.DATE:
-        return v.date() if isinstance(v, dt.datetime) else parse_date(str(v))
-    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
-        return v if isinstance(v, dt.datetime) else parse_datetime(str(v))
-    if k is Kind.TIME:
-        if isinstance(v, dt.datetime):  # a TIME sent as DATE: time of day on 1970-01-01
-            return v - dt.datetime(1970, 1, 1)
-        return parse_time(str(v))
-    # string, enum, set, json
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, dt.datetime):
-        return format_datetime(v, 3)
-    if isinstance(v, Decimal):
-        return format(v, "f")
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    return v if isinstance(v, str) else str(v)
-
-
 class DataWorksValues:
     """Raw form: values as DataWorks wrote them; typed through the column's DataWorks type."""
 
@@ -184,7 +144,7 @@ class DataWorksValues:
     def to_python(self, column: Column, raw: Any) -> Any:
         t = column.mysql
         dw = self.types.get(column.name) or dataworks_type(t)
-        return _coerce(t, _primitive(dw, raw, self.zone))
+        return fit_value(t, _primitive(dw, raw, self.zone))
 
 
 @lru_cache(maxsize=1024)

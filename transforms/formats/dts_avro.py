@@ -61,7 +61,7 @@ from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
 from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, Codec, json_default, record_headers
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
-from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
+from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, fit_value, format_decimal, parse_type, wall_clock, zone
 
 _NAME = "dts-avro"
 _NS = "com.alibaba.dts.formats.avro."
@@ -327,7 +327,7 @@ class DtsValues:
             v = d["value"]
         else:  # EmptyObject NULL
             return None
-        return _coerce(t, v)
+        return fit_value(t, v)
 
     def _datetime(self, t: MySQLType, d: dict) -> Any:
         y, mo, day = d["year"] or 0, d["month"] or 0, d["day"] or 0
@@ -359,27 +359,6 @@ def _parse_zone(text: str) -> dt.tzinfo:
     if text.strip() in ("", "GMT", "UTC", "Z"):
         return _UTC
     return zone(text.strip())
-
-
-def _coerce(t: MySQLType, v: Any) -> Any:
-    """Fit a decoded DTS value to the column's MySQL type (catalog types may differ from the codes)."""
-    k = t.kind
-    if k is Kind.INT or k is Kind.YEAR:
-        return v.year if isinstance(v, (dt.date, dt.datetime)) else int(v)
-    if k is Kind.DECIMAL:
-        return v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else str(v))
-    if k is Kind.FLOAT:
-        return float(v)
-    if k is Kind.BIT:
-        n = int.from_bytes(v, "big") if isinstance(v, bytes) else int(v)
-        return bool(n) if t.length == 1 else n
-    if k is Kind.BYTES or k is Kind.GEOMETRY:
-        return v if isinstance(v, bytes) else str(v).encode("utf-8")
-    if k is Kind.DATE:
-        return v.date() if isinstance(v, dt.datetime) else v
-    if k in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON):
-        return v.decode("utf-8") if isinstance(v, bytes) else v if isinstance(v, str) else str(v)
-    return v
 
 
 @lru_cache(maxsize=64)
