@@ -316,7 +316,7 @@ def _can(cls: type, decode: bool) -> bool:
     """Does the codec class implement this direction (beyond the abstract base)?"""
     from cdc_smt.transforms.formats.base import Codec, JsonCodec
 
-    names = ("decode", "decode_message") if decode else ("encode", "encode_message")
+    names = ("decode", "decode_message") if decode else ("encode", "encode_records", "encode_message")
     for name in names:
         impl = getattr(cls, name, None)
         if impl is not None and impl is not getattr(Codec, name, None) and impl is not getattr(JsonCodec, name, None):

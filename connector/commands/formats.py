@@ -42,7 +42,7 @@ def _overrides(cls: type[Codec], *methods: str) -> bool:
 
 def directions(cls: type[Codec]) -> tuple[bool, bool]:
     """``(can decode, can encode)``, read from which methods the codec implements."""
-    return _overrides(cls, "decode", "decode_message"), _overrides(cls, "encode", "encode_message")
+    return _overrides(cls, "decode", "decode_message"), _overrides(cls, "encode", "encode_records", "encode_message")
 
 
 def _type_name(opt: Option) -> str:

@@ -69,7 +69,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, guard, record_headers
 from cdc_smt.transforms.inference import RULES, UNKNOWN, json_columns, python_columns
 from cdc_smt.transforms.model import (
     TOMBSTONE,
@@ -462,8 +462,7 @@ class CanalJson(JsonCodec):
     update_always_has_old: ClassVar[bool] = False
     _SCHEMA_CACHE_SIZE: ClassVar[int] = 1024
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._schemas: dict[Any, TableSchema] = {}
         #: The last message's type maps and schema: consecutive messages of one table
         #: repeat them, and comparing is cheaper than building the cache key.
@@ -758,13 +757,9 @@ class CanalJson(JsonCodec):
     def batching(self) -> bool:
         return self.opts.batch == "transaction"
 
+    @guard(EncodeError, lambda codec, group, exc: f"cannot encode {group[0].op.value} rows: {describe_error(exc)}")
     def _group_record(self, group: list[ChangeEvent]) -> Record:
-        try:
-            msg = self.row_message(group)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise EncodeError(f"cannot encode {group[0].op.value} rows: {describe_error(exc)}", format=self.name) from None
+        msg = self.row_message(group)
         keys = {self.encode_key(e) for e in group}
         first = group[0]
         return Record(

@@ -48,8 +48,7 @@ class CKafkaJson(JsonCodec):
         snapshot_reads=False,
     )
 
-    def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._canal_codec: Any = None
         self._time_cache: tuple[str, int] = ("", 0)
         self._partial: dict[tuple[int, tuple[str, ...]], tuple[TableSchema, TableSchema]] = {}

@@ -225,8 +225,7 @@ class DataWorksJson(JsonCodec):
         snapshot_reads=False,
     )
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._pending: dict[str, _Half] = {}
         self._next_seq = 0
 

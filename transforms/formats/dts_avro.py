@@ -59,7 +59,7 @@ from cdc_smt.schemas import load_avro
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
 from cdc_smt.transforms.inference import python_type
-from cdc_smt.transforms.formats.base import Capabilities, Codec, json_default, record_headers
+from cdc_smt.transforms.formats.base import EXPECTED_ERRORS, Capabilities, Codec, guard, json_default, record_headers
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
 from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, fit_value, format_decimal, parse_type, wall_clock, zone
 
@@ -82,16 +82,23 @@ def _schemas() -> tuple[Any, Any]:
 # ---------------------------------------------------------------------------
 
 
+def _unreadable(_codec: Any, value: bytes, exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return f"truncated Avro record: the {len(value)}-byte message ends inside a field"
+    return f"malformed Avro record ({type(exc).__name__}: {exc}); is this really {_NAME}?"
+
+
+#: fastavro reads garbage lengths as huge allocations (MemoryError) and ends early (EOFError).
+@guard(DecodeError, _unreadable, errors=EXPECTED_ERRORS + (EOFError, MemoryError), format=_NAME)
+def _read_avro(value: bytes) -> tuple[dict[str, Any], int]:
+    buf = io.BytesIO(value)
+    return fastavro.schemaless_reader(buf, _schemas()[1], None, True), buf.tell()
+
+
 def read_record(value: bytes) -> dict[str, Any]:
     """The Avro record of one message; ``bornTimestamp`` is ``None`` when the message omits it."""
-    buf = io.BytesIO(value)
-    try:
-        obj = fastavro.schemaless_reader(buf, _schemas()[1], None, True)
-    except EOFError:
-        raise DecodeError(f"truncated Avro record: the {len(value)}-byte message ends inside a field", format=_NAME) from None
-    except (IndexError, ValueError, KeyError, TypeError, UnicodeDecodeError, OverflowError, MemoryError) as exc:
-        raise DecodeError(f"malformed Avro record ({type(exc).__name__}: {exc}); is this really {_NAME}?", format=_NAME) from None
-    rest = value[buf.tell() :]
+    obj, end = _read_avro(value)
+    rest = value[end:]
     obj["bornTimestamp"] = None
     if rest:
         born, used = _read_long(rest)
@@ -112,6 +119,7 @@ def _read_long(data: bytes) -> tuple[int, int]:
     raise DecodeError("truncated Avro record: bornTimestamp ends early", format=_NAME)
 
 
+@guard(EncodeError, lambda _c, _obj, exc: f"value does not fit the DTS Avro schema: {exc}", format=_NAME)
 def write_record(obj: dict[str, Any]) -> bytes:
     """Schemaless Avro bytes; ``bornTimestamp=None`` writes the short (SDK) form."""
     full, short = _schemas()
@@ -476,17 +484,14 @@ class DtsAvro(Codec):
         snapshot_reads=False,
     )
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._next_id = 0
 
     # -- decode ------------------------------------------------------------
-    def decode(self, record: Record) -> list[ChangeEvent]:
-        value = record.value
-        if value is None:
-            raise DecodeError("null message value (tombstone) is not part of this format", format=self.name)
-        self.check_size(value)
-        obj = read_record(value)
+    def parse(self, value: bytes) -> dict[str, Any]:
+        return read_record(value)
+
+    def decode_message(self, obj: dict[str, Any], record: Record) -> list[ChangeEvent]:
         operation = obj["operation"]
         source = self._source(obj)
         base = dict(
@@ -596,20 +601,11 @@ class DtsAvro(Codec):
         )
 
     # -- encode ------------------------------------------------------------
-    def encode(self, event: ChangeEvent) -> list[Record]:
-        try:
-            obj = self._encode_record(event)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, UnicodeError) as exc:
-            raise EncodeError(f"cannot encode {event.op.value} event: {type(exc).__name__}: {exc}", format=self.name) from None
+    def encode_records(self, event: ChangeEvent) -> list[Record]:
+        obj = self._encode_record(event)
         if obj is None:
             return []
-        try:
-            value = write_record(obj)
-        except (ValueError, TypeError, KeyError, OverflowError) as exc:
-            raise EncodeError(f"value does not fit the DTS Avro schema: {exc}", format=self.name) from None
-        return [Record(value=value, key=self._key(event), topic=event.topic, headers=record_headers(event))]
+        return [Record(value=write_record(obj), key=self._key(event), topic=event.topic, headers=record_headers(event))]
 
     def _encode_record(self, event: ChangeEvent) -> dict | None:
         op = event.op

@@ -87,8 +87,7 @@ class TdsqlBinlogJson(JsonCodec):
         ),
     )
 
-    def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._form = SqlLiteralForm(self.opts.source_timezone)
 
     @classmethod

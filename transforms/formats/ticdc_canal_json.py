@@ -149,8 +149,8 @@ class TicdcCanalJson(CanalJson):
         "id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType", "old", "data",
     )  # fmt: skip
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
+        super().configure()
         # Read per message: kept as attributes (option lookups are not free).
         self._content_compatible: bool = self.opts.content_compatible
         self._tidb_extension: bool = self.opts.enable_tidb_extension
