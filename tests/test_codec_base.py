@@ -72,3 +72,22 @@ def test_guard_on_a_function_names_the_format() -> None:
     assert parse_int("7") == 7
     with pytest.raises(DecodeError, match=r"^fmt: bad 'x': invalid literal"):
         parse_int("x")
+
+
+def test_identity_cache_keys_on_identity_not_equality() -> None:
+    from cdc_smt.transforms.model import Column, IdentityCache, TableSchema
+
+    cache = IdentityCache(size=2)
+    a = TableSchema((Column("id", "int"),))
+    twin = TableSchema((Column("id", "int"),))
+    assert a == twin and cache.get(a) is None
+    built: list[int] = []
+    assert cache(a, None, "x", lambda: built.append(1) or "plan") == "plan"
+    assert cache(a, None, "x", lambda: built.append(1) or "other") == "plan"
+    assert built == [1]
+    assert cache.get(twin, None, "x") is None  # an equal schema is another schema
+    assert cache.get(a, twin, "x", default="miss") == "miss"
+    cache.put(a, twin, "x", "both")
+    assert cache.get(a, twin, "x") == "both" and len(cache) == 2
+    cache.put(twin, None, "y", 3)  # past size: starts afresh
+    assert len(cache) == 1 and cache.get(a, None, "x") is None and cache.get(twin, None, "y") == 3

@@ -81,6 +81,7 @@ from cdc_smt.transforms.model import (
     SourcePosition,
     TableSchema,
     Target,
+    IdentityCache,
     compiled,
     typed_reader,
 )
@@ -471,8 +472,8 @@ class CanalJson(JsonCodec):
         self.timezone: str = self.opts.source_timezone
         self._batching: bool = self.batching  # read per batch
         self._last_writers: tuple = (None, None, "", None)
-        #: id(schema) -> (schema, per-column sqlType/mysqlType facts) for encoding.
-        self._codes: dict[int, tuple[TableSchema, dict]] = {}
+        #: schema -> per-column sqlType/mysqlType facts for encoding.
+        self._codes = IdentityCache(self._SCHEMA_CACHE_SIZE)
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -957,13 +958,10 @@ class CanalJson(JsonCodec):
 
     def _type_codes(self, schema: TableSchema) -> dict[str, tuple[Column, tuple[int, int] | None, str]]:
         """Per column, built once per schema: (column, ``sql_type_by_null``, ``mysqlType`` text)."""
-        hit = self._codes.get(id(schema))
-        if hit is not None and hit[0] is schema:
-            return hit[1]
-        codes = {c.name: (c, self.sql_type_by_null(c), self.mysql_type_text(c)) for c in schema.columns}
-        if len(self._codes) >= self._SCHEMA_CACHE_SIZE:
-            self._codes.clear()
-        self._codes[id(schema)] = (schema, codes)
+        codes = self._codes.get(schema)
+        if codes is None:
+            codes = {c.name: (c, self.sql_type_by_null(c), self.mysql_type_text(c)) for c in schema.columns}
+            self._codes.put(schema, None, None, codes)
         return codes
 
     def sql_type_by_null(self, column: Column) -> tuple[int, int] | None:

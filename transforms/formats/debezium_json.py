@@ -47,7 +47,7 @@ from cdc_smt.transforms.formats._connect import (
 )
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
 from cdc_smt.transforms.inference import RULES, json_columns, python_columns
-from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, IdentityCache, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import TypeParseError, parse_type, quote_label
 
@@ -107,8 +107,8 @@ class _Cache(dict):
 _HEADS: _Cache = _Cache(512)
 #: Plans of schema parts: (schema key, pk, tz, numeric decimals, binary mode) -> Plan.
 _CONNECT_PLANS: _Cache = _Cache(1024)
-#: id(schema dict) -> (schema dict, [plans]) so an encoder finds the plan of an original schema part.
-_ORIGINALS: _Cache = _Cache(1024)
+#: schema dict (by identity) -> [plans] so an encoder finds the plan of an original schema part.
+_ORIGINALS = IdentityCache(1024)
 
 
 class _Message(NamedTuple):
@@ -259,10 +259,12 @@ class DebeziumJsonCodec(JsonCodec):
         self.tombstones_on_delete: bool = o.tombstones_on_delete
         #: Null-value records (Kafka tombstones) read: they carry no change, so they yield no event.
         self.tombstones = 0
-        self._by_schema_id: dict[tuple[int, str], tuple[TableSchema, Plan]] = {}
+        self._by_schema_id = IdentityCache(1024)
         self._by_schema: _Cache = _Cache(256)
         self._inferred: _Cache = _Cache(256)
         self._schema_bytes: _Cache = _Cache(256)
+        #: The text of decoded messages' own schema parts (by identity).
+        self._original_bytes = IdentityCache(256)
         #: (schema, zone, plan) of the last event encoded.
         self._last_plan: tuple[Any, str, Any] = (None, "", None)
         #: The constant part of source blocks written for events of other formats.
@@ -449,10 +451,10 @@ class DebeziumJsonCodec(JsonCodec):
             if fields is None:
                 return None
             plan = _CONNECT_PLANS.put(ck, plan_for_fields(fields, pk, self.timezone, self.connect, numeric))
-            entry = _ORIGINALS.get(id(schema))
-            if entry is None or entry[0] is not schema:
-                entry = _ORIGINALS.put(id(schema), (schema, []))
-            entry[1].append(plan)
+            plans = _ORIGINALS.get(schema)
+            if plans is None:
+                plans = _ORIGINALS.put(schema, None, None, [])
+            plans.append(plan)
         return plan
 
     def _exact_types(self, plan: Plan, source: Mapping[str, Any]) -> Plan:
@@ -694,17 +696,13 @@ class DebeziumJsonCodec(JsonCodec):
         return plan
 
     def _generated(self, schema: TableSchema, tz: str) -> Plan:
-        ik = (id(schema), tz)
-        hit = self._by_schema_id.get(ik)
-        if hit is not None and hit[0] is schema:
-            return hit[1]
+        plan = self._by_schema_id.get(schema, None, tz)
+        if plan is not None:
+            return plan
         plan = self._by_schema.get((schema, tz))
         if plan is None:
             plan = self._by_schema.put((schema, tz), plan_for_schema(schema, self.connect, tz))
-        if len(self._by_schema_id) > 1024:
-            self._by_schema_id.clear()
-        self._by_schema_id[ik] = (schema, plan)
-        return plan
+        return self._by_schema_id.put(schema, None, tz, plan)
 
     def _original_schema(self, event: ChangeEvent, plan: Plan | None) -> Any:
         """The decoded message's own schema part, if it still describes this event exactly."""
@@ -715,8 +713,7 @@ class DebeziumJsonCodec(JsonCodec):
             return None
         if plan is None:
             return orig
-        entry = _ORIGINALS.get(id(orig))
-        candidates = entry[1] if entry is not None and entry[0] is orig else []
+        candidates = _ORIGINALS.get(orig, default=[])
         if not candidates:
             fields = _value_fields(orig)
             if fields is None:
@@ -840,11 +837,8 @@ class DebeziumJsonCodec(JsonCodec):
     def _envelope_schema(self, event: ChangeEvent, plan: Plan | None, payload: dict[str, Any]) -> bytes:
         orig = self._original_schema(event, plan)
         if orig is not None:
-            ck = ("orig", id(orig))
-            hit = self._schema_bytes.get(ck)
-            if hit is not None and hit[0] is orig:
-                return hit[1]
-            return self._schema_bytes.put(ck, (orig, _dumps(orig)))[1]
+            text = self._original_bytes.get(orig)
+            return text if text is not None else self._original_bytes.put(orig, None, None, _dumps(orig))
         row = payload.get("after") or payload.get("before")
         extra_names = tuple(k for k in (row or ()) if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
