@@ -91,3 +91,12 @@ def test_identity_cache_keys_on_identity_not_equality() -> None:
     assert cache.get(a, twin, "x") == "both" and len(cache) == 2
     cache.put(twin, None, "y", 3)  # past size: starts afresh
     assert len(cache) == 1 and cache.get(a, None, "x") is None and cache.get(twin, None, "y") == 3
+
+
+def test_every_connect_representation_kind_is_in_the_one_table() -> None:
+    from cdc_smt.transforms.formats import _connect as c
+
+    used = set(c._NAME_KINDS.values()) | set(c._LITERAL_KINDS.values()) | set(c._BINARY_KINDS.values())
+    used |= {"decimal_num", "b64", "json_any"}
+    assert used <= set(c.KINDS)
+    assert set(c.KINDS) <= used  # nothing in the table that no field or option produces
