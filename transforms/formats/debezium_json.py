@@ -1110,53 +1110,27 @@ def _inferred_field(name: str, v: Any, optional: bool = True) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------
-# Connect schemas of the fixed parts (after Debezium 2.x's MySQL connector).
+# Connect schemas of the fixed parts (after Debezium 2.x's MySQL connector): data,
+# in schemas/debezium-connect.json (shipped in the wheel).
 # ---------------------------------------------------------------------------
 
 
-def _f(field: str, t: str, optional: bool, **more: Any) -> dict[str, Any]:
-    return {"type": t, "optional": optional, **more, "field": field}
+def _fixed_schemas() -> dict[str, Any]:
+    from importlib import resources
+
+    return orjson.loads(resources.files("cdc_smt.schemas").joinpath("debezium-connect.json").read_bytes())
 
 
-_SNAPSHOT = _f(
-    "snapshot",
-    "string",
-    True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,last,false,incremental"},
-    default="false",
-)
-_SOURCE_FIELDS: dict[str, dict[str, Any]] = {
-    f["field"]: f
-    for f in (
-        _f("version", "string", False),
-        _f("connector", "string", False),
-        _f("name", "string", False),
-        _f("ts_ms", "int64", False),
-        _SNAPSHOT,
-        _f("db", "string", False),
-        _f("sequence", "string", True),
-        _f("ts_us", "int64", True),
-        _f("ts_ns", "int64", True),
-        _f("schema", "string", False),
-        _f("table", "string", True),
-        _f("server_id", "int64", False),
-        _f("gtid", "string", True),
-        _f("file", "string", False),
-        _f("pos", "int64", False),
-        _f("row", "int32", False),
-        _f("thread", "int64", True),
-        _f("query", "string", True),
-        _f("txId", "int64", True),
-        _f("lsn", "int64", True),
-        _f("xmin", "int64", True),
-        _f("commit_ts", "int64", True),
-        _f("cluster_id", "string", True),
-        _f("scn", "string", True),
-    )
-}
-_SOURCE_NAMES = {"postgresql": "io.debezium.connector.postgresql.Source", "TiCDC": "io.debezium.connector.mysql.Source"}
+_FIXED = _fixed_schemas()
+_SOURCE_FIELDS: dict[str, dict[str, Any]] = {f["field"]: f for f in _FIXED["source_fields"]}
+_SOURCE_NAMES: dict[str, str] = _FIXED["source_names"]
+_TRANSACTION_BLOCK: dict[str, Any] = _FIXED["transaction_block"]
+_TRANSACTION_SCHEMA: dict[str, Any] = _FIXED["transaction_value"]
+_TRANSACTION_KEY_SCHEMA: dict[str, Any] = _FIXED["transaction_key"]
+_HEARTBEAT_SCHEMA: dict[str, Any] = _FIXED["heartbeat_value"]
+_SERVER_KEY_SCHEMA: dict[str, Any] = _FIXED["server_name_key"]
+_DDL_KEY_SCHEMA: dict[str, Any] = _FIXED["schema_change_key"]
+_DDL_VALUE_SCHEMA: dict[str, Any] = _FIXED["schema_change_value"]
 
 
 def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
@@ -1167,124 +1141,9 @@ def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "struct", "fields": fields, "optional": False, "name": name, "field": "source"}
 
 
-_TRANSACTION_BLOCK = {
-    "type": "struct",
-    "fields": [_f("id", "string", False), _f("total_order", "int64", False), _f("data_collection_order", "int64", False)],
-    "optional": True,
-    "name": "event.block",
-    "version": 1,
-    "field": "transaction",
-}
-_TRANSACTION_SCHEMA = {
-    "type": "struct",
-    "fields": [
-        _f("status", "string", False),
-        _f("id", "string", False),
-        _f("ts_ms", "int64", True),
-        _f("event_count", "int64", True),
-        {
-            "type": "array",
-            "items": {
-                "type": "struct",
-                "fields": [_f("data_collection", "string", False), _f("event_count", "int64", False)],
-                "optional": False,
-            },
-            "optional": True,
-            "field": "data_collections",
-        },
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.common.TransactionMetadataValue",
-}
-_TRANSACTION_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("id", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.TransactionMetadataKey",
-}
-_HEARTBEAT_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("ts_ms", "int64", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.Heartbeat",
-}
-_SERVER_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("serverName", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.ServerNameKey",
-}
-_DDL_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("databaseName", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.mysql.SchemaChangeKey",
-}
-_STRINGS = {"type": "array", "items": {"type": "string", "optional": False}}
-_CHANGE_COLUMN = {
-    "type": "struct",
-    "fields": [
-        _f("name", "string", False),
-        _f("jdbcType", "int32", False),
-        _f("nativeType", "int32", True),
-        _f("typeName", "string", False),
-        _f("typeExpression", "string", True),
-        _f("charsetName", "string", True),
-        _f("length", "int32", True),
-        _f("scale", "int32", True),
-        _f("position", "int32", False),
-        _f("optional", "boolean", True),
-        _f("autoIncremented", "boolean", True),
-        _f("generated", "boolean", True),
-        _f("comment", "string", True),
-        _f("defaultValueExpression", "string", True),
-        {**_STRINGS, "optional": True, "field": "enumValues"},
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.schema.Column",
-    "version": 1,
-}
-_CHANGE = {
-    "type": "struct",
-    "fields": [
-        _f("type", "string", False),
-        _f("id", "string", False),
-        {
-            "type": "struct",
-            "fields": [
-                _f("defaultCharsetName", "string", True),
-                {**_STRINGS, "optional": True, "field": "primaryKeyColumnNames"},
-                {"type": "array", "items": _CHANGE_COLUMN, "optional": False, "field": "columns"},
-                _f("comment", "string", True),
-            ],
-            "optional": True,
-            "name": "io.debezium.connector.schema.Table",
-            "version": 1,
-            "field": "table",
-        },
-        _f("comment", "string", True),
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.schema.Change",
-    "version": 1,
-}
-
-
 def _ddl_schema(source: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "struct",
-        "fields": [
-            _source_schema(source),
-            _f("ts_ms", "int64", True),
-            _f("databaseName", "string", True),
-            _f("schemaName", "string", True),
-            _f("ddl", "string", True),
-            {"type": "array", "items": _CHANGE, "optional": False, "field": "tableChanges"},
-        ],
-        "optional": False,
-        "name": "io.debezium.connector.mysql.SchemaChangeValue",
-        "version": 1,
-    }
+    """The schema-change value schema: the fixed one, led by this source block's schema."""
+    return {**_DDL_VALUE_SCHEMA, "fields": [_source_schema(source), *_DDL_VALUE_SCHEMA["fields"]]}
 
 
 # ---------------------------------------------------------------------------
