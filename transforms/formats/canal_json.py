@@ -450,7 +450,7 @@ class CanalJson(JsonCodec):
     )
     # before_image: ``old`` holds only the changed columns, but ``data`` overlaid with ``old``
     # is the full before-image (the decoder rebuilds it), so nothing of it is lost.
-    capabilities = Capabilities(before_image="full", column_types=True, primary_key=True, ddl=True, snapshot_reads=True)
+    capabilities = Capabilities(column_types=True, primary_key=True, ddl=True, snapshot_reads=True)
 
     form: ClassVar[CanalText] = CANAL_TEXT
     db_type: ClassVar[str] = "mysql"

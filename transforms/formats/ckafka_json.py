@@ -37,16 +37,7 @@ class CKafkaJson(JsonCodec):
         "(DML; values are strings) with Canal-shaped DDL in the same topic"
     )
     own_catalog = True  # format 1 has no types: DDL in this stream names later rows
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=False,
-        binlog_position=True,
-        gtid=True,
-        transactions=False,
-        ddl=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(binlog_position=True, gtid=True, ddl=True)
 
     def configure(self) -> None:
         self._canal_codec: Any = None

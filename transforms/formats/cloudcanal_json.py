@@ -62,16 +62,7 @@ CLOUDCANAL_VALUES = CloudCanalForm()
 class CloudCanalJson(JsonCodec):
     name = "cloudcanal-json"
     description = "CloudCanal JSON: batched rows with dbValType/jdbcType per column, DDL with tableChanges, TRANSACTIONEND"
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=True,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=True,
-        ddl=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True)
     options = (
         Option(
             "transaction_end",

@@ -211,19 +211,7 @@ class DataWorksJson(JsonCodec):
             choices=("split", "single"),
         ),
     )
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=True,
-        ddl=True,
-        heartbeats=True,
-        watermarks=False,
-        typed_values=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True)
 
     def configure(self) -> None:
         self._pending: dict[str, _Half] = {}

@@ -228,15 +228,12 @@ class DebeziumJsonCodec(JsonCodec):
     # column_types: Connect types are not MySQL types (TINYINT and SMALLINT are both int16,
     # VARCHAR has no length), so the catalog must not learn them over exact ones.
     capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
         primary_key=True,
         binlog_position=True,
         gtid=True,
         transactions=True,
         ddl=True,
         heartbeats=True,
-        watermarks=False,
         typed_values=True,
         snapshot_reads=True,
     )

@@ -471,17 +471,12 @@ class DtsAvro(Codec):
     description = "Alibaba Cloud DTS subscription records (schemaless Avro binary Record)"
     binary = True
     capabilities = Capabilities(
-        before_image="full",
         column_types=True,
         primary_key=True,
-        binlog_position=False,
-        gtid=False,
         transactions=True,
         ddl=True,
         heartbeats=True,
-        watermarks=False,
         typed_values=True,
-        snapshot_reads=False,
     )
 
     def configure(self) -> None:

@@ -137,9 +137,7 @@ class TicdcCanalJson(CanalJson):
         ),
     )
     # snapshot_reads: TiCDC has no INIT; snapshot reads are written as INSERT.
-    capabilities = Capabilities(
-        before_image="full", column_types=True, primary_key=True, ddl=True, watermarks=True, snapshot_reads=False
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, ddl=True, watermarks=True)
 
     form: ClassVar[CanalText] = TICDC_TEXT
     db_type: ClassVar[str] = "tidb"
