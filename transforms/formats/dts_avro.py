@@ -470,14 +470,7 @@ class DtsAvro(Codec):
     name = _NAME
     description = "Alibaba Cloud DTS subscription records (schemaless Avro binary Record)"
     binary = True
-    capabilities = Capabilities(
-        column_types=True,
-        primary_key=True,
-        transactions=True,
-        ddl=True,
-        heartbeats=True,
-        typed_values=True,
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True)
 
     def configure(self) -> None:
         self._next_id = 0
