@@ -82,8 +82,8 @@ def test_identity_cache_keys_on_identity_not_equality() -> None:
     twin = TableSchema((Column("id", "int"),))
     assert a == twin and cache.get(a) is None
     built: list[int] = []
-    assert cache(a, None, "x", lambda: built.append(1) or "plan") == "plan"
-    assert cache(a, None, "x", lambda: built.append(1) or "other") == "plan"
+    assert cache.get_or_build(a, None, "x", lambda: built.append(1) or "plan") == "plan"
+    assert cache.get_or_build(a, None, "x", lambda: built.append(1) or "other") == "plan"
     assert built == [1]
     assert cache.get(twin, None, "x") is None  # an equal schema is another schema
     assert cache.get(a, twin, "x", default="miss") == "miss"

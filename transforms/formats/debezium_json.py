@@ -28,7 +28,7 @@ come from the schema catalog when one is given, else only from the JSON types
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping
 
 import msgspec
 import orjson
@@ -111,14 +111,10 @@ _CONNECT_PLANS: _Cache = _Cache(1024)
 _ORIGINALS = IdentityCache(1024)
 
 
-class _Message(NamedTuple):
-    """A parsed Debezium message: the schema part's text (the plan cache key), the schema
-    part, the payload, and the bytes to re-read the payload from exactly."""
-
-    key: bytes | None
-    schema: Any
-    payload: Any
-    raw: bytes
+#: A parsed Debezium message: (the schema part's text -- the plan cache key --, the schema
+#: part, the payload, the bytes to re-read the payload from exactly). A plain tuple: one
+#: is built per message.
+_Message = tuple[bytes | None, Any, Any, bytes]
 
 
 def _dump_default(v: Any) -> Any:
@@ -294,15 +290,15 @@ class DebeziumJsonCodec(JsonCodec):
             key, schema, payload, body = self._split(value)
         except orjson.JSONDecodeError as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=NAME) from None
-        return _Message(key, schema, payload, body or value)
+        return key, schema, payload, body or value
 
     def decode_message(self, message: _Message | None, record: Record) -> list[ChangeEvent]:
-        if message is None or message.payload is None:  # {"schema": null, "payload": null}: JsonConverter's tombstone
+        if message is None or message[2] is None:  # {"schema": null, "payload": null}: JsonConverter's tombstone
             return self.decode_tombstone(record)
-        payload = message.payload
+        key, schema, payload, raw = message
         if not isinstance(payload, dict):
             raise DecodeError(f"expected a JSON object payload, got {type(payload).__name__}", format=NAME)
-        return self._decode_payload(payload, message.key, message.schema, message.raw, record)
+        return self._decode_payload(payload, key, schema, raw, record)
 
     def _split(self, value: bytes) -> tuple[bytes | None, Any, Any, bytes | None]:
         """(schema key, schema part, payload, payload bytes).
