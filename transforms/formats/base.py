@@ -131,7 +131,6 @@ def _cannot_encode(_codec: Any, event: Any, exc: BaseException) -> str:
     return f"cannot encode {event.op.value} event: {describe_error(exc)}"
 
 
-
 class Codec:
     """Base class of every format. Subclasses set ``name`` and override the hooks:
     ``configure`` (per-instance setup), ``parse`` + ``decode_message`` (one message in),
