@@ -262,26 +262,59 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
         return {k: image.get(k) for k in self.pk}
 
 
-#: (id(schema), id(form), what) -> (schema, form, artefact): what codecs compile per table
-#: schema (converters of value forms, type maps). Keyed by identity -- the events of a
-#: stream share their schema object, and hashing a schema is not cheap -- and kept off the
-#: schema object so schemas stay picklable. The strong references keep ids from being reused.
-_COMPILED: dict[tuple[int, int, Any], tuple[Any, Any, Any]] = {}
-_COMPILED_SIZE = 2048
+class IdentityCache:
+    """Artefacts derived from one or two objects, keyed by the objects' *identity* plus a
+    hashable ``what``: the one cache type for what codecs compile per table schema
+    (converters of value forms, type maps, plans).
+
+    Identity, because the events of a stream share their schema objects and hashing a
+    schema is not cheap; kept off the objects, so schemas stay picklable. Each entry holds
+    strong references to its objects, so their ids are not reused while it lives; past
+    ``size`` entries the cache starts afresh (schemas change rarely).
+    """
+
+    __slots__ = ("_entries", "size")
+
+    def __init__(self, size: int = 2048) -> None:
+        self._entries: dict[tuple[int, int, Any], tuple[Any, Any, Any]] = {}
+        self.size = size
+
+    def get(self, a: Any, b: Any = None, what: Any = None, default: Any = None) -> Any:
+        """The artefact of ``(a, b, what)``, or ``default``."""
+        hit = self._entries.get((id(a), id(b), what))
+        if hit is not None and hit[0] is a and hit[1] is b:
+            return hit[2]
+        return default
+
+    def put(self, a: Any, b: Any, what: Any, value: Any) -> Any:
+        """Keep ``value`` as the artefact of ``(a, b, what)``; return it."""
+        entries = self._entries
+        if len(entries) >= self.size:
+            entries.clear()
+        entries[(id(a), id(b), what)] = (a, b, value)
+        return value
+
+    def get_or_build(self, a: Any, b: Any, what: Any, build: Callable[[], Any]) -> Any:
+        """The artefact of ``(a, b, what)``, from ``build()`` the first time."""
+        key = (id(a), id(b), what)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] is a and hit[1] is b:
+            return hit[2]
+        return self.put(a, b, what, build())
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
-def compiled(schema: TableSchema, form: Any, what: Any, build: Callable[[], Any]) -> Any:
-    """``build()``, cached per (schema object, ``form`` object, ``what``): ``form`` is
-    whatever else the artefact depends on by identity, ``what`` (hashable) the rest."""
-    key = (id(schema), id(form), what)
-    hit = _COMPILED.get(key)
-    if hit is not None and hit[0] is schema and hit[1] is form:
-        return hit[2]
-    value = build()
-    if len(_COMPILED) >= _COMPILED_SIZE:
-        _COMPILED.clear()
-    _COMPILED[key] = (schema, form, value)
-    return value
+#: What every codec compiles per table schema, shared.
+COMPILED = IdentityCache(2048)
+#: ``compiled(schema, form, what, build)``: ``build()``, cached per (schema object, ``form``
+#: object, ``what``): ``form`` is whatever else the artefact depends on by identity, ``what``
+#: (hashable) the rest. (A bound method: calling an instance is slower on the hot path.)
+compiled = COMPILED.get_or_build
 
 
 def typed_steps(schema: TableSchema, form: Any) -> tuple[dict[str, tuple[Any, Column]], type | None]:
@@ -361,6 +394,7 @@ class Record(msgspec.Struct, kw_only=True, gc=False):
 __all__ = [
     "ChangeEvent",
     "Column",
+    "IdentityCache",
     "Op",
     "Record",
     "SourcePosition",

@@ -214,6 +214,14 @@ class MySQLType:
     charset: str | None = None
 
     @property
+    def is_single_float(self) -> bool:
+        """Does the column store 32-bit floats? MySQL: ``FLOAT``, ``FLOAT(M,D)`` and
+        ``FLOAT(p)`` with p 0-24 are single precision; ``FLOAT(p)`` with p 25-53 is a
+        DOUBLE; DOUBLE and REAL never are. The one rule every format types values by
+        (Debezium's Connect schema deviates on purpose: see ``_connect.repr_for_type``)."""
+        return self.base == "float" and (self.precision is None or self.scale is not None or self.precision <= 24)
+
+    @property
     def is_boolean(self) -> bool:
         """``tinyint(1)`` / ``bool``: MySQL's boolean convention."""
         return self.base == "tinyint" and self.length == 1
@@ -483,17 +491,15 @@ def format_decimal(v: Decimal, scale: int | None = None) -> str:
     return format(v, "f")
 
 
+_F32 = struct.Struct("<f")
+
+
 def float32(v: float) -> float:
     """``v`` rounded to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
     try:
-        return struct.unpack("<f", struct.pack("<f", v))[0]
+        return _F32.unpack(_F32.pack(v))[0]
     except OverflowError:
         return math.copysign(math.inf, v)
-
-
-def is_single_precision(mtype: MySQLType) -> bool:
-    """MySQL FLOAT / FLOAT(p<=24) store 32-bit floats; FLOAT(M,D) and p>24 store doubles."""
-    return mtype.base == "float" and mtype.scale is None and (mtype.precision is None or mtype.precision <= 24)
 
 
 def format_float(v: float) -> str:
@@ -525,7 +531,7 @@ def from_text(mtype: MySQLType, s: str) -> Any:
     if kind is Kind.DECIMAL:
         return Decimal(s)
     if kind is Kind.FLOAT:
-        return float32(float(s)) if is_single_precision(mtype) else float(s)
+        return float32(float(s)) if mtype.is_single_float else float(s)
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
         return parse_datetime(s)
     if kind is Kind.DATE:
@@ -579,7 +585,7 @@ def text_converter(mtype: MySQLType, target: Any) -> Callable[[str], Any] | None
             return _unscaled_b64_from_text(target.scale)
         return None
     if kind is Kind.FLOAT:
-        if (tk == "typed" or tk == "float") and not is_single_precision(mtype):
+        if (tk == "typed" or tk == "float") and not mtype.is_single_float:
             return float
         return None
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
@@ -695,31 +701,52 @@ def to_text(mtype: MySQLType, v: Any) -> str:
     raise ValueError(f"no text conversion for {mtype.base}")
 
 
-def type_of_value(v: Any, *, decimal_scale: int | None = None) -> str:
-    """A MySQL type text for a typed Python value, for rows that come without a
-    schema (inferred formats, fields a transform adds). A decimal's scale is its
-    own (at most 30) unless ``decimal_scale`` fixes one; ints beyond the signed
-    range are unsigned; anything unknown is ``longtext``."""
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        return "bigint" if v < (1 << 63) else "bigint unsigned"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal):
-        if decimal_scale is None:
-            exp = v.as_tuple().exponent
-            decimal_scale = min(30, max(0, -exp)) if isinstance(exp, int) else 0
-        return f"decimal(65,{decimal_scale})"
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return "longblob"
+def fit_value(mtype: MySQLType, v: Any) -> Any:
+    """A loosely typed value as the typed value of a ``mtype`` column.
+
+    For formats whose values come in a few primitive types that need not match
+    the column's (DataWorks' six types, DTS's type codes against a catalog's
+    types): numbers of any kind, bytes, text, datetimes and zero dates
+    (:class:`InvalidTemporal`, kept as they are).
+    """
+    k = mtype.kind
+    if k is Kind.INT or k is Kind.YEAR:
+        return v.year if isinstance(v, dt.date) else int(v)
+    if k is Kind.DECIMAL:
+        if isinstance(v, Decimal):
+            return v
+        return Decimal(repr(v) if isinstance(v, float) else v if isinstance(v, int) else str(v))
+    if k is Kind.FLOAT:
+        return float(v)
+    if k is Kind.BIT:
+        n = int.from_bytes(v, "big") if isinstance(v, bytes) else int(v)
+        return bool(n) if mtype.length == 1 else n
+    if k is Kind.BYTES or k is Kind.GEOMETRY:
+        return v if isinstance(v, bytes) else str(v).encode("utf-8")
+    if isinstance(v, InvalidTemporal) and k in (Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP):
+        return v
+    if k is Kind.DATE:
+        return v.date() if isinstance(v, dt.datetime) else v if isinstance(v, dt.date) else parse_date(str(v))
+    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
+        return v if isinstance(v, dt.datetime) else parse_datetime(str(v))
+    if k is Kind.TIME:
+        if isinstance(v, dt.timedelta):
+            return v
+        if isinstance(v, dt.datetime):  # a TIME sent as a datetime: time of day on 1970-01-01
+            return v - dt.datetime(1970, 1, 1)
+        return parse_time(str(v))
+    # string, enum, set, json: MySQL's text of the value
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
     if isinstance(v, dt.datetime):
-        return "datetime(6)"
-    if isinstance(v, dt.date):
-        return "date"
-    if isinstance(v, dt.timedelta):
-        return "time(6)"
-    return "longtext"
+        return format_datetime(v, 3 if v.microsecond % 1000 == 0 else 6)
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return str(v)
 
 
 def to_json_value(mtype: MySQLType, v: Any) -> Any:
@@ -792,9 +819,9 @@ __all__ = [
     "TypeParseError",
     "format_date",
     "format_datetime",
+    "fit_value",
     "float32",
     "format_decimal",
-    "is_single_precision",
     "format_time",
     "from_text",
     "parse_date",
@@ -807,7 +834,6 @@ __all__ = [
     "set_labels_from_bits",
     "text_converter",
     "to_json_value",
-    "type_of_value",
     "to_text",
     "type_from_jdbc",
     "wall_clock",

@@ -32,10 +32,10 @@ from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     TypeParseError,
+    float32,
     format_decimal,
     parse_type,
     quote_label,
-    type_of_value,
 )
 
 Converter = Callable[[Any], Any]
@@ -130,14 +130,8 @@ class Repr:
 
     def signature(self) -> tuple:
         """What decides the raw JSON value: equal signatures mean equal JSON."""
-        kind = self.kind
-        if kind in ("decimal", "decimal_num"):
-            return (kind, self.scale)
-        if kind == "bits":
-            return (kind, self.length)
-        if kind == "int":
-            return (kind, self.ctype)
-        return (kind,)
+        by = _spec(self.kind).signature
+        return (self.kind, getattr(self, by)) if by else (self.kind,)
 
 
 def repr_for_type(mt: MySQLType, opts: ConnectOptions) -> Repr:
@@ -160,7 +154,9 @@ def repr_for_type(mt: MySQLType, opts: ConnectOptions) -> Repr:
             return Repr("string", "string")
         return _decimal_repr(opts, scale=mt.scale or 0, precision=mt.precision)
     if k is Kind.FLOAT:
-        if mt.base == "float" and (mt.precision is None or (mt.scale is None and mt.precision <= 23)):
+        if mt.is_single_float and mt.scale is None and (mt.precision is None or mt.precision <= 23):
+            # Debezium's documented mapping, not MySQL's storage: FLOAT(p) is FLOAT32 only for
+            # p 0-23 (MySQL stores p=24 as single too) and FLOAT(M,D) is FLOAT64.
             return Repr("float32", "float")
         return Repr("float64", "double")
     if k is Kind.STRING:
@@ -245,51 +241,35 @@ def type_from_field(field: Mapping[str, Any], r: Repr) -> str:
             return text
         except TypeParseError:
             pass
-    kind = r.kind
+    mysql = _spec(r.kind).mysql
+    return mysql if isinstance(mysql, str) else mysql(r)
+
+
+def _int_type(r: Repr) -> str:
+    if r.name == "io.debezium.time.Year":
+        return "year"
+    return {"int8": "tinyint", "int16": "smallint", "int32": "int"}.get(r.ctype, "bigint")
+
+
+def _decimal_type(r: Repr) -> str:
+    p = dict(r.params)
+    if PRECISION not in p and r.scale == 0:
+        # Debezium's bigint.unsigned.handling.mode=precise: Decimal, scale 0, no precision.
+        return "bigint unsigned"
+    return f"decimal({p.get(PRECISION, 65)},{r.scale})"
+
+
+def _string_type(r: Repr) -> str:
     name = r.name
-    if kind == "int":
-        if name == "io.debezium.time.Year":
-            return "year"
-        return {"int8": "tinyint", "int16": "smallint", "int32": "int"}.get(r.ctype, "bigint")
-    if kind in ("decimal", "decimal_num"):
-        p = dict(r.params)
-        if PRECISION not in p and r.scale == 0:
-            # Debezium's bigint.unsigned.handling.mode=precise: Decimal, scale 0, no precision.
-            return "bigint unsigned"
-        return f"decimal({p.get(PRECISION, 65)},{r.scale})"
-    if kind == "bits":
-        return f"bit({r.length or 64})"
-    if kind == "string":
-        allowed = dict(r.params).get("allowed")
-        if name == "io.debezium.data.Json":
-            return "json"
-        if name in ("io.debezium.data.Enum", "io.debezium.data.EnumSet") and allowed is not None:
-            labels = ",".join(quote_label(v) for v in allowed.split(",")) if allowed else "''"
-            return ("enum(" if name.endswith("Enum") else "set(") + labels + ")"
-        if name == "io.debezium.data.Uuid":
-            return "char(36)"
-        return "varchar"
-    return _TYPE_BY_KIND.get(kind, "json")
-
-
-_TYPE_BY_KIND = {
-    "float32": "float",
-    "float64": "double",
-    "bool": "bit(1)",
-    "bytes": "varbinary(65535)",  # parse_type("varbinary") fails: the regex reads "binary" as a modifier
-    "date": "date",
-    "ts_ms": "datetime",
-    "ts_us": "datetime(6)",
-    "ts_ns": "datetime(6)",
-    "zoned": "timestamp",
-    "time_ms": "time(3)",
-    "time_us": "time(6)",
-    "time_ns": "time(6)",
-    "geometry": "geometry",
-    "point": "point",
-    "vsdecimal": "decimal(65,30)",
-    "json_any": "json",
-}
+    allowed = dict(r.params).get("allowed")
+    if name == "io.debezium.data.Json":
+        return "json"
+    if name in ("io.debezium.data.Enum", "io.debezium.data.EnumSet") and allowed is not None:
+        labels = ",".join(quote_label(v) for v in allowed.split(",")) if allowed else "''"
+        return ("enum(" if name.endswith("Enum") else "set(") + labels + ")"
+    if name == "io.debezium.data.Uuid":
+        return "char(36)"
+    return "varchar"
 
 
 def _source_type_text(source: str, length: Any, scale: Any, r: Repr) -> str:
@@ -331,14 +311,6 @@ _ONE_US = dt.timedelta(microseconds=1)
 _WIDE = Context(prec=400, Emax=999_999, Emin=-999_999)
 _F32 = struct.Struct("<f")
 _U64 = 1 << 64
-
-
-def f32(v: float) -> float:
-    """Round a double to the nearest 32-bit float (what a MySQL FLOAT holds); inf beyond its range."""
-    try:
-        return _F32.unpack(_F32.pack(v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
 
 
 def f32_json(v: float) -> float:
@@ -595,77 +567,167 @@ def _wrap_u64(v: Any) -> int:
     return v - _U64 if v >= 1 << 63 else v
 
 
-#: What each representation decodes to on its own (before adapting to the column type).
-_NATURAL: dict[str, type] = {
-    "int": int,
-    "float32": float,
-    "float64": float,
-    "bool": bool,
-    "string": str,
-    "bytes": bytes,
-    "b64": bytes,
-    "b64url": bytes,
-    "hex": bytes,
-    "decimal": Decimal,
-    "decimal_num": Decimal,
-    "vsdecimal": Decimal,
-    "bits": int,
-    "date": dt.date,
-    "ts_ms": dt.datetime,
-    "ts_us": dt.datetime,
-    "ts_ns": dt.datetime,
-    "zoned": dt.datetime,
-    "time_ms": dt.timedelta,
-    "time_us": dt.timedelta,
-    "time_ns": dt.timedelta,
-    "geometry": bytes,
-    "point": bytes,
-    "json_any": str,
+# ---------------------------------------------------------------------------
+# The representation kinds: everything that depends on a Repr's kind, in one table.
+# ---------------------------------------------------------------------------
+
+_TEXT_KINDS = (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON)
+_TEMPORAL = (Kind.DATETIME, Kind.TIMESTAMP)
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """What one representation kind means.
+
+    ``natural``: the Python type its raw JSON value decodes to on its own (before
+    adapting to the column's type). ``decoder(r, tz)``: raw JSON -> that value
+    (``None``: as is). ``encoder(r, mt, nullable, tz)``: typed value of a ``mt``
+    column -> raw JSON (``None``: as is). ``mysql``: the MySQL type of a field that
+    says no more (text, or a function of the Repr). ``target(r, mt, tz)``: the
+    :class:`~transforms.model.Target` the encoder renders typed values as, if any.
+    ``signature``: the Repr attribute that, with the kind, decides the raw JSON.
+    ``struct``: the Connect struct fields and doc of struct kinds. ``scale_sensitive``:
+    equal typed values may encode differently (``1.5`` vs ``1.50``).
+    """
+
+    natural: type
+    decoder: Callable[[Repr, str], Converter | None]
+    encoder: Callable[[Repr, MySQLType, bool, str], Converter | None]
+    mysql: str | Callable[[Repr], str]
+    target: Callable[[Repr, MySQLType, str], Target | None] = lambda r, mt, tz: None  # noqa: E731 - none
+    signature: str | None = None
+    struct: tuple[list[dict[str, Any]], str] | None = None
+    scale_sensitive: bool = False
+
+
+def _fixed(fn: Converter | None) -> Callable[[Repr, str], Converter | None]:
+    """A decoder that depends on nothing but the kind."""
+    return lambda r, tz: fn
+
+
+def _writes(fn: Converter | None) -> Callable[[Repr, MySQLType, bool, str], Converter | None]:
+    """An encoder that depends on nothing but the kind."""
+    return lambda r, mt, nullable, tz: fn
+
+
+def _int_encoder(r: Repr, mt: MySQLType, nullable: bool, tz: str) -> Converter | None:
+    if mt.base == "bigint" and mt.unsigned and r.ctype == "int64":
+        return _wrap_u64
+    return None if mt.kind in (Kind.INT, Kind.YEAR) else int
+
+
+def _int_target(r: Repr, mt: MySQLType, tz: str) -> Target | None:
+    if mt.base == "bigint" and mt.unsigned and r.ctype == "int64":
+        return Target("int64")
+    return Target("int") if mt.kind is Kind.INT or mt.kind is Kind.YEAR else None
+
+
+def _string_encoder(r: Repr, mt: MySQLType, nullable: bool, tz: str) -> Converter | None:
+    if mt.kind is Kind.DECIMAL:
+        scale = mt.scale
+        return lambda v: format_decimal(v if isinstance(v, Decimal) else Decimal(v), scale)
+    return None if mt.kind in _TEXT_KINDS else str
+
+
+def _when(kinds: tuple[Kind, ...], target: Target) -> Callable[[Repr, MySQLType, str], Target | None]:
+    """A target for columns of these kinds only."""
+    return lambda r, mt, tz: target if mt.kind in kinds else None
+
+
+def _epoch(per_second: int, target: str) -> KindSpec:
+    """A datetime as an epoch count (Debezium Timestamp / MicroTimestamp / NanoTimestamp)."""
+    return KindSpec(
+        dt.datetime,
+        _fixed(_epoch_to_datetime(per_second)),
+        lambda r, mt, nullable, tz: _datetime_to_epoch(nullable, per_second),
+        "datetime" if per_second == 1000 else "datetime(6)",
+        _when(_TEMPORAL, Target(target)) if target else _when((), TYPED),
+    )
+
+
+def _time(per_second: int) -> KindSpec:
+    """A TIME as a count of (milli/micro/nano)seconds."""
+    return KindSpec(dt.timedelta, _fixed(_int_to_time(per_second)), _writes(_time_to_int(per_second)), "time(3)" if per_second == 1000 else "time(6)")
+
+
+def _binary(decode: Converter, encode: Converter) -> KindSpec:
+    return KindSpec(bytes, _fixed(decode), _writes(encode), "varbinary(65535)")  # parse_type("varbinary") fails
+
+
+def _geometry(point: bool) -> KindSpec:
+    return KindSpec(
+        bytes,
+        _fixed(_geometry_decoder),
+        _writes(_geometry_encoder(point)),
+        "point" if point else "geometry",
+        struct=(_POINT_FIELDS, "Geometry (POINT)") if point else (_GEOMETRY_FIELDS, "Geometry"),
+    )
+
+
+_GEOMETRY_FIELDS = [
+    {"type": "bytes", "optional": False, "field": "wkb"},
+    {"type": "int32", "optional": True, "field": "srid"},
+]
+_POINT_FIELDS = [
+    {"type": "double", "optional": False, "field": "x"},
+    {"type": "double", "optional": False, "field": "y"},
+    {"type": "bytes", "optional": True, "field": "wkb"},
+    {"type": "int32", "optional": True, "field": "srid"},
+]
+
+#: Representation kind -> what it means (see :class:`KindSpec`).
+KINDS: dict[str, KindSpec] = {
+    "int": KindSpec(int, _fixed(None), _int_encoder, _int_type, _int_target, signature="ctype"),
+    "float32": KindSpec(float, _fixed(lambda v: float32(float(v))), _writes(lambda v: f32_json(float(v))), "float"),
+    "float64": KindSpec(float, _fixed(float), _writes(float), "double", _when((Kind.FLOAT,), Target("float"))),
+    "bool": KindSpec(
+        bool, _fixed(bool), _writes(bool), "bit(1)", lambda r, mt, tz: Target("bool") if mt.kind is Kind.BIT and (mt.length or 1) == 1 else None
+    ),
+    "string": KindSpec(str, _fixed(None), _string_encoder, _string_type, _when(_TEXT_KINDS, Target("str"))),
+    "bytes": _binary(_unb64, _b64),
+    "b64": _binary(_unb64, _b64),
+    "b64url": _binary(lambda v: base64.urlsafe_b64decode(v), lambda v: base64.urlsafe_b64encode(v).decode("ascii")),
+    "hex": _binary(binascii.unhexlify, lambda v: bytes(v).hex()),
+    "decimal": KindSpec(
+        Decimal,
+        lambda r, tz: _decimal_from_b64(r.scale),
+        lambda r, mt, nullable, tz: _decimal_to_b64(r.scale),
+        _decimal_type,
+        lambda r, mt, tz: Target("unscaled_b64", scale=r.scale) if mt.kind is Kind.DECIMAL or mt.kind is Kind.INT else None,
+        signature="scale",
+    ),
+    "decimal_num": KindSpec(
+        Decimal, lambda r, tz: _decimal_from_b64(r.scale), lambda r, mt, nullable, tz: _decimal_to_number(r.scale), _decimal_type, signature="scale"
+    ),
+    "vsdecimal": KindSpec(Decimal, _fixed(_vsdecimal_decoder), _writes(_vsdecimal_encoder), "decimal(65,30)", scale_sensitive=True),
+    "bits": KindSpec(
+        int, _fixed(_bits_decoder), lambda r, mt, nullable, tz: _bits_encoder(r.length or (mt.length or 1)), lambda r: f"bit({r.length or 64})", signature="length"
+    ),
+    "date": KindSpec(
+        dt.date, _fixed(_days_to_date), lambda r, mt, nullable, tz: _date_to_days(nullable), "date", _when((Kind.DATE,), Target("epoch_days"))
+    ),
+    "ts_ms": _epoch(1000, "epoch_ms"),
+    "ts_us": _epoch(1_000_000, "epoch_us"),
+    "ts_ns": _epoch(1_000_000_000, ""),
+    "zoned": KindSpec(
+        dt.datetime,
+        lambda r, tz: _zoned_decoder(tz),
+        lambda r, mt, nullable, tz: _zoned_encoder(tz, nullable),
+        "timestamp",
+        lambda r, mt, tz: Target("iso_utc", tz=tz) if mt.kind in _TEMPORAL else None,
+    ),
+    "time_ms": _time(1000),
+    "time_us": _time(1_000_000),
+    "time_ns": _time(1_000_000_000),
+    "geometry": _geometry(point=False),
+    "point": _geometry(point=True),
+    #: Any other Connect type: the JSON value as JSON text.
+    "json_any": KindSpec(str, _fixed(_json_text), _writes(_json_value), "json"),
 }
 
 
-def _raw_decoder(r: Repr, tz: str) -> Converter | None:
-    """raw JSON -> the representation's natural Python value (None = as is)."""
-    kind = r.kind
-    if kind in ("int", "string"):
-        return None
-    if kind == "float32":
-        return lambda v: f32(float(v))
-    if kind == "float64":
-        return float
-    if kind == "bool":
-        return bool
-    if kind == "bytes" or kind == "b64":
-        return _unb64
-    if kind == "b64url":
-        return lambda v: base64.urlsafe_b64decode(v)
-    if kind == "hex":
-        return binascii.unhexlify
-    if kind in ("decimal", "decimal_num"):
-        return _decimal_from_b64(r.scale)
-    if kind == "bits":
-        return _bits_decoder
-    if kind == "date":
-        return _days_to_date
-    if kind == "ts_ms":
-        return _epoch_to_datetime(1000)
-    if kind == "ts_us":
-        return _epoch_to_datetime(1_000_000)
-    if kind == "ts_ns":
-        return _epoch_to_datetime(1_000_000_000)
-    if kind == "zoned":
-        return _zoned_decoder(tz)
-    if kind == "time_ms":
-        return _int_to_time(1000)
-    if kind == "time_us":
-        return _int_to_time(1_000_000)
-    if kind == "time_ns":
-        return _int_to_time(1_000_000_000)
-    if kind in ("geometry", "point"):
-        return _geometry_decoder
-    if kind == "vsdecimal":
-        return _vsdecimal_decoder
-    return _json_text
+def _spec(kind: str) -> KindSpec:
+    return KINDS.get(kind) or KINDS["json_any"]
 
 
 def _adapter(natural: type, mt: MySQLType) -> Converter | None:
@@ -691,8 +753,9 @@ def _adapter(natural: type, mt: MySQLType) -> Converter | None:
 
 def make_decoder(r: Repr, mt: MySQLType, tz: str) -> Converter | None:
     """raw -> typed for one column, or None when the raw value already is typed."""
-    raw = _raw_decoder(r, tz)
-    adapt = _adapter(_NATURAL.get(r.kind, str), mt)
+    spec = _spec(r.kind)
+    raw = spec.decoder(r, tz)
+    adapt = _adapter(spec.natural, mt)
     if adapt is None:
         return raw
     if raw is None:
@@ -702,83 +765,19 @@ def make_decoder(r: Repr, mt: MySQLType, tz: str) -> Converter | None:
 
 def make_encoder(r: Repr, mt: MySQLType, nullable: bool, tz: str) -> Converter | None:
     """typed -> raw for one column, or None when the typed value is written as is."""
-    kind = r.kind
-    k = mt.kind
-    if kind == "int":
-        if mt.base == "bigint" and mt.unsigned and r.ctype == "int64":
-            return _wrap_u64
-        return None if k in (Kind.INT, Kind.YEAR) else int
-    if kind == "float32":
-        return lambda v: f32_json(float(v))
-    if kind == "float64":
-        return float
-    if kind == "bool":
-        return bool
-    if kind == "string":
-        if k is Kind.DECIMAL:
-            scale = mt.scale
-            return lambda v: format_decimal(v if isinstance(v, Decimal) else Decimal(v), scale)
-        return None if k in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON) else str
-    if kind == "bytes" or kind == "b64":
-        return _b64
-    if kind == "b64url":
-        return lambda v: base64.urlsafe_b64encode(v).decode("ascii")
-    if kind == "hex":
-        return lambda v: bytes(v).hex()
-    if kind == "decimal":
-        return _decimal_to_b64(r.scale)
-    if kind == "decimal_num":
-        return _decimal_to_number(r.scale)
-    if kind == "bits":
-        return _bits_encoder(r.length or (mt.length or 1))
-    if kind == "date":
-        return _date_to_days(nullable)
-    if kind == "ts_ms":
-        return _datetime_to_epoch(nullable, 1000)
-    if kind == "ts_us":
-        return _datetime_to_epoch(nullable, 1_000_000)
-    if kind == "ts_ns":
-        return _datetime_to_epoch(nullable, 1_000_000_000)
-    if kind == "zoned":
-        return _zoned_encoder(tz, nullable)
-    if kind == "time_ms":
-        return _time_to_int(1000)
-    if kind == "time_us":
-        return _time_to_int(1_000_000)
-    if kind == "time_ns":
-        return _time_to_int(1_000_000_000)
-    if kind in ("geometry", "point"):
-        return _geometry_encoder(kind == "point")
-    if kind == "vsdecimal":
-        return _vsdecimal_encoder
-    return _json_value
+    return _spec(r.kind).encoder(r, mt, nullable, tz)
 
 
 # ---------------------------------------------------------------------------
 # Connect field schemas.
 # ---------------------------------------------------------------------------
 
-_GEOMETRY_FIELDS = [
-    {"type": "bytes", "optional": False, "field": "wkb"},
-    {"type": "int32", "optional": True, "field": "srid"},
-]
-_POINT_FIELDS = [
-    {"type": "double", "optional": False, "field": "x"},
-    {"type": "double", "optional": False, "field": "y"},
-    {"type": "bytes", "optional": True, "field": "wkb"},
-    {"type": "int32", "optional": True, "field": "srid"},
-]
-
-
 def field_schema(name: str, r: Repr, optional: bool) -> dict[str, Any]:
     """The Connect field schema Debezium writes for one column."""
     out: dict[str, Any] = {"type": r.ctype, "optional": optional}
-    if r.kind == "point":
-        out["fields"] = _POINT_FIELDS
-        out["doc"] = "Geometry (POINT)"
-    elif r.kind == "geometry":
-        out["fields"] = _GEOMETRY_FIELDS
-        out["doc"] = "Geometry"
+    struct = _spec(r.kind).struct
+    if struct is not None:
+        out["fields"], out["doc"] = struct
     if r.name:
         out["name"] = r.name
         out["version"] = 1
@@ -877,7 +876,7 @@ class Plan:
         self.encoder_items = tuple(enc.items())
         #: (name, encoder, may an equal before-value reuse the after-value's result?)
         self.pair_items = tuple(
-            (f.column.name, enc[f.column.name], f.repr.kind not in _SCALE_SENSITIVE) for f in self.fields if f.column.name in enc
+            (f.column.name, enc[f.column.name], not _spec(f.repr.kind).scale_sensitive) for f in self.fields if f.column.name in enc
         )
         #: Compiled raw-form converters of source value forms (see :meth:`raw_plan`).
         self.raw_plans: dict[Any, RawPlan] = {}
@@ -930,10 +929,6 @@ class Plan:
         return rp
 
 
-#: Representations whose result depends on more than the value's equality class.
-_SCALE_SENSITIVE = frozenset({"vsdecimal"})
-
-
 def _same_result(bv: Any, av: Any) -> bool:
     """Equal typed values of one type that encode alike (signed zeros do not)."""
     t = bv.__class__
@@ -945,29 +940,7 @@ def _same_result(bv: Any, av: Any) -> bool:
 def target_for(r: Repr, mt: MySQLType, tz: str) -> Target | None:
     """The :class:`~transforms.model.Target` that the encoder of ``r`` renders typed
     values of ``mt`` as (for values that are not zero dates), or ``None``."""
-    kind = r.kind
-    k = mt.kind
-    if kind == "int":
-        if mt.base == "bigint" and mt.unsigned and r.ctype == "int64":
-            return Target("int64")
-        return Target("int") if k is Kind.INT or k is Kind.YEAR else None
-    if kind == "float64":
-        return Target("float") if k is Kind.FLOAT else None
-    if kind == "bool":
-        return Target("bool") if k is Kind.BIT and (mt.length or 1) == 1 else None
-    if kind == "string":
-        return Target("str") if k in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON) else None
-    if kind == "decimal":
-        return Target("unscaled_b64", scale=r.scale) if k is Kind.DECIMAL or k is Kind.INT else None
-    if kind == "date":
-        return Target("epoch_days") if k is Kind.DATE else None
-    if kind == "ts_ms" or kind == "ts_us":
-        if k is Kind.DATETIME or k is Kind.TIMESTAMP:
-            return Target("epoch_ms" if kind == "ts_ms" else "epoch_us")
-        return None
-    if kind == "zoned":
-        return Target("iso_utc", tz=tz) if k is Kind.DATETIME or k is Kind.TIMESTAMP else None
-    return None
+    return _spec(r.kind).target(r, mt, tz)
 
 
 class RawPlan:
@@ -1108,58 +1081,6 @@ def plan_for_fields(
     return Plan(fields, tuple(k for k in primary_key if any(fp.column.name == k for fp in fields)), tz)
 
 
-# ---------------------------------------------------------------------------
-# Schema-less decoding: infer what the JSON types say, nothing more.
-# ---------------------------------------------------------------------------
-
-
-def json_kind(v: Any) -> str | None:
-    """The MySQL type a bare JSON value can be read as without guessing."""
-    if v is None:
-        return None
-    t = type(v)
-    if t is bool:
-        return "bit(1)"
-    if t is int:
-        return "bigint"
-    if t is float or t is Decimal:
-        return "double"
-    if t is str:
-        return "longtext"
-    if t is dict:
-        if "wkb" in v:
-            return "point" if "x" in v else "geometry"
-        return "json"
-    return "json"
-
-
-def inferred_columns(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    """``(name, type)`` per column from the JSON values of both images.
-
-    A column that is null in both images is typed ``longtext``; a column with
-    an int in one image and a float in the other is ``double``.
-    """
-    found: dict[str, str | None] = {}
-    for image in (before, after):
-        if image:
-            for k, v in image.items():
-                t = json_kind(v)
-                old = found.get(k)
-                if old is None or (old == "bigint" and t == "double"):
-                    found[k] = t
-    return tuple((k, t or "longtext") for k, t in found.items())
-
-
-def schema_from_python(row: Mapping[str, Any]) -> TableSchema:
-    """A table schema for typed rows that came without one (types from Python values)."""
-    cols = []
-    for k, v in row.items():
-        cols.append(Column(k, type_of_value(v)))
-    return TableSchema(columns=tuple(cols))
-
-
-
-
 __all__ = [
     "BIGINT_UNSIGNED_MODES",
     "BINARY_MODES",
@@ -1172,18 +1093,14 @@ __all__ = [
     "RawPlan",
     "Repr",
     "TIME_MODES",
-    "f32",
     "f32_json",
     "field_schema",
-    "inferred_columns",
-    "json_kind",
     "make_decoder",
     "make_encoder",
     "plan_for_fields",
     "plan_for_schema",
     "repr_for_type",
     "repr_from_field",
-    "schema_from_python",
     "target_for",
     "type_from_field",
     "unscaled_bytes",

@@ -3,7 +3,7 @@
 Maxwell and OGG write typed JSON values without column types; DataWorks
 declares one of six coarse types; DTS a type code without lengths or
 signedness. They all build the event schema the same way: column types guessed
-from the values (:func:`infer_type`, :func:`infer_python_type`), overlaid with
+from the values (``transforms.inference``, rules ``typed-json``), overlaid with
 what the schema catalog knows (:func:`merged_schema`).
 
 :class:`SchemalessJson` is the base of the typed-JSON formats (Maxwell, OGG):
@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Iterable
 
 import orjson
 
+from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
 from cdc_smt.transforms.types import (
@@ -34,7 +35,6 @@ from cdc_smt.transforms.types import (
     parse_type,
     rebase_timestamp,
     to_json_value,
-    type_of_value,
 )
 
 # ---------------------------------------------------------------------------
@@ -42,44 +42,8 @@ from cdc_smt.transforms.types import (
 # ---------------------------------------------------------------------------
 
 
-def infer_type(v: Any) -> str | None:
-    """MySQL type text guessed from a JSON value (``None`` for null: unknown).
-
-    Integers become ``bigint`` (``bigint unsigned`` / ``decimal(65,0)`` when
-    they do not fit), floats ``double``, strings ``longtext``, booleans
-    ``bit(1)`` and objects/arrays ``json``.
-    """
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "bit(1)"
-    if isinstance(v, int):
-        if -(1 << 63) <= v < (1 << 63):
-            return "bigint"
-        return "bigint unsigned" if 0 <= v < (1 << 64) else "decimal(65,0)"
-    if isinstance(v, (float, Decimal)):  # a JSON number with a fraction (exact: see JsonCodec.exact_numbers)
-        return "double"
-    if isinstance(v, str):
-        return "longtext"
-    return "json"
-
-
-def inferred_columns(images: Iterable[dict | None]) -> tuple[tuple[str, str], ...]:
-    """``(name, type)`` for the union of the images' columns, first image's order first."""
-    found: dict[str, str | None] = {}
-    for image in images:
-        if not image:
-            continue
-        for name, value in image.items():
-            if found.get(name) is None:
-                found[name] = infer_type(value)
-    return tuple((n, t or "longtext") for n, t in found.items())
-
-
-def infer_python_type(v: Any) -> str:
-    """MySQL type text for a typed Python value (events that carry no schema);
-    decimals get the widest scale, since one value's scale says little of the column's."""
-    return type_of_value(v, decimal_scale=30)
+#: How the typed-JSON formats' values read as column types (see ``transforms.inference``).
+TYPED_JSON = RULES["typed-json"]
 
 
 @lru_cache(maxsize=2048)
@@ -233,7 +197,7 @@ class SchemalessJson(JsonCodec):
         self, images: Iterable[dict | None], pk: tuple[str, ...], database: str | None, table: str | None
     ) -> TableSchema:
         """The schema of a row message: types inferred from ``images``, merged with the catalog's."""
-        return merged_schema(inferred_columns(images), pk, self.catalog_schema(database, table))
+        return merged_schema(json_columns(images, TYPED_JSON), pk, self.catalog_schema(database, table))
 
     def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
         """One image in this format's JSON values; TIMESTAMPs re-shown in ``source_timezone``.
@@ -254,7 +218,7 @@ class SchemalessJson(JsonCodec):
                 out[name] = None
                 continue
             col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(infer_python_type(v))
+            t = col.mysql if col is not None else parse_type(python_type(v, TYPED_JSON))
             if t.kind is Kind.TIMESTAMP:
                 v = rebase_timestamp(v, event.timezone, to_zone)
             out[name] = python_to_json(t, v, embedded_json=embedded_json, set_as_list=self.set_as_list)

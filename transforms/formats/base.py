@@ -11,9 +11,11 @@ checkpoint a stream persist that state through :meth:`Codec.pending_state` and
 
 from __future__ import annotations
 
+import functools
+import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
 import msgspec
 import orjson
@@ -71,9 +73,69 @@ class Capabilities:
     snapshot_reads: bool = False
 
 
+#: What malformed input (or an event a format cannot carry) raises inside a codec: the one
+#: set :func:`guard` turns into a DecodeError/EncodeError. ``ValueError`` covers JSON, type
+#: and number parse errors, bad base64 and Unicode; ``LookupError`` missing fields, indexes
+#: and charsets; ``ArithmeticError`` overflows and decimal signals; ``struct.error`` packing.
+#: Anything else is a bug, and reaches the dead letter with its own name.
+EXPECTED_ERRORS: tuple[type[Exception], ...] = (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: ``reason(codec or None, the first argument, the exception)``: the error's text.
+Reason = Callable[[Any, Any, BaseException], str]
+
+
+def guard(
+    error: type[DecodeError] | type[EncodeError],
+    reason: Reason,
+    *,
+    errors: tuple[type[BaseException], ...] = EXPECTED_ERRORS,
+    format: str | None = None,
+) -> Callable[[_F], _F]:
+    """The one error guard: decorates a codec method ``(self, arg, ...)`` -- or, given the
+    ``format`` name, a function ``(arg, ...)`` -- so that what malformed input raises
+    (``errors``) becomes ``error`` worded by ``reason``; the error a user sees names the
+    format and the cause, never a traceback. Errors the codec raised on purpose pass."""
+
+    def decorate(fn: _F) -> _F:
+        if format is None:
+
+            @functools.wraps(fn)
+            def method(self: Any, arg: Any, *rest: Any) -> Any:
+                try:
+                    return fn(self, arg, *rest)
+                except errors as exc:
+                    raise error(reason(self, arg, exc), format=self.name) from None
+
+            return method  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def function(arg: Any, *rest: Any) -> Any:
+            try:
+                return fn(arg, *rest)
+            except errors as exc:
+                raise error(reason(None, arg, exc), format=format) from None
+
+        return function  # type: ignore[return-value]
+
+    return decorate
+
+
+def _not_valid(codec: Any, _record: Any, exc: BaseException) -> str:
+    """The reason of :meth:`Codec.decode`'s guard: "not a valid <format> message: missing field 'type'"."""
+    return f"not a valid {codec.name} message: {describe_error(exc)}"
+
+
+def _cannot_encode(_codec: Any, event: Any, exc: BaseException) -> str:
+    """The reason of :meth:`Codec.encode`'s guard: "cannot encode insert event: ValueError: ..."."""
+    return f"cannot encode {event.op.value} event: {describe_error(exc)}"
+
+
 class Codec:
-    """Base class of every format. Subclasses set ``name`` and override
-    ``decode``/``encode`` (or the JSON hooks of :class:`JsonCodec`)."""
+    """Base class of every format. Subclasses set ``name`` and override the hooks:
+    ``configure`` (per-instance setup), ``parse`` + ``decode_message`` (one message in),
+    ``encode_records`` (one event out; :class:`JsonCodec` has it call ``encode_message``).
+    ``decode``/``encode`` run them under the error guard."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -96,16 +158,56 @@ class Codec:
 
             catalog = SchemaCatalog()
         self.catalog = catalog
+        self.configure()
 
     @classmethod
     def all_options(cls) -> tuple[Option, ...]:
         return merge(COMMON_OPTIONS, cls.options)
 
+    def configure(self) -> None:
+        """Set up what the options decide and the per-stream state, once (``self.opts`` is
+        resolved and validated by then). Subclasses extend it (calling ``super().configure()``
+        when their base has one) instead of re-declaring ``__init__``."""
+
     # -- the contract ------------------------------------------------------
+    # Both run under the guard (EXPECTED_ERRORS, reasons _not_valid/_cannot_encode) written
+    # out rather than as @guard: they run once per message, and a wrapper costs a call.
     def decode(self, record: Record) -> list[ChangeEvent]:
-        raise NotImplementedError
+        """One record's events: :meth:`parse` its value, then :meth:`decode_message`
+        (a null value: :meth:`decode_tombstone`)."""
+        value = record.value
+        if value is None:
+            return self.decode_tombstone(record)
+        if len(value) > self._max_message_bytes:
+            self.check_size(value)
+        try:
+            return self.decode_message(self.parse(value), record)
+        except EXPECTED_ERRORS as exc:
+            raise DecodeError(_not_valid(self, record, exc), format=self.name) from None
 
     def encode(self, event: ChangeEvent) -> list[Record]:
+        """One event's records (see :meth:`encode_records`)."""
+        try:
+            return self.encode_records(event)
+        except EXPECTED_ERRORS as exc:
+            raise EncodeError(_cannot_encode(self, event, exc), format=self.name) from None
+
+    # -- hooks ---------------------------------------------------------------
+    def parse(self, value: bytes) -> Any:
+        """The message in a record's value (a ``dict`` for JSON formats); raises
+        DecodeError for bytes that are not one."""
+        raise NotImplementedError
+
+    def decode_tombstone(self, record: Record) -> list[ChangeEvent]:
+        """A null value. Most formats have none; Debezium's are Kafka tombstones."""
+        raise DecodeError("null message value (tombstone) is not part of this format", format=self.name)
+
+    def decode_message(self, message: Any, record: Record) -> list[ChangeEvent]:
+        """The events of one parsed message."""
+        raise NotImplementedError
+
+    def encode_records(self, event: ChangeEvent) -> list[Record]:
+        """The records of one event (none for events the format has no message for)."""
         raise NotImplementedError
 
     def flush(self) -> list[ChangeEvent]:
@@ -187,32 +289,14 @@ class JsonCodec(Codec):
     #: ``54331.10`` would lose its scale.
     exact_numbers: ClassVar[bool] = False
 
-    def decode(self, record: Record) -> list[ChangeEvent]:
-        value = record.value
-        if value is None:
-            return self.decode_tombstone(record)
-        if len(value) > self._max_message_bytes:
-            self.check_size(value)
+    def parse(self, value: bytes) -> dict:
         try:
             obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
-        try:
-            events = self.decode_message(obj, record)
-        except DecodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise DecodeError(f"not a valid {self.name} message: {describe_error(exc)}", format=self.name) from None
-        return events
-
-    def decode_tombstone(self, record: Record) -> list[ChangeEvent]:
-        """A null value. Most formats have none; Debezium overrides."""
-        raise DecodeError("null message value (tombstone) is not part of this format", format=self.name)
-
-    def decode_message(self, obj: dict, record: Record) -> list[ChangeEvent]:
-        raise NotImplementedError
+        return obj
 
     def require(self, obj: dict, name: str, types: type | tuple[type, ...], nullable: bool = False) -> Any:
         """``obj[name]`` checked against ``types``; a DecodeError names the field otherwise
@@ -235,22 +319,17 @@ class JsonCodec(Codec):
             return None
         return self.require(obj, name, types)
 
-    def encode(self, event: ChangeEvent) -> list[Record]:
+    def encode_records(self, event: ChangeEvent) -> list[Record]:
         """``encode_message`` as records; the event markers of the model are handled here
         for every JSON format: a :data:`~transforms.model.TOMBSTONE` is one null-value
         record with the key, an :data:`~transforms.model.UNWRAPPED` event its flat row."""
         extra = event.extra
-        try:
-            if TOMBSTONE in extra and extra[TOMBSTONE]:
-                return [Record(value=None, key=self.encode_key(event), topic=event.topic, headers=record_headers(event))]
-            if UNWRAPPED in extra and extra[UNWRAPPED]:
-                out = self.unwrapped_value(event)
-            else:
-                out = self.encode_message(event)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise EncodeError(f"cannot encode {event.op.value} event: {describe_error(exc)}", format=self.name) from None
+        if TOMBSTONE in extra and extra[TOMBSTONE]:
+            return [Record(value=None, key=self.encode_key(event), topic=event.topic, headers=record_headers(event))]
+        if UNWRAPPED in extra and extra[UNWRAPPED]:
+            out = self.unwrapped_value(event)
+        else:
+            out = self.encode_message(event)
         if out is None:
             return []
         key = self.encode_key(event)

@@ -69,7 +69,8 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, record_headers
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, guard, record_headers
+from cdc_smt.transforms.inference import RULES, UNKNOWN, json_columns, python_columns
 from cdc_smt.transforms.model import (
     TOMBSTONE,
     UNWRAPPED,
@@ -80,6 +81,7 @@ from cdc_smt.transforms.model import (
     SourcePosition,
     TableSchema,
     Target,
+    IdentityCache,
     compiled,
     typed_reader,
 )
@@ -106,7 +108,9 @@ from cdc_smt.transforms.types import (
 ROW_TYPES: dict[str, Op] = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "INIT": Op.READ}
 DDL_TYPES: frozenset[str] = frozenset({"CREATE", "ALTER", "ERASE", "RENAME", "QUERY", "TRUNCATE", "CINDEX", "DINDEX"})
 #: Column type of columns whose ``mysqlType`` cannot be parsed and that have no ``sqlType``.
-UNKNOWN_TYPE = "longtext"
+UNKNOWN_TYPE = UNKNOWN
+#: How Canal values without types read as column types (see ``transforms.inference``).
+_RULES = RULES["canal-json"]
 _MISSING = object()
 
 
@@ -161,11 +165,6 @@ def go_float_text(v: float, single: bool = False) -> str:
     return format(Decimal(_shortest(v, single)).normalize(), "f")
 
 
-def _is_single(t: MySQLType) -> bool:
-    """FLOAT (and FLOAT(p) with p <= 24) is 32-bit; DOUBLE/REAL and FLOAT(25..53) are 64-bit."""
-    return t.base == "float" and (t.precision is None or t.scale is not None or t.precision <= 24)
-
-
 # ---------------------------------------------------------------------------
 # Canal's value form
 # ---------------------------------------------------------------------------
@@ -191,7 +190,7 @@ class CanalText:
                 return str  # no labels: the text is all there is
             return _enum_table(t).__getitem__ if kind is Kind.ENUM else None
         if kind is Kind.FLOAT:
-            single = _is_single(t)
+            single = t.is_single_float
             return float if not single and target.kind in ("typed", "float") else None
         return text_converter(t, target)
 
@@ -208,7 +207,7 @@ class CanalText:
                 return _set_labels(t, raw)
             if kind is Kind.FLOAT:
                 v = float(raw)
-                if not _is_single(t):
+                if not t.is_single_float:
                     return v
                 single = float32(v)
                 if math.isinf(single) and not math.isinf(v):
@@ -229,7 +228,7 @@ class CanalText:
         if kind is Kind.SET:
             return _set_bits(t, v)
         if kind is Kind.FLOAT:
-            return self.float_text(float(v), _is_single(t))
+            return self.float_text(float(v), t.is_single_float)
         if kind is Kind.DECIMAL:
             return self.decimal_text(t, v if isinstance(v, Decimal) else Decimal(str(v)))
         if kind is Kind.YEAR:
@@ -263,7 +262,7 @@ class CanalText:
 
             return write_enum
         if kind is Kind.FLOAT:
-            float_text, single = self.float_text, _is_single(t)
+            float_text, single = self.float_text, t.is_single_float
             return lambda v: float_text(v, single) if v.__class__ is float else to_text(column, v)
         if kind is Kind.DECIMAL:
             decimal_text = self.decimal_text
@@ -451,7 +450,7 @@ class CanalJson(JsonCodec):
     )
     # before_image: ``old`` holds only the changed columns, but ``data`` overlaid with ``old``
     # is the full before-image (the decoder rebuilds it), so nothing of it is lost.
-    capabilities = Capabilities(before_image="full", column_types=True, primary_key=True, ddl=True, snapshot_reads=True)
+    capabilities = Capabilities(column_types=True, primary_key=True, ddl=True, snapshot_reads=True)
 
     form: ClassVar[CanalText] = CANAL_TEXT
     db_type: ClassVar[str] = "mysql"
@@ -464,8 +463,7 @@ class CanalJson(JsonCodec):
     update_always_has_old: ClassVar[bool] = False
     _SCHEMA_CACHE_SIZE: ClassVar[int] = 1024
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._schemas: dict[Any, TableSchema] = {}
         #: The last message's type maps and schema: consecutive messages of one table
         #: repeat them, and comparing is cheaper than building the cache key.
@@ -474,8 +472,8 @@ class CanalJson(JsonCodec):
         self.timezone: str = self.opts.source_timezone
         self._batching: bool = self.batching  # read per batch
         self._last_writers: tuple = (None, None, "", None)
-        #: id(schema) -> (schema, per-column sqlType/mysqlType facts) for encoding.
-        self._codes: dict[int, tuple[TableSchema, dict]] = {}
+        #: schema -> per-column sqlType/mysqlType facts for encoding.
+        self._codes = IdentityCache(self._SCHEMA_CACHE_SIZE)
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
@@ -760,13 +758,9 @@ class CanalJson(JsonCodec):
     def batching(self) -> bool:
         return self.opts.batch == "transaction"
 
+    @guard(EncodeError, lambda codec, group, exc: f"cannot encode {group[0].op.value} rows: {describe_error(exc)}")
     def _group_record(self, group: list[ChangeEvent]) -> Record:
-        try:
-            msg = self.row_message(group)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise EncodeError(f"cannot encode {group[0].op.value} rows: {describe_error(exc)}", format=self.name) from None
+        msg = self.row_message(group)
         keys = {self.encode_key(e) for e in group}
         first = group[0]
         return Record(
@@ -964,13 +958,10 @@ class CanalJson(JsonCodec):
 
     def _type_codes(self, schema: TableSchema) -> dict[str, tuple[Column, tuple[int, int] | None, str]]:
         """Per column, built once per schema: (column, ``sql_type_by_null``, ``mysqlType`` text)."""
-        hit = self._codes.get(id(schema))
-        if hit is not None and hit[0] is schema:
-            return hit[1]
-        codes = {c.name: (c, self.sql_type_by_null(c), self.mysql_type_text(c)) for c in schema.columns}
-        if len(self._codes) >= self._SCHEMA_CACHE_SIZE:
-            self._codes.clear()
-        self._codes[id(schema)] = (schema, codes)
+        codes = self._codes.get(schema)
+        if codes is None:
+            codes = {c.name: (c, self.sql_type_by_null(c), self.mysql_type_text(c)) for c in schema.columns}
+            self._codes.put(schema, None, None, codes)
         return codes
 
     def sql_type_by_null(self, column: Column) -> tuple[int, int] | None:
@@ -1154,68 +1145,17 @@ def _timestamp_columns(schema: TableSchema) -> tuple[str, ...]:
     return compiled(schema, None, "timestamp_columns", lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP))
 
 
-def _json_type(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "tinyint(1)"
-    if isinstance(v, int):
-        return "bigint"
-    if isinstance(v, float):
-        return "double"
-    return UNKNOWN_TYPE
-
-
 def _inferred_types(rows: list) -> dict[str, str]:
     """Column types for a message without ``mysqlType``/``sqlType`` (Flink's serializer
     writes none): from the JSON values, text where nothing better is known."""
-    kinds: dict[str, str | None] = {}
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
-        for n, v in row.items():
-            t = _json_type(v)
-            prev = kinds.get(n)
-            if prev is None:
-                kinds[n] = t
-            elif t is not None and t != prev:
-                kinds[n] = "double" if {prev, t} == {"bigint", "double"} else UNKNOWN_TYPE
-    return {n: t or UNKNOWN_TYPE for n, t in kinds.items()}
-
-
-_PY_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "tinyint(1)"),
-    (int, "bigint"),
-    (float, "double"),
-    (bytes, "longblob"),
-    (dt.datetime, "datetime(6)"),
-    (dt.date, "date"),
-    (dt.timedelta, "time(6)"),
-)
+    return dict(json_columns(rows, _RULES))
 
 
 def _inferred_schema(events: list[ChangeEvent]) -> TableSchema:
-    """A schema for events that carry none, from their typed values; decimals get
-    the widest scale and integer part seen, so no value is rounded."""
-    types: dict[str, str | None] = {}
-    decimals: dict[str, tuple[int, int]] = {}
-    for e in events:
-        for image in (e.before, e.after):
-            for n, v in (image or {}).items():
-                types.setdefault(n, None)
-                if v is None:
-                    continue
-                if isinstance(v, Decimal) and v.is_finite():
-                    _, digits, exp = v.as_tuple()
-                    scale, whole = max(0, -exp), max(1, len(digits) + exp)
-                    s0, w0 = decimals.get(n, (0, 1))
-                    decimals[n] = (max(s0, scale), max(w0, whole))
-                elif types[n] is None:
-                    types[n] = next((t for py, t in _PY_TYPES if isinstance(v, py)), UNKNOWN_TYPE)
-    for n, (scale, whole) in decimals.items():
-        scale = min(scale, 30)
-        types[n] = f"decimal({min(65, whole + scale)},{scale})"
-    return _table_schema({n: t or UNKNOWN_TYPE for n, t in types.items()}, tuple(events[0].pk))
+    """A schema for events that carry none, from their typed values (decimals: the
+    widest scale and integer part seen, so no value is rounded)."""
+    images = (image for e in events for image in (e.before, e.after))
+    return _table_schema(dict(python_columns(images, _RULES)), tuple(events[0].pk))
 
 
 __all__ = [

@@ -21,7 +21,7 @@ import msgspec
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, is_int
-from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.model import ChangeEvent, Column, IdentityCache, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.sqltext import MYSQL_TEXT, event_ms, text_images
 from cdc_smt.transforms.types import epoch_us, wall_clock
 
@@ -40,22 +40,12 @@ class CKafkaJson(JsonCodec):
         "(DML; values are strings) with Canal-shaped DDL in the same topic"
     )
     own_catalog = True  # format 1 has no types: DDL in this stream names later rows
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=False,
-        binlog_position=True,
-        gtid=True,
-        transactions=False,
-        ddl=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(binlog_position=True, gtid=True, ddl=True)
 
-    def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._canal_codec: Any = None
         self._time_cache: tuple[str, int] = ("", 0)
-        self._partial: dict[tuple[int, tuple[str, ...]], tuple[TableSchema, TableSchema]] = {}
+        self._partial = IdentityCache(1024)
         self._untyped_tables: set[tuple[str, str]] = set()
 
     @classmethod
@@ -169,15 +159,12 @@ class CKafkaJson(JsonCodec):
         by_name = known.by_name
         if len(image) == len(known.columns) and all(k in by_name for k in image):
             return known
-        key = (id(known), tuple(image))
-        cached = self._partial.get(key)
-        if cached is not None and cached[0] is known:
-            return cached[1]
-        cols = [by_name.get(k) or Column(k, UNKNOWN_COLUMN_TYPE) for k in image]
-        schema = TableSchema(columns=tuple(cols), primary_key=tuple(p for p in known.primary_key if p in image))
-        if len(self._partial) > 1024:
-            self._partial.clear()
-        self._partial[key] = (known, schema)
+        names = tuple(image)
+        schema = self._partial.get(known, None, names)
+        if schema is None:
+            cols = [by_name.get(k) or Column(k, UNKNOWN_COLUMN_TYPE) for k in image]
+            schema = TableSchema(columns=tuple(cols), primary_key=tuple(p for p in known.primary_key if p in image))
+            self._partial.put(known, None, names, schema)
         return schema
 
     def _time(self, text: Any) -> int:

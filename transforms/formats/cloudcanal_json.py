@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError
-from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, in_original_order, is_int
+from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, describe_error, guard, in_original_order, is_int
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl, event_ms, text_images
@@ -62,16 +62,7 @@ CLOUDCANAL_VALUES = CloudCanalForm()
 class CloudCanalJson(JsonCodec):
     name = "cloudcanal-json"
     description = "CloudCanal JSON: batched rows with dbValType/jdbcType per column, DDL with tableChanges, TRANSACTIONEND"
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=True,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=True,
-        ddl=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True)
     options = (
         Option(
             "transaction_end",
@@ -83,8 +74,7 @@ class CloudCanalJson(JsonCodec):
         ),
     )
 
-    def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._schemas: dict[tuple, TableSchema] = {}
 
     @classmethod
@@ -248,18 +238,16 @@ class CloudCanalJson(JsonCodec):
             **base,
         )
 
+    @guard(DecodeError, lambda codec, changes, exc: f"tableChanges is not a table description ({describe_error(exc)})")
     def _table_changes(self, changes: Any) -> TableSchema:
-        try:
-            table = changes["table"]
-            cols = sorted(table["columns"], key=lambda c: c.get("position", 0))
-            pk = tuple(table.get("primaryKeyColumnNames") or ())
-            columns = []
-            for c in cols:
-                t = c["typeExpression"]
-                parse_type(t)
-                columns.append(Column(c["name"], t, nullable=c["name"] not in pk, primary_key=c["name"] in pk))
-        except (KeyError, TypeError, AttributeError, TypeParseError) as exc:
-            raise DecodeError(f"tableChanges is not a table description ({exc})", format=self.name) from None
+        table = changes["table"]
+        cols = sorted(table["columns"], key=lambda c: c.get("position", 0))
+        pk = tuple(table.get("primaryKeyColumnNames") or ())
+        columns = []
+        for c in cols:
+            t = c["typeExpression"]
+            parse_type(t)
+            columns.append(Column(c["name"], t, nullable=c["name"] not in pk, primary_key=c["name"] in pk))
         return TableSchema(columns=tuple(columns), primary_key=pk)
 
     # -- encode ------------------------------------------------------------

@@ -54,7 +54,8 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
+from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
@@ -64,12 +65,9 @@ from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
     epoch_us,
-    format_datetime,
+    fit_value,
     format_decimal,
     format_time,
-    parse_date,
-    parse_datetime,
-    parse_time,
     parse_type,
     wall_clock,
 )
@@ -133,43 +131,6 @@ def _primitive(dw: str, raw: Any, zone_name: str) -> Any:
     return raw
 
 
-def _coerce(t: MySQLType, v: Any) -> Any:
-    """Convert a DataWorks primitive to the typed value of a MySQL column type."""
-    k = t.kind
-    if k is Kind.INT:
-        return int(v)
-    if k is Kind.YEAR:
-        return v.year if isinstance(v, dt.datetime) else int(v)
-    if k is Kind.DECIMAL:
-        return v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else int(v))
-    if k is Kind.FLOAT:
-        return float(v)
-    if k is Kind.BIT:
-        if isinstance(v, bytes):
-            v = int.from_bytes(v, "big")
-        return bool(v) if t.length == 1 else int(v)
-    if k is Kind.BYTES or k is Kind.GEOMETRY:
-        return v if isinstance(v, bytes) else str(v).encode("utf-8")
-    if k is Kind.DATE:
-        return v.date() if isinstance(v, dt.datetime) else parse_date(str(v))
-    if k is Kind.DATETIME or k is Kind.TIMESTAMP:
-        return v if isinstance(v, dt.datetime) else parse_datetime(str(v))
-    if k is Kind.TIME:
-        if isinstance(v, dt.datetime):  # a TIME sent as DATE: time of day on 1970-01-01
-            return v - dt.datetime(1970, 1, 1)
-        return parse_time(str(v))
-    # string, enum, set, json
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, dt.datetime):
-        return format_datetime(v, 3)
-    if isinstance(v, Decimal):
-        return format(v, "f")
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    return v if isinstance(v, str) else str(v)
-
-
 class DataWorksValues:
     """Raw form: values as DataWorks wrote them; typed through the column's DataWorks type."""
 
@@ -183,7 +144,7 @@ class DataWorksValues:
     def to_python(self, column: Column, raw: Any) -> Any:
         t = column.mysql
         dw = self.types.get(column.name) or dataworks_type(t)
-        return _coerce(t, _primitive(dw, raw, self.zone))
+        return fit_value(t, _primitive(dw, raw, self.zone))
 
 
 @lru_cache(maxsize=1024)
@@ -250,22 +211,9 @@ class DataWorksJson(JsonCodec):
             choices=("split", "single"),
         ),
     )
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=True,
-        ddl=True,
-        heartbeats=True,
-        watermarks=False,
-        typed_values=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True)
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._pending: dict[str, _Half] = {}
         self._next_seq = 0
 
@@ -584,7 +532,7 @@ class DataWorksJson(JsonCodec):
         out = {}
         for name, v in image.items():
             col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(infer_python_type(v) if v is not None else "longtext")
+            t = col.mysql if col is not None else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
             types.setdefault(name, dataworks_type(t))
             out[name] = None if v is None else self._value(t, v, event.timezone)
         return out

@@ -27,7 +27,6 @@ come from the schema catalog when one is given, else only from the JSON types
 
 from __future__ import annotations
 
-import struct
 from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
@@ -43,13 +42,12 @@ from cdc_smt.transforms.formats._connect import (
     TIME_MODES,
     ConnectOptions,
     Plan,
-    inferred_columns,
     plan_for_fields,
     plan_for_schema,
-    schema_from_python,
 )
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
-from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.inference import RULES, json_columns, python_columns
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, IdentityCache, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import TypeParseError, parse_type, quote_label
 
@@ -109,14 +107,14 @@ class _Cache(dict):
 _HEADS: _Cache = _Cache(512)
 #: Plans of schema parts: (schema key, pk, tz, numeric decimals, binary mode) -> Plan.
 _CONNECT_PLANS: _Cache = _Cache(1024)
-#: id(schema dict) -> (schema dict, [plans]) so an encoder finds the plan of an original schema part.
-_ORIGINALS: _Cache = _Cache(1024)
+#: schema dict (by identity) -> [plans] so an encoder finds the plan of an original schema part.
+_ORIGINALS = IdentityCache(1024)
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing field {exc.args[0]!r}"
-    return f"{type(exc).__name__}: {exc}"
+#: A parsed Debezium message: (the schema part's text -- the plan cache key --, the schema
+#: part, the payload, the bytes to re-read the payload from exactly). A plain tuple: one
+#: is built per message.
+_Message = tuple[bytes | None, Any, Any, bytes]
 
 
 def _dump_default(v: Any) -> Any:
@@ -227,21 +225,17 @@ class DebeziumJsonCodec(JsonCodec):
     # column_types: Connect types are not MySQL types (TINYINT and SMALLINT are both int16,
     # VARCHAR has no length), so the catalog must not learn them over exact ones.
     capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
         primary_key=True,
         binlog_position=True,
         gtid=True,
         transactions=True,
         ddl=True,
         heartbeats=True,
-        watermarks=False,
         typed_values=True,
         snapshot_reads=True,
     )
 
-    def __init__(self, options: Mapping[str, Any] | None = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         o = self.opts
         self.connect = ConnectOptions(
             decimal_handling_mode=o.decimal_handling_mode,
@@ -259,10 +253,12 @@ class DebeziumJsonCodec(JsonCodec):
         self.tombstones_on_delete: bool = o.tombstones_on_delete
         #: Null-value records (Kafka tombstones) read: they carry no change, so they yield no event.
         self.tombstones = 0
-        self._by_schema_id: dict[tuple[int, str], tuple[TableSchema, Plan]] = {}
+        self._by_schema_id = IdentityCache(1024)
         self._by_schema: _Cache = _Cache(256)
         self._inferred: _Cache = _Cache(256)
         self._schema_bytes: _Cache = _Cache(256)
+        #: The text of decoded messages' own schema parts (by identity).
+        self._original_bytes = IdentityCache(256)
         #: (schema, zone, plan) of the last event encoded.
         self._last_plan: tuple[Any, str, Any] = (None, "", None)
         #: The constant part of source blocks written for events of other formats.
@@ -281,26 +277,29 @@ class DebeziumJsonCodec(JsonCodec):
     # =====================================================================
     # Decoding
     # =====================================================================
-    def decode(self, record: Record) -> list[ChangeEvent]:
-        value = record.value
-        if not value:  # a Kafka tombstone (Flink: null or empty input yields no rows)
-            self.tombstones += 1
-            return []
-        self.check_size(value)
+    def decode_tombstone(self, record: Record) -> list[ChangeEvent]:
+        """A Kafka tombstone (Flink: null or empty input yields no rows): no change, no event."""
+        self.tombstones += 1
+        return []
+
+    def parse(self, value: bytes) -> _Message | None:
+        """The message split into schema key, schema part, payload and payload bytes
+        (``None`` for an empty value, a tombstone)."""
+        if not value:
+            return None
         try:
             key, schema, payload, body = self._split(value)
-            if payload is None:  # {"schema": null, "payload": null}: JsonConverter's tombstone
-                self.tombstones += 1
-                return []
-            if not isinstance(payload, dict):
-                raise DecodeError(f"expected a JSON object payload, got {type(payload).__name__}", format=NAME)
-            return self._decode_payload(payload, key, schema, body or value, record)
-        except DecodeError:
-            raise
         except orjson.JSONDecodeError as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=NAME) from None
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, IndexError, OverflowError) as exc:
-            raise DecodeError(f"not a valid {NAME} message: {_describe(exc)}", format=NAME) from None
+        return key, schema, payload, body or value
+
+    def decode_message(self, message: _Message | None, record: Record) -> list[ChangeEvent]:
+        if message is None or message[2] is None:  # {"schema": null, "payload": null}: JsonConverter's tombstone
+            return self.decode_tombstone(record)
+        key, schema, payload, raw = message
+        if not isinstance(payload, dict):
+            raise DecodeError(f"expected a JSON object payload, got {type(payload).__name__}", format=NAME)
+        return self._decode_payload(payload, key, schema, raw, record)
 
     def _split(self, value: bytes) -> tuple[bytes | None, Any, Any, bytes | None]:
         """(schema key, schema part, payload, payload bytes).
@@ -446,10 +445,10 @@ class DebeziumJsonCodec(JsonCodec):
             if fields is None:
                 return None
             plan = _CONNECT_PLANS.put(ck, plan_for_fields(fields, pk, self.timezone, self.connect, numeric))
-            entry = _ORIGINALS.get(id(schema))
-            if entry is None or entry[0] is not schema:
-                entry = _ORIGINALS.put(id(schema), (schema, []))
-            entry[1].append(plan)
+            plans = _ORIGINALS.get(schema)
+            if plans is None:
+                plans = _ORIGINALS.put(schema, None, None, [])
+            plans.append(plan)
         return plan
 
     def _exact_types(self, plan: Plan, source: Mapping[str, Any]) -> Plan:
@@ -477,7 +476,7 @@ class DebeziumJsonCodec(JsonCodec):
         )
         plan = self._inferred.get(ck)
         if plan is None:
-            cols = inferred_columns(before, after)
+            cols = json_columns((before, after), RULES[NAME])
             pkset = set(pk)
             schema = TableSchema(
                 columns=tuple(Column(n, t, nullable=n not in pkset, primary_key=n in pkset) for n, t in cols),
@@ -554,21 +553,15 @@ class DebeziumJsonCodec(JsonCodec):
     # =====================================================================
     # Encoding
     # =====================================================================
-    def encode(self, event: ChangeEvent) -> list[Record]:
-        try:
-            return self._encode(event)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, IndexError, OverflowError, struct.error) as exc:
-            raise EncodeError(f"cannot encode {event.op.value} event: {_describe(exc)}", format=NAME) from None
-
     @staticmethod
     def _addressed(record: Record, topic: str) -> Record:
         """Debezium writes control records to topics of their own, never a table's data topic."""
         record.topic = topic
         return record
 
-    def _encode(self, event: ChangeEvent) -> list[Record]:
+    def encode_records(self, event: ChangeEvent) -> list[Record]:
+        """Debezium's records: keys with their own schema, control records on their own
+        topics, a delete's tombstone; the model's markers handled the Debezium way."""
         extra = event.extra
         op = event.op
         if extra.get(TOMBSTONE):
@@ -687,7 +680,8 @@ class DebeziumJsonCodec(JsonCodec):
         if schema is None:
             if event.values is not None:
                 raise EncodeError("cannot type raw values without a table schema", format=NAME)
-            schema = schema_from_python({**(event.before or {}), **(event.after or {})})
+            row = {**(event.before or {}), **(event.after or {})}  # a column's after-value decides
+            schema = TableSchema(columns=tuple(Column(n, t) for n, t in python_columns((row,))))
             ck = (schema, event.timezone)
             plan = self._by_schema.get(ck)
             return plan if plan is not None else self._by_schema.put(ck, plan_for_schema(schema, self.connect, event.timezone))
@@ -696,17 +690,13 @@ class DebeziumJsonCodec(JsonCodec):
         return plan
 
     def _generated(self, schema: TableSchema, tz: str) -> Plan:
-        ik = (id(schema), tz)
-        hit = self._by_schema_id.get(ik)
-        if hit is not None and hit[0] is schema:
-            return hit[1]
+        plan = self._by_schema_id.get(schema, None, tz)
+        if plan is not None:
+            return plan
         plan = self._by_schema.get((schema, tz))
         if plan is None:
             plan = self._by_schema.put((schema, tz), plan_for_schema(schema, self.connect, tz))
-        if len(self._by_schema_id) > 1024:
-            self._by_schema_id.clear()
-        self._by_schema_id[ik] = (schema, plan)
-        return plan
+        return self._by_schema_id.put(schema, None, tz, plan)
 
     def _original_schema(self, event: ChangeEvent, plan: Plan | None) -> Any:
         """The decoded message's own schema part, if it still describes this event exactly."""
@@ -717,8 +707,7 @@ class DebeziumJsonCodec(JsonCodec):
             return None
         if plan is None:
             return orig
-        entry = _ORIGINALS.get(id(orig))
-        candidates = entry[1] if entry is not None and entry[0] is orig else []
+        candidates = _ORIGINALS.get(orig, default=[])
         if not candidates:
             fields = _value_fields(orig)
             if fields is None:
@@ -842,11 +831,8 @@ class DebeziumJsonCodec(JsonCodec):
     def _envelope_schema(self, event: ChangeEvent, plan: Plan | None, payload: dict[str, Any]) -> bytes:
         orig = self._original_schema(event, plan)
         if orig is not None:
-            ck = ("orig", id(orig))
-            hit = self._schema_bytes.get(ck)
-            if hit is not None and hit[0] is orig:
-                return hit[1]
-            return self._schema_bytes.put(ck, (orig, _dumps(orig)))[1]
+            text = self._original_bytes.get(orig)
+            return text if text is not None else self._original_bytes.put(orig, None, None, _dumps(orig))
         row = payload.get("after") or payload.get("before")
         extra_names = tuple(k for k in (row or ()) if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
@@ -1135,53 +1121,27 @@ def _inferred_field(name: str, v: Any, optional: bool = True) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------
-# Connect schemas of the fixed parts (after Debezium 2.x's MySQL connector).
+# Connect schemas of the fixed parts (after Debezium 2.x's MySQL connector): data,
+# in schemas/debezium-connect.json (shipped in the wheel).
 # ---------------------------------------------------------------------------
 
 
-def _f(field: str, t: str, optional: bool, **more: Any) -> dict[str, Any]:
-    return {"type": t, "optional": optional, **more, "field": field}
+def _fixed_schemas() -> dict[str, Any]:
+    from importlib import resources
+
+    return orjson.loads(resources.files("cdc_smt.schemas").joinpath("debezium-connect.json").read_bytes())
 
 
-_SNAPSHOT = _f(
-    "snapshot",
-    "string",
-    True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,last,false,incremental"},
-    default="false",
-)
-_SOURCE_FIELDS: dict[str, dict[str, Any]] = {
-    f["field"]: f
-    for f in (
-        _f("version", "string", False),
-        _f("connector", "string", False),
-        _f("name", "string", False),
-        _f("ts_ms", "int64", False),
-        _SNAPSHOT,
-        _f("db", "string", False),
-        _f("sequence", "string", True),
-        _f("ts_us", "int64", True),
-        _f("ts_ns", "int64", True),
-        _f("schema", "string", False),
-        _f("table", "string", True),
-        _f("server_id", "int64", False),
-        _f("gtid", "string", True),
-        _f("file", "string", False),
-        _f("pos", "int64", False),
-        _f("row", "int32", False),
-        _f("thread", "int64", True),
-        _f("query", "string", True),
-        _f("txId", "int64", True),
-        _f("lsn", "int64", True),
-        _f("xmin", "int64", True),
-        _f("commit_ts", "int64", True),
-        _f("cluster_id", "string", True),
-        _f("scn", "string", True),
-    )
-}
-_SOURCE_NAMES = {"postgresql": "io.debezium.connector.postgresql.Source", "TiCDC": "io.debezium.connector.mysql.Source"}
+_FIXED = _fixed_schemas()
+_SOURCE_FIELDS: dict[str, dict[str, Any]] = {f["field"]: f for f in _FIXED["source_fields"]}
+_SOURCE_NAMES: dict[str, str] = _FIXED["source_names"]
+_TRANSACTION_BLOCK: dict[str, Any] = _FIXED["transaction_block"]
+_TRANSACTION_SCHEMA: dict[str, Any] = _FIXED["transaction_value"]
+_TRANSACTION_KEY_SCHEMA: dict[str, Any] = _FIXED["transaction_key"]
+_HEARTBEAT_SCHEMA: dict[str, Any] = _FIXED["heartbeat_value"]
+_SERVER_KEY_SCHEMA: dict[str, Any] = _FIXED["server_name_key"]
+_DDL_KEY_SCHEMA: dict[str, Any] = _FIXED["schema_change_key"]
+_DDL_VALUE_SCHEMA: dict[str, Any] = _FIXED["schema_change_value"]
 
 
 def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
@@ -1192,124 +1152,9 @@ def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "struct", "fields": fields, "optional": False, "name": name, "field": "source"}
 
 
-_TRANSACTION_BLOCK = {
-    "type": "struct",
-    "fields": [_f("id", "string", False), _f("total_order", "int64", False), _f("data_collection_order", "int64", False)],
-    "optional": True,
-    "name": "event.block",
-    "version": 1,
-    "field": "transaction",
-}
-_TRANSACTION_SCHEMA = {
-    "type": "struct",
-    "fields": [
-        _f("status", "string", False),
-        _f("id", "string", False),
-        _f("ts_ms", "int64", True),
-        _f("event_count", "int64", True),
-        {
-            "type": "array",
-            "items": {
-                "type": "struct",
-                "fields": [_f("data_collection", "string", False), _f("event_count", "int64", False)],
-                "optional": False,
-            },
-            "optional": True,
-            "field": "data_collections",
-        },
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.common.TransactionMetadataValue",
-}
-_TRANSACTION_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("id", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.TransactionMetadataKey",
-}
-_HEARTBEAT_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("ts_ms", "int64", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.Heartbeat",
-}
-_SERVER_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("serverName", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.common.ServerNameKey",
-}
-_DDL_KEY_SCHEMA = {
-    "type": "struct",
-    "fields": [_f("databaseName", "string", False)],
-    "optional": False,
-    "name": "io.debezium.connector.mysql.SchemaChangeKey",
-}
-_STRINGS = {"type": "array", "items": {"type": "string", "optional": False}}
-_CHANGE_COLUMN = {
-    "type": "struct",
-    "fields": [
-        _f("name", "string", False),
-        _f("jdbcType", "int32", False),
-        _f("nativeType", "int32", True),
-        _f("typeName", "string", False),
-        _f("typeExpression", "string", True),
-        _f("charsetName", "string", True),
-        _f("length", "int32", True),
-        _f("scale", "int32", True),
-        _f("position", "int32", False),
-        _f("optional", "boolean", True),
-        _f("autoIncremented", "boolean", True),
-        _f("generated", "boolean", True),
-        _f("comment", "string", True),
-        _f("defaultValueExpression", "string", True),
-        {**_STRINGS, "optional": True, "field": "enumValues"},
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.schema.Column",
-    "version": 1,
-}
-_CHANGE = {
-    "type": "struct",
-    "fields": [
-        _f("type", "string", False),
-        _f("id", "string", False),
-        {
-            "type": "struct",
-            "fields": [
-                _f("defaultCharsetName", "string", True),
-                {**_STRINGS, "optional": True, "field": "primaryKeyColumnNames"},
-                {"type": "array", "items": _CHANGE_COLUMN, "optional": False, "field": "columns"},
-                _f("comment", "string", True),
-            ],
-            "optional": True,
-            "name": "io.debezium.connector.schema.Table",
-            "version": 1,
-            "field": "table",
-        },
-        _f("comment", "string", True),
-    ],
-    "optional": False,
-    "name": "io.debezium.connector.schema.Change",
-    "version": 1,
-}
-
-
 def _ddl_schema(source: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "struct",
-        "fields": [
-            _source_schema(source),
-            _f("ts_ms", "int64", True),
-            _f("databaseName", "string", True),
-            _f("schemaName", "string", True),
-            _f("ddl", "string", True),
-            {"type": "array", "items": _CHANGE, "optional": False, "field": "tableChanges"},
-        ],
-        "optional": False,
-        "name": "io.debezium.connector.mysql.SchemaChangeValue",
-        "version": 1,
-    }
+    """The schema-change value schema: the fixed one, led by this source block's schema."""
+    return {**_DDL_VALUE_SCHEMA, "fields": [_source_schema(source), *_DDL_VALUE_SCHEMA["fields"]]}
 
 
 # ---------------------------------------------------------------------------

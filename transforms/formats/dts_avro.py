@@ -57,10 +57,11 @@ import orjson
 
 from cdc_smt.schemas import load_avro
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats._schemaless import infer_python_type, merged_schema
-from cdc_smt.transforms.formats.base import Capabilities, Codec, json_default, record_headers
+from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
+from cdc_smt.transforms.inference import python_type
+from cdc_smt.transforms.formats.base import EXPECTED_ERRORS, Capabilities, Codec, guard, json_default, record_headers
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
-from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, format_decimal, parse_type, wall_clock, zone
+from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, fit_value, format_decimal, parse_type, wall_clock, zone
 
 _NAME = "dts-avro"
 _NS = "com.alibaba.dts.formats.avro."
@@ -81,16 +82,23 @@ def _schemas() -> tuple[Any, Any]:
 # ---------------------------------------------------------------------------
 
 
+def _unreadable(_codec: Any, value: bytes, exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return f"truncated Avro record: the {len(value)}-byte message ends inside a field"
+    return f"malformed Avro record ({type(exc).__name__}: {exc}); is this really {_NAME}?"
+
+
+#: fastavro reads garbage lengths as huge allocations (MemoryError) and ends early (EOFError).
+@guard(DecodeError, _unreadable, errors=EXPECTED_ERRORS + (EOFError, MemoryError), format=_NAME)
+def _read_avro(value: bytes) -> tuple[dict[str, Any], int]:
+    buf = io.BytesIO(value)
+    return fastavro.schemaless_reader(buf, _schemas()[1], None, True), buf.tell()
+
+
 def read_record(value: bytes) -> dict[str, Any]:
     """The Avro record of one message; ``bornTimestamp`` is ``None`` when the message omits it."""
-    buf = io.BytesIO(value)
-    try:
-        obj = fastavro.schemaless_reader(buf, _schemas()[1], None, True)
-    except EOFError:
-        raise DecodeError(f"truncated Avro record: the {len(value)}-byte message ends inside a field", format=_NAME) from None
-    except (IndexError, ValueError, KeyError, TypeError, UnicodeDecodeError, OverflowError, MemoryError) as exc:
-        raise DecodeError(f"malformed Avro record ({type(exc).__name__}: {exc}); is this really {_NAME}?", format=_NAME) from None
-    rest = value[buf.tell() :]
+    obj, end = _read_avro(value)
+    rest = value[end:]
     obj["bornTimestamp"] = None
     if rest:
         born, used = _read_long(rest)
@@ -111,6 +119,7 @@ def _read_long(data: bytes) -> tuple[int, int]:
     raise DecodeError("truncated Avro record: bornTimestamp ends early", format=_NAME)
 
 
+@guard(EncodeError, lambda _c, _obj, exc: f"value does not fit the DTS Avro schema: {exc}", format=_NAME)
 def write_record(obj: dict[str, Any]) -> bytes:
     """Schemaless Avro bytes; ``bornTimestamp=None`` writes the short (SDK) form."""
     full, short = _schemas()
@@ -326,7 +335,7 @@ class DtsValues:
             v = d["value"]
         else:  # EmptyObject NULL
             return None
-        return _coerce(t, v)
+        return fit_value(t, v)
 
     def _datetime(self, t: MySQLType, d: dict) -> Any:
         y, mo, day = d["year"] or 0, d["month"] or 0, d["day"] or 0
@@ -358,27 +367,6 @@ def _parse_zone(text: str) -> dt.tzinfo:
     if text.strip() in ("", "GMT", "UTC", "Z"):
         return _UTC
     return zone(text.strip())
-
-
-def _coerce(t: MySQLType, v: Any) -> Any:
-    """Fit a decoded DTS value to the column's MySQL type (catalog types may differ from the codes)."""
-    k = t.kind
-    if k is Kind.INT or k is Kind.YEAR:
-        return v.year if isinstance(v, (dt.date, dt.datetime)) else int(v)
-    if k is Kind.DECIMAL:
-        return v if isinstance(v, Decimal) else Decimal(repr(v) if isinstance(v, float) else str(v))
-    if k is Kind.FLOAT:
-        return float(v)
-    if k is Kind.BIT:
-        n = int.from_bytes(v, "big") if isinstance(v, bytes) else int(v)
-        return bool(n) if t.length == 1 else n
-    if k is Kind.BYTES or k is Kind.GEOMETRY:
-        return v if isinstance(v, bytes) else str(v).encode("utf-8")
-    if k is Kind.DATE:
-        return v.date() if isinstance(v, dt.datetime) else v
-    if k in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON):
-        return v.decode("utf-8") if isinstance(v, bytes) else v if isinstance(v, str) else str(v)
-    return v
 
 
 @lru_cache(maxsize=64)
@@ -482,31 +470,16 @@ class DtsAvro(Codec):
     name = _NAME
     description = "Alibaba Cloud DTS subscription records (schemaless Avro binary Record)"
     binary = True
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=True,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=True,
-        ddl=True,
-        heartbeats=True,
-        watermarks=False,
-        typed_values=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True)
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._next_id = 0
 
     # -- decode ------------------------------------------------------------
-    def decode(self, record: Record) -> list[ChangeEvent]:
-        value = record.value
-        if value is None:
-            raise DecodeError("null message value (tombstone) is not part of this format", format=self.name)
-        self.check_size(value)
-        obj = read_record(value)
+    def parse(self, value: bytes) -> dict[str, Any]:
+        return read_record(value)
+
+    def decode_message(self, obj: dict[str, Any], record: Record) -> list[ChangeEvent]:
         operation = obj["operation"]
         source = self._source(obj)
         base = dict(
@@ -616,20 +589,11 @@ class DtsAvro(Codec):
         )
 
     # -- encode ------------------------------------------------------------
-    def encode(self, event: ChangeEvent) -> list[Record]:
-        try:
-            obj = self._encode_record(event)
-        except EncodeError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, UnicodeError) as exc:
-            raise EncodeError(f"cannot encode {event.op.value} event: {type(exc).__name__}: {exc}", format=self.name) from None
+    def encode_records(self, event: ChangeEvent) -> list[Record]:
+        obj = self._encode_record(event)
         if obj is None:
             return []
-        try:
-            value = write_record(obj)
-        except (ValueError, TypeError, KeyError, OverflowError) as exc:
-            raise EncodeError(f"value does not fit the DTS Avro schema: {exc}", format=self.name) from None
-        return [Record(value=value, key=self._key(event), topic=event.topic, headers=record_headers(event))]
+        return [Record(value=write_record(obj), key=self._key(event), topic=event.topic, headers=record_headers(event))]
 
     def _encode_record(self, event: ChangeEvent) -> dict | None:
         op = event.op
@@ -722,7 +686,7 @@ class DtsAvro(Codec):
                 types[n] = col.mysql
             else:
                 sample = next((img[n] for img in (before, after) if img and img.get(n) is not None), None)
-                types[n] = parse_type(infer_python_type(sample) if sample is not None and not raw_form else "longtext")
+                types[n] = parse_type(python_type(sample, TYPED_JSON) if sample is not None and not raw_form else "longtext")
         out["fields"] = [{"name": n, "dataTypeNumber": codes.get(n, type_code(types[n]))} for n in names]
         empty = "NONE"  # EmptyObject: the column is not in this image
 

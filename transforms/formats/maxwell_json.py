@@ -48,19 +48,7 @@ class MaxwellJson(SchemalessJson):
 
     name = _NAME
     description = "Maxwell JSON (zendesk/maxwell; Flink maxwell-json): typed JSON rows, changed-column old values"
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=True,
-        binlog_position=True,
-        gtid=True,
-        transactions=False,
-        ddl=True,
-        heartbeats=False,
-        watermarks=False,
-        typed_values=True,
-        snapshot_reads=True,
-    )
+    capabilities = Capabilities(primary_key=True, binlog_position=True, gtid=True, ddl=True, typed_values=True, snapshot_reads=True)
     values = JsonValues(_NAME, embedded_json=True)
     set_as_list = True
     options = (

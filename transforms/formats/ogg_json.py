@@ -49,19 +49,7 @@ class OggJson(SchemalessJson):
 
     name = _NAME
     description = "Oracle GoldenGate JSON (GoldenGate for Big Data; Flink ogg-json)"
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=True,
-        binlog_position=False,
-        gtid=False,
-        transactions=False,
-        ddl=False,
-        heartbeats=False,
-        watermarks=False,
-        typed_values=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(primary_key=True, typed_values=True)
     values = JsonValues(_NAME, embedded_json=False)
 
     # -- decode ------------------------------------------------------------

@@ -57,16 +57,7 @@ class TdsqlBinlogJson(JsonCodec):
         "TencentDB for MariaDB / TDSQL binlog subscription JSON: positional SQL-literal rows "
         "(names and types from the schema catalog), GTID/XID transaction markers, DDL queries"
     )
-    capabilities = Capabilities(
-        before_image="full",
-        column_types=False,
-        primary_key=False,
-        binlog_position=False,
-        gtid=True,
-        transactions=True,
-        ddl=True,
-        snapshot_reads=False,
-    )
+    capabilities = Capabilities(gtid=True, transactions=True, ddl=True)
     options = (
         Option(
             "unknown_table",
@@ -87,8 +78,7 @@ class TdsqlBinlogJson(JsonCodec):
         ),
     )
 
-    def __init__(self, options=None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
         self._form = SqlLiteralForm(self.opts.source_timezone)
 
     @classmethod

@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 from cdc_smt.transforms.errors import EncodeError
 from cdc_smt.transforms.formats.base import Capabilities
 from cdc_smt.transforms.formats.canal_json import ROW_TYPES, CanalJson, CanalText, go_float_text
-from cdc_smt.transforms.model import ChangeEvent, Column, Op, SourcePosition, TableSchema
+from cdc_smt.transforms.model import ChangeEvent, Column, IdentityCache, Op, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import Kind, MySQLType, TypeParseError, parse_type
 
@@ -140,9 +140,7 @@ class TicdcCanalJson(CanalJson):
         ),
     )
     # snapshot_reads: TiCDC has no INIT; snapshot reads are written as INSERT.
-    capabilities = Capabilities(
-        before_image="full", column_types=True, primary_key=True, ddl=True, watermarks=True, snapshot_reads=False
-    )
+    capabilities = Capabilities(column_types=True, primary_key=True, ddl=True, watermarks=True)
 
     form: ClassVar[CanalText] = TICDC_TEXT
     db_type: ClassVar[str] = "tidb"
@@ -152,13 +150,13 @@ class TicdcCanalJson(CanalJson):
         "id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType", "mysqlType", "old", "data",
     )  # fmt: skip
 
-    def __init__(self, options: Any = None, *, path: str = "", catalog: Any = None) -> None:
-        super().__init__(options, path=path, catalog=catalog)
+    def configure(self) -> None:
+        super().configure()
         # Read per message: kept as attributes (option lookups are not free).
         self._content_compatible: bool = self.opts.content_compatible
         self._tidb_extension: bool = self.opts.enable_tidb_extension
-        #: id(message schema) -> (message schema, catalog schema, schema with the catalog's types).
-        self._refined: dict[int, tuple[TableSchema, TableSchema, TableSchema]] = {}
+        #: (message schema, catalog schema) -> the message schema with the catalog's types.
+        self._refined = IdentityCache(self._SCHEMA_CACHE_SIZE)
         self._warned_official = False
 
     @classmethod
@@ -265,13 +263,9 @@ class TicdcCanalJson(CanalJson):
         known = self.catalog_schema(database if database.__class__ is str and database else None, table)
         if known is None:
             return schema
-        hit = self._refined.get(id(schema))
-        if hit is not None and hit[0] is schema and hit[1] is known:
-            return hit[2]
-        refined = _with_catalog_types(schema, mysql_types, known)
-        if len(self._refined) >= self._SCHEMA_CACHE_SIZE:
-            self._refined.clear()
-        self._refined[id(schema)] = (schema, known, refined)
+        refined = self._refined.get(schema, known)
+        if refined is None:
+            refined = self._refined.put(schema, known, None, _with_catalog_types(schema, mysql_types, known))
         return refined
 
     def schema_key(self, mysql_types: dict, sql_types: Any, pk: tuple[str, ...]) -> Any:

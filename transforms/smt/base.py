@@ -34,7 +34,7 @@ from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, 
 from cdc_smt.transforms.options import Option, Options, merge, resolve
 
 # TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
-from cdc_smt.transforms.types import type_of_value
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.types import zone as types_zone
 
 #: ``extra`` key: consecutive events with the same value form one multi-row message.
@@ -273,7 +273,7 @@ def with_columns(schema: TableSchema, added: Iterable[Column]) -> TableSchema:
 
 def infer_type(value: Any) -> str:
     """A MySQL type for a value a transform adds (static fields, extracted JSON)."""
-    return type_of_value(value)
+    return python_type(value)
 
 
 zone = types_zone  # one cached ZoneInfo per name, shared with the codecs
