@@ -222,6 +222,7 @@ class JobConfig:
     sink: SinkSettings
     transforms: list[dict[str, Any]] = field(default_factory=list)
     predicates: dict[str, Any] = field(default_factory=dict)
+    on_missing: str | None = None
     schema_files: tuple[str, ...] = ()
     errors: ErrorSettings = field(default_factory=ErrorSettings)
     producer: ProducerSettings = field(default_factory=ProducerSettings)
@@ -240,6 +241,8 @@ class JobConfig:
         }
         if self.predicates:
             doc["predicates"] = dict(self.predicates)
+        if self.on_missing is not None:
+            doc["on_missing"] = self.on_missing
         return doc
 
     def build_chain(self, *, catalog: Any = None):  # -> transforms.chain.Chain
@@ -606,6 +609,7 @@ def _build(doc: dict[str, Any], path: str) -> JobConfig:
         sink=sink,
         transforms=[dict(t) for t in doc.get("transforms") or []],
         predicates=dict(doc.get("predicates") or {}),
+        on_missing=doc.get("on_missing"),
         errors=errors,
         producer=producer,
         consumer=consumer,

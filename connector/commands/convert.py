@@ -351,3 +351,8 @@ def run(args: argparse.Namespace) -> int:
             converter.counts.written = converter.writer.written
             converter.counts.tombstones_skipped = converter.writer.tombstones_skipped
             print(converter.counts.summary(), file=sys.stderr)
+            from cdc_smt.transforms.smt.base import missing_columns
+
+            missing = missing_columns(chain.transforms)
+            if missing:  # on_missing: warn (see docs/transforms.md)
+                print("warnings: " + "; ".join(m.describe() for m in missing), file=sys.stderr)
