@@ -70,6 +70,8 @@ def _read(source: str | Path | Mapping[str, Any]) -> Any:
             raise ConfigError(f"chain config {str(p)!r} not found") from None
         except OSError as exc:
             raise ConfigError(f"cannot read chain config {str(p)!r}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"chain config {str(p)!r} is not UTF-8 text (byte {exc.start})") from None
     else:
         text = source
     try:
@@ -79,6 +81,10 @@ def _read(source: str | Path | Mapping[str, Any]) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"invalid YAML: {where}{problem}") from None
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise ConfigError("invalid YAML: nested too deeply") from None
+    except ValueError as exc:  # a scalar PyYAML cannot construct (an integer past 4300 digits)
+        raise ConfigError(f"invalid YAML: {exc}") from None
 
 
 def yaml_path(parts: Iterable[Any], prefix: str = "") -> str:

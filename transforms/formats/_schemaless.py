@@ -108,6 +108,10 @@ def merged_schema(
 # ---------------------------------------------------------------------------
 
 
+#: Digits an integer column's value may have (BIGINT UNSIGNED has 20; DECIMAL(65,0) 65).
+_INT_DIGITS = 65
+
+
 def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
     """Typed value of a JSON-native raw value in a column of type ``t``.
 
@@ -121,6 +125,8 @@ def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
         if isinstance(raw, Decimal):
             if not raw.is_finite() or raw != raw.to_integral_value():
                 raise ValueError(f"{raw} is not an integer")
+            if raw.adjusted() >= _INT_DIGITS:  # 1e100000000 would take minutes and gigabytes to expand
+                raise ValueError(f"{raw} is out of range for {t.text()}")
             return int(raw)
         if isinstance(raw, float):
             if not raw.is_integer():

@@ -193,6 +193,12 @@ class JsonCodec(Codec):
             obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=self.name) from None
+        except RecursionError:  # msgspec's exact-number parser on nesting orjson would refuse
+            raise DecodeError("malformed JSON: nested too deeply", format=self.name) from None
+        except UnicodeDecodeError as exc:  # msgspec reports invalid UTF-8 in a string this way
+            raise DecodeError(f"malformed JSON: invalid UTF-8 at byte {exc.start}", format=self.name) from None
+        except ArithmeticError:  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
+            raise DecodeError("malformed JSON: a number beyond the range of a decimal", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
         try:
@@ -201,6 +207,8 @@ class JsonCodec(Codec):
             raise
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
             raise DecodeError(f"not a valid {self.name} message: {describe_error(exc)}", format=self.name) from None
+        except RecursionError:  # a value nested too deeply to render in an error message or as JSON text
+            raise DecodeError(f"not a valid {self.name} message: a value is nested too deeply", format=self.name) from None
         return events
 
     def decode_tombstone(self, record: Record) -> list[ChangeEvent]:

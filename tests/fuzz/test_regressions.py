@@ -1,0 +1,121 @@
+"""What the fuzzer found, each as its minimized input: now the target's own error, quickly.
+
+Decoders raise ``DecodeError``; values a decoder leaves raw and types lazily
+(``event.typed()``) raise ``ValueError`` naming the column (the value-form
+contract); the chain and job loaders raise ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_smt.transforms.config import load_config
+from cdc_smt.transforms.errors import ConfigError, DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import Record
+from tests.fuzz.harness import Guard
+from tests.fuzz.targets import new_catalog
+
+
+def decode(fmt: str, data: bytes) -> list:
+    return get_codec(fmt, {}, catalog=new_catalog()).decode(Record(value=data))
+
+
+# -- decode errors ---------------------------------------------------------------------------------
+
+DECODE_ERRORS = {
+    # msgspec (the exact-number parser of Maxwell/OGG) raised UnicodeDecodeError on invalid UTF-8
+    "invalid-utf8": ("maxwell-json", b'{"":"","":6,"":"\xed"', "invalid UTF-8"),
+    # ... decimal.InvalidOperation on an exponent no Decimal holds
+    "huge-exponent": ("maxwell-json", b'{"":"","":1e3000000000000000000000000000000}', "beyond the range"),
+    # ... RecursionError on nesting orjson refuses with its own error
+    "deep-exact": ("ogg-json", b'{"a":' * 3000 + b"1" + b"}" * 3000, "nested too deeply"),
+    # canal-json: repr() of a 1020-deep value in an error message raised RecursionError
+    "deep-in-message": (
+        "canal-json",
+        b'{"database":"shop","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1,"data":' + b"[" * 1020 + b"]" * 1020 + b"}",
+        "nested too deeply",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECODE_ERRORS))
+def test_fuzz_finding_is_a_decode_error(case: str) -> None:
+    fmt, data, words = DECODE_ERRORS[case]
+    with pytest.raises(DecodeError, match=words):
+        decode(fmt, data)
+
+
+# -- lazily typed values ------------------------------------------------------------------------------
+
+
+def _dbz(field_schema: str, value: str) -> bytes:
+    return (
+        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":[%s]},'
+        '{"type":"string","optional":false,"field":"op"}]},'
+        '"payload":{"after":{"v":%s},"op":"c","source":{"db":"shop","table":"t"}}}' % (field_schema, value)
+    ).encode()
+
+
+TYPED_ERRORS = {
+    # each raised TypeError/OverflowError from event.typed(), naming no column
+    "date-out-of-range": _dbz('{"type":"int32","optional":true,"name":"io.debezium.time.Date","field":"v"}', "99999999"),
+    "zoned-timestamp-int": _dbz('{"type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","field":"v"}', "5"),
+    "bytes-float": _dbz('{"type":"bytes","optional":true,"field":"v"}', "1.5"),
+    "decimal-object": _dbz(
+        '{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"v"}',
+        "{}",
+    ),
+    "micro-time-text": _dbz('{"type":"int64","optional":true,"name":"io.debezium.time.MicroTime","field":"v"}', '"x"'),
+    "double-list": _dbz('{"type":"double","optional":true,"field":"v"}', "[1]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TYPED_ERRORS))
+def test_fuzz_finding_types_to_a_value_error_naming_the_column(case: str) -> None:
+    (event,) = decode("debezium-json", TYPED_ERRORS[case])
+    with pytest.raises(ValueError, match=r"^column 'v' \("):
+        event.typed()
+
+
+def test_huge_integer_exponent_is_refused_not_expanded() -> None:
+    """Maxwell: ``1e100000000`` in an int column took minutes and gigabytes to expand."""
+    data = b'{"database":"shop","table":"customers","type":"insert","ts":1,"data":{"id":1e100000000,"name":"a"}}'
+    (event,) = decode("maxwell-json", data)
+    guard = Guard()
+    try:
+        finding = guard.check("maxwell-json", lambda _: event.typed(), (ValueError,), b"")
+    finally:
+        guard.close()
+    assert finding is None, finding.describe()
+    with pytest.raises(ValueError, match="column 'id'.*out of range"):
+        event.typed()
+
+
+# -- loaders --------------------------------------------------------------------------------------
+
+LOADER_INPUTS = {
+    "deep-nesting": b"[" * 600 + b"]" * 600,  # PyYAML recursed into RecursionError
+    "not-utf8": b"\xec",  # UnicodeDecodeError reading the file
+    "huge-int": b"source: canal-json\nsink: canal-json\nx: " + b"9" * 4400 + b"\n",  # int() past 4300 digits: ValueError
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOADER_INPUTS))
+def test_chain_loader_finding_is_a_config_error(case: str, tmp_path: Path) -> None:
+    f = tmp_path / "chain.yaml"
+    f.write_bytes(LOADER_INPUTS[case])
+    with pytest.raises(ConfigError):
+        load_config(f)
+
+
+@pytest.mark.parametrize("case", sorted(LOADER_INPUTS))
+def test_job_loader_finding_is_a_config_error(case: str, tmp_path: Path) -> None:
+    from cdc_smt.connector.jobconfig import load_job
+
+    f = tmp_path / "job.yaml"
+    f.write_bytes(LOADER_INPUTS[case])
+    with pytest.raises(ConfigError):
+        load_job(f, env={})
