@@ -119,3 +119,25 @@ def test_job_loader_finding_is_a_config_error(case: str, tmp_path: Path) -> None
     f.write_bytes(LOADER_INPUTS[case])
     with pytest.raises(ConfigError):
         load_job(f, env={})
+
+
+def test_debezium_image_that_is_a_number_is_a_decode_error() -> None:
+    """orjson read ``1E-400`` as 0.0, taken for "no image"; the exact re-parse (decimals
+    as JSON numbers) then read it as a Decimal and handed it on as the before-image."""
+    data = (
+        b'{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":['
+        b'{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"v"}]}]},'
+        b'"payload":{"before":1E-400,"after":{"v":1.5},"op":"r"}}'
+    )
+    with pytest.raises(DecodeError, match="'before' must be an object or null"):
+        decode("debezium-json", data)
+    with pytest.raises(DecodeError, match="'before' must be an object or null"):
+        decode("debezium-json", data.replace(b"1E-400", b"0"))
+
+
+def test_debezium_bytes_column_with_a_number_does_not_allocate_it() -> None:
+    """``bytes(10000010000)`` allocated 10 GB of zeros for a number in a binary column (the
+    fuzzer's input; 100 here, which was silently read as 100 zero bytes)."""
+    (event,) = decode("debezium-json", b'{"after":{"photo":100},"source":{"db":"shop","table":"orders"},"op":"c"}')
+    with pytest.raises(ValueError, match="column 'photo'.*expected base64 text"):
+        event.typed()

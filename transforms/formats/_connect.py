@@ -520,7 +520,11 @@ def _b64(v: Any) -> str:
 
 
 def _unb64(v: Any) -> bytes:
-    return base64.b64decode(v) if isinstance(v, str) else bytes(v)
+    if isinstance(v, str):
+        return base64.b64decode(v)
+    if not isinstance(v, (bytes, bytearray, list)):  # bytes(10000010000) would allocate 10 GB of zeros
+        raise TypeError(f"expected base64 text, got {type(v).__name__}")
+    return bytes(v)
 
 
 def _bits_encoder(length: int) -> Converter:
