@@ -147,3 +147,17 @@ def test_debezium_bytes_column_with_a_number_does_not_allocate_it() -> None:
     (event,) = decode("debezium-json", b'{"after":{"photo":100},"source":{"db":"shop","table":"orders"},"op":"c"}')
     with pytest.raises(ValueError, match="column 'photo'.*expected base64 text"):
         event.typed()
+
+
+def test_debezium_encoder_refuses_a_decimal_too_large_to_expand() -> None:
+    """A Canal ``decimal(12,2)`` value ``1e100000000`` hung debezium-json's encoder for
+    minutes (the unscaled integer has 100,000,002 digits); it is an encode error."""
+    from cdc_smt.transforms.errors import EncodeError
+
+    data = (
+        b'{"data":[{"id":"1","amount":"1e100000000"}],"database":"shop","table":"t","type":"INSERT",'
+        b'"isDdl":false,"mysqlType":{"id":"int","amount":"decimal(12,2)"},"pkNames":["id"],"es":1,"ts":1,"old":null}'
+    )
+    events = get_codec("canal-json", {}).decode(Record(value=data))
+    with pytest.raises(EncodeError, match="more than 65 integer digits"):
+        get_codec("debezium-json", {}).encode_batch(events)

@@ -396,6 +396,10 @@ def _unscaled(v: Any, scale: int) -> int:
     return n
 
 
+#: Integer digits a DECIMAL can have (MySQL: 65); beyond, a value is refused, not expanded.
+_MAX_DECIMAL_DIGITS = 65
+
+
 def _decimal_to_b64(scale: int) -> Converter:
     shift = 10**scale
 
@@ -403,6 +407,8 @@ def _decimal_to_b64(scale: int) -> Converter:
         if isinstance(v, int):
             n = v * shift
         else:
+            if v.is_finite() and v.adjusted() > _MAX_DECIMAL_DIGITS:  # 1e100000000: minutes to expand
+                raise ValueError(f"decimal {v} has more than {_MAX_DECIMAL_DIGITS} integer digits")
             num, den = v.as_integer_ratio()  # exact and cheaper than scaleb
             n, rem = divmod(num * shift, den)
             if rem:
