@@ -161,3 +161,19 @@ def test_debezium_encoder_refuses_a_decimal_too_large_to_expand() -> None:
     events = get_codec("canal-json", {}).decode(Record(value=data))
     with pytest.raises(EncodeError, match="more than 65 integer digits"):
         get_codec("debezium-json", {}).encode_batch(events)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        {"type": "cast", "spec": None},  # the fuzzer's: 'NoneType' object has no attribute 'items'
+        {"type": "replace_field", "include": None},
+        {"type": "replace_field", "renames": None},
+    ],
+)
+def test_chain_loader_option_given_as_null_is_a_config_error(transform: dict) -> None:
+    from cdc_smt.transforms.config import build_chain
+
+    doc = {"source": "canal-json", "sink": "canal-json", "transforms": [transform]}
+    with pytest.raises(ConfigError, match=r"transforms\[0\]"):
+        build_chain(load_config(doc))

@@ -149,7 +149,10 @@ class Transform:
         self.name = self.opts.name or type(self).name or type(self).__name__
         self.negate: bool = self.opts.negate
         self.predicate = self._build_predicate(self.opts.predicate, predicates)
-        self.configure(self.opts)
+        try:
+            self.configure(self.opts)
+        except (TypeError, AttributeError) as exc:  # e.g. `spec: null`: an option of the wrong shape
+            raise ConfigError(f"invalid options for {self.name}: {exc}", path or None) from None
         self._init_missing()
 
     @classmethod
