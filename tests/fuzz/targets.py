@@ -8,6 +8,7 @@ own error (``expected``).
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -154,7 +155,9 @@ _SCRATCH = Path(os.environ.get("CDC_SMT_FUZZ_TMP") or ("/dev/shm" if os.path.isd
 def _scratch_file(suffix: str) -> Path:
     fd, name = tempfile.mkstemp(prefix="cdc-smt-fuzz-", suffix=suffix, dir=_SCRATCH)
     os.close(fd)
-    return Path(name)
+    path = Path(name)
+    atexit.register(path.unlink, missing_ok=True)
+    return path
 
 
 def _docs(folder: str) -> list[Any]:
