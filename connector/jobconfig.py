@@ -163,6 +163,7 @@ class JobConfig:
     sink: SinkSettings
     transforms: list[dict[str, Any]] = field(default_factory=list)
     predicates: dict[str, Any] = field(default_factory=dict)
+    on_missing: str | None = None
     schema_files: tuple[str, ...] = ()
     errors: ErrorSettings = field(default_factory=ErrorSettings)
     producer: ProducerSettings = field(default_factory=ProducerSettings)
@@ -181,6 +182,7 @@ class JobConfig:
             transforms=[dict(t) for t in self.transforms],
             predicates={k: dict(v) for k, v in self.predicates.items()},
             errors_tolerance=self.errors.tolerance,
+            on_missing=self.on_missing,
         )
 
     def build_chain(self, *, catalog: Any = None) -> Chain:
@@ -453,6 +455,7 @@ def _build(doc: dict[str, Any], path: str) -> JobConfig:
         sink=sink,
         transforms=[dict(t) for t in doc.get("transforms") or []],
         predicates=dict(doc.get("predicates") or {}),
+        on_missing=doc.get("on_missing"),
         errors=errors,
         producer=producer,
         consumer=consumer,

@@ -14,6 +14,8 @@ Metrics (all prefixed ``cdc_smt_``):
 - ``end_to_end_latency_seconds``: source record timestamp to output ack (sampled
   per batch, see :meth:`WorkerMetrics.observe_latency`);
 - ``batch_seconds``: time to convert one fetched batch (decode, chain, encode, enqueue);
+- ``missing_columns_total{transform,table,column}``: rows that reached a transform
+  without a column it names (``on_missing: warn``; see docs/transforms.md);
 - ``commits_total``, ``worker_info{job_id,source_format,sink_format}``.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Mapping
 
@@ -70,6 +73,14 @@ class WorkerMetrics:
         )
         self.batch_seconds = Histogram("cdc_smt_batch_seconds", "Time to convert and enqueue one fetched batch", buckets=BATCH_BUCKETS, registry=r)
         self.commits = Counter("cdc_smt_commits", "Offset commits that covered source partitions", registry=r)
+        self.missing_columns = Counter(
+            "cdc_smt_missing_columns",
+            "Rows that reached a transform without a column it names (on_missing: warn)",
+            ["transform", "table", "column"],
+            registry=r,
+        )
+        # per transform object: the counts already added (transforms count since their chain was built)
+        self._missing_seen: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
         info = Gauge("cdc_smt_worker_info", "The job this worker runs", ["job_id", "source_format", "sink_format"], registry=r)
         info.labels(job_id, source_format, sink_format).set(1)
         self._in_children: dict[str, Any] = {}
@@ -90,6 +101,19 @@ class WorkerMetrics:
         if child is None:
             child = self._out_children[topic] = self.records_out.labels(topic)
         child.inc(n)
+
+    def observe_missing(self, transforms: Iterable[Any]) -> None:
+        """Add what a chain's transforms counted since the last call (cheap when nothing is missing)."""
+        for t in transforms:
+            counts = getattr(t, "missing_counts", None)
+            if not counts:
+                continue
+            seen = self._missing_seen.setdefault(t, {})
+            for key, n in counts.items():
+                delta = n - seen.get(key, 0)
+                if delta > 0:
+                    self.missing_columns.labels(t.name, key[0], key[1]).inc(delta)
+                    seen[key] = n
 
     def observe_latency(self, timestamps_ms: list[int], now_ms: float | None = None) -> None:
         """Observe the source timestamps of a batch's sample (the converter takes up to

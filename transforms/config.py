@@ -42,7 +42,7 @@ from cdc_smt.transforms.formats import registry as format_registry
 from cdc_smt.transforms.options import unknown_name_message
 from cdc_smt.transforms.predicates import Predicate, build_predicates
 from cdc_smt.transforms.smt import transform_class
-from cdc_smt.transforms.smt.base import Transform
+from cdc_smt.transforms.smt.base import Transform, check_known_columns
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class ChainConfig:
     transforms: list[dict[str, Any]] = field(default_factory=list)
     predicates: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors_tolerance: str = "none"
+    on_missing: str | None = None
 
 
 # -- reading: the one YAML reader of chain, job and backfill files ---------------
@@ -83,6 +84,10 @@ def parse_yaml(text: str, origin: str | None = None) -> Any:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{origin + ': ' if origin else ''}not valid YAML{where}: {problem}") from None
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise ConfigError(f"{origin + ': ' if origin else ''}not valid YAML: nested too deeply") from None
+    except ValueError as exc:  # a scalar PyYAML cannot construct (an integer past 4300 digits)
+        raise ConfigError(f"{origin + ': ' if origin else ''}not valid YAML: {exc}") from None
 
 
 def _read(source: str | Path | Mapping[str, Any]) -> Any:
@@ -325,6 +330,7 @@ def load_config(source: str | Path | Mapping[str, Any], *, path: str = "") -> Ch
         transforms=[dict(t) for t in doc.get("transforms") or []],
         predicates={k: dict(v) for k, v in (doc.get("predicates") or {}).items()},
         errors_tolerance=(doc.get("errors") or {}).get("tolerance", "none"),
+        on_missing=doc.get("on_missing"),
     )
 
 
@@ -337,11 +343,13 @@ def build_transforms(
     *,
     predicates: Mapping[str, Any] | None = None,
     predicates_path: str = "predicates",
+    on_missing: str | None = None,
 ) -> list[Transform]:
     """Transform instances from their specs, options validated; errors name ``path[i].option``.
 
     ``predicates`` are the named predicates (specs or built :class:`Predicate` objects)
-    that ``predicate: NAME`` refers to.
+    that ``predicate: NAME`` refers to. ``on_missing`` is the chain's default for
+    transforms that name columns and do not set their own.
     """
     named: dict[str, Predicate] = {}
     if predicates:
@@ -357,6 +365,8 @@ def build_transforms(
         if "type" not in opts:
             raise ConfigError("missing required key", f"{p}.type")
         cls = transform_class(opts.pop("type"), f"{p}.type")
+        if on_missing is not None and getattr(cls, "names_columns", False) and "on_missing" not in opts:
+            opts["on_missing"] = cls.on_missing_default(on_missing)
         out.append(cls(opts, path=p, predicates=named))
     return out
 
@@ -376,7 +386,8 @@ def build_chain(config: ChainConfig, *, catalog: Any = None) -> Chain:
     """The runnable chain: codecs and transforms built (and so validated) from ``config``."""
     decoder = _codec("source", config.source_format, config.source_options, catalog)
     encoder = _codec("sink", config.sink_format, config.sink_options, catalog)
-    transforms = build_transforms(config.transforms, predicates=config.predicates)
+    transforms = build_transforms(config.transforms, predicates=config.predicates, on_missing=config.on_missing)
+    check_known_columns(transforms, catalog)
     return Chain(decoder, encoder, transforms, tolerance=config.errors_tolerance)
 
 

@@ -162,13 +162,15 @@ def _const(value: Any, text: str) -> Node:
 class Expression:
     """A compiled expression. ``evaluate`` gives its value, ``test`` its truth."""
 
-    __slots__ = ("source", "_fn", "uses_values")
+    __slots__ = ("source", "_fn", "uses_values", "columns")
 
-    def __init__(self, source: str, fn: Fn, uses_values: bool) -> None:
+    def __init__(self, source: str, fn: Fn, uses_values: bool, columns: tuple[str, ...] = ()) -> None:
         self.source = source
         self._fn = fn
         #: reads row values: events are converted to typed values first
         self.uses_values = uses_values
+        #: row columns named (``after.COL``, ``before.COL``, ``row.COL``, ``changed('COL')``)
+        self.columns = columns
 
     def evaluate(self, event: ChangeEvent) -> Any:
         if self.uses_values and event.values is not None:
@@ -192,7 +194,7 @@ def compile_expr(source: str, *, path: str = "") -> Expression:
         raise ConfigError("expression must be a non-empty string", path or None)
     parser = _Parser(source, path)
     node = parser.parse()
-    return Expression(source, node.fn, parser.uses_values)
+    return Expression(source, node.fn, parser.uses_values, tuple(dict.fromkeys(parser.columns)))
 
 
 # ---------------------------------------------------------------------------
@@ -276,6 +278,7 @@ class _Parser:
         self.tokens = tokenize(source, path)
         self.i = 0
         self.uses_values = False
+        self.columns: list[str] = []
 
     # -- token helpers -----------------------------------------------------
     @property
@@ -613,6 +616,8 @@ class _Parser:
             base = _image_getter(root)
             if not fields:
                 return Node(base, text)
+            if root != "key":
+                self.columns.append(fields[0])
             return Node(_dig(base, fields), text)
         if root == "source":
             if len(fields) != 1 or fields[0] not in _SOURCE_FIELDS:
@@ -649,6 +654,8 @@ class _Parser:
             raise _syntax(self.source, name_tok.pos, f"{name}() takes {want} argument(s), got {len(args)}", self.path)
         if name in ("changed",):
             self.uses_values = True
+            if args and args[0].const and isinstance(args[0].value, str):
+                self.columns.append(args[0].value)
         try:
             fn = build(args, self.source)
         except ValueError as exc:

@@ -250,7 +250,15 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
                             continue
                         except Exception:  # noqa: BLE001 - the form's own path decides (and words the error)
                             pass
-                    image[name] = to_python(col, raw)
+                    try:
+                        image[name] = to_python(col, raw)
+                    except ValueError as exc:
+                        if f"column {name!r}" in str(exc):
+                            raise
+                        raise ValueError(f"column {name!r} ({col.type}): {exc}") from None
+                    except (TypeError, ArithmeticError, LookupError, AttributeError, RecursionError) as exc:
+                        # the value-form contract: a raw value that does not read is a ValueError naming the column
+                        raise ValueError(f"column {name!r} ({col.type}): cannot read {type(raw).__name__} value: {exc}") from None
         self.values = None
         return self
 

@@ -545,3 +545,8 @@ def run(args: argparse.Namespace) -> int:
         if converter is not None and output is not None:
             output.account(converter.counts)
             print(converter.counts.summary(), file=sys.stderr)
+            from cdc_smt.transforms.smt.base import missing_columns
+
+            missing = missing_columns(chain.transforms)
+            if missing:  # on_missing: warn (see docs/transforms.md)
+                print("warnings: " + "; ".join(m.describe() for m in missing), file=sys.stderr)

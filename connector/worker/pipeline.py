@@ -327,6 +327,7 @@ class Pipeline:
                 conv.restore(st.chain, topic, partition, restore)
             try:
                 batch = conv.convert(st.chain, topic, partition, messages)
+                self.metrics.observe_missing(st.chain.transforms)
             except ChainHalted as exc:
                 dl = exc.dead_letter
                 raise self._halted(dl.record.where(), dl.describe(), messages[0].offset) from None

@@ -368,6 +368,10 @@ def _unscaled(v: Any, scale: int) -> int:
     return n
 
 
+#: Integer digits a DECIMAL can have (MySQL: 65); beyond, a value is refused, not expanded.
+_MAX_DECIMAL_DIGITS = 65
+
+
 def _decimal_to_b64(scale: int) -> Converter:
     shift = 10**scale
 
@@ -375,6 +379,8 @@ def _decimal_to_b64(scale: int) -> Converter:
         if isinstance(v, int):
             n = v * shift
         else:
+            if v.is_finite() and v.adjusted() > _MAX_DECIMAL_DIGITS:  # 1e100000000: minutes to expand
+                raise ValueError(f"decimal {v} has more than {_MAX_DECIMAL_DIGITS} integer digits")
             num, den = v.as_integer_ratio()  # exact and cheaper than scaleb
             n, rem = divmod(num * shift, den)
             if rem:
@@ -492,7 +498,11 @@ def _b64(v: Any) -> str:
 
 
 def _unb64(v: Any) -> bytes:
-    return base64.b64decode(v) if isinstance(v, str) else bytes(v)
+    if isinstance(v, str):
+        return base64.b64decode(v)
+    if not isinstance(v, (bytes, bytearray, list)):  # bytes(10000010000) would allocate 10 GB of zeros
+        raise TypeError(f"expected base64 text, got {type(v).__name__}")
+    return bytes(v)
 
 
 def _bits_encoder(length: int) -> Converter:

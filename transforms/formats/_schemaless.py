@@ -72,6 +72,25 @@ def merged_schema(
 # ---------------------------------------------------------------------------
 
 
+#: Digits an integer column's value may have (BIGINT UNSIGNED has 20; DECIMAL(65,0) 65).
+_INT_DIGITS = 65
+
+
+def _integer(t: MySQLType, raw: Any) -> int:
+    """An integer column's JSON value as an int: exact, and never expanded past 65 digits."""
+    if isinstance(raw, Decimal):
+        if not raw.is_finite() or raw != raw.to_integral_value():
+            raise ValueError(f"{raw} is not an integer")
+        if raw.adjusted() >= _INT_DIGITS:  # 1e100000000 would take minutes and gigabytes to expand
+            raise ValueError(f"{raw} is out of range for {t.text()}")
+        return int(raw)
+    if isinstance(raw, float):
+        if not raw.is_integer():
+            raise ValueError(f"{raw!r} is not an integer")
+        return int(raw)
+    return int(raw)
+
+
 def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
     """Typed value of a JSON-native raw value in a column of type ``t``.
 
@@ -82,15 +101,7 @@ def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
         return None
     k = t.kind
     if k is Kind.INT or k is Kind.YEAR:
-        if isinstance(raw, Decimal):
-            if not raw.is_finite() or raw != raw.to_integral_value():
-                raise ValueError(f"{raw} is not an integer")
-            return int(raw)
-        if isinstance(raw, float):
-            if not raw.is_integer():
-                raise ValueError(f"{raw!r} is not an integer")
-            return int(raw)
-        return int(raw)
+        return _integer(t, raw)
     if k is Kind.DECIMAL:
         if isinstance(raw, Decimal):
             return raw
@@ -110,7 +121,7 @@ def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
     if k is Kind.BYTES or k is Kind.GEOMETRY:
         return base64.b64decode(raw, validate=True)
     if k is Kind.BIT:
-        n = int(raw)
+        n = _integer(t, raw)
         return bool(n) if t.length == 1 else n
     if k is Kind.DATE:
         return parse_date(raw)

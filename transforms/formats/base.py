@@ -77,8 +77,11 @@ class Capabilities:
 #: set :func:`guard` turns into a DecodeError/EncodeError. ``ValueError`` covers JSON, type
 #: and number parse errors, bad base64 and Unicode; ``LookupError`` missing fields, indexes
 #: and charsets; ``ArithmeticError`` overflows and decimal signals; ``struct.error`` packing.
+#: ``RecursionError`` a value nested too deeply to render or to type.
 #: Anything else is a bug, and reaches the dead letter with its own name.
-EXPECTED_ERRORS: tuple[type[Exception], ...] = (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error)
+EXPECTED_ERRORS: tuple[type[Exception], ...] = (
+    LookupError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error, RecursionError,
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 #: ``reason(codec or None, the first argument, the exception)``: the error's text.
@@ -294,6 +297,12 @@ class JsonCodec(Codec):
             obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=self.name) from None
+        except RecursionError:  # msgspec's exact-number parser on nesting orjson would refuse
+            raise DecodeError("malformed JSON: nested too deeply", format=self.name) from None
+        except UnicodeDecodeError as exc:  # msgspec reports invalid UTF-8 in a string this way
+            raise DecodeError(f"malformed JSON: invalid UTF-8 at byte {exc.start}", format=self.name) from None
+        except ArithmeticError:  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
+            raise DecodeError("malformed JSON: a number beyond the range of a decimal", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
         return obj
@@ -467,4 +476,6 @@ def describe_error(exc: BaseException) -> str:
     """A short reason for a parsing exception (``missing field 'type'``)."""
     if isinstance(exc, KeyError):
         return f"missing field {exc.args[0]!r}"
+    if isinstance(exc, RecursionError):  # its text would be Python's, not the input's
+        return "a value is nested too deeply"
     return f"{type(exc).__name__}: {exc}"

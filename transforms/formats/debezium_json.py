@@ -370,10 +370,10 @@ class DebeziumJsonCodec(JsonCodec):
             extra["op"] = "i"
         before = payload.get("before")
         after = payload.get("after")
-        if before is not None and not before:  # CloudCanal writes {} for "no image"
+        if before == {}:  # CloudCanal writes {} for "no image" (not 0, "", []: those are not images)
             extra["empty_before"] = True
             before = None
-        if after is not None and not after:
+        if after == {}:
             extra["empty_after"] = True
             after = None
         if op is Op.WATERMARK and "message" in payload:
@@ -391,6 +391,7 @@ class DebeziumJsonCodec(JsonCodec):
                         payload = payload["payload"]
                     before = payload.get("before") or None
                     after = payload.get("after") or None
+                    _check_images(op, before, after)  # the exact parser may pick another of duplicated keys
                     plan = self._schema_plan(key, schema, pk, numeric=True)
                     extra["decimal_numbers"] = True
                 if plan is not None and self.catalog is not None and source:

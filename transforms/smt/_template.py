@@ -79,13 +79,15 @@ def _image(root: Getter, col: str) -> Getter:
 class Template:
     """A compiled template. ``render(event)`` -> text, or ``None`` when a field is null."""
 
-    __slots__ = ("source", "_parts", "uses_values", "static", "_by_table", "_cache")
+    __slots__ = ("source", "_parts", "uses_values", "columns", "static", "_by_table", "_cache")
 
     def __init__(self, source: str) -> None:
         """Compile ``source``; raise ``ValueError`` naming a bad field."""
         self.source = source
         parts: list[str | Getter] = []
         self.uses_values = False
+        #: row columns named (``row.COL``, ``after.COL``, ``before.COL``; not ``key.COL``)
+        self.columns: tuple[str, ...] = ()
         try:
             parsed = list(string.Formatter().parse(source))
         except ValueError as exc:
@@ -115,6 +117,8 @@ class Template:
         root, dot, col = field.partition(".")
         if dot and col and root in _IMAGES:
             self.uses_values = True
+            if root != "key":
+                self.columns = (*self.columns, col)
             get = _image(_IMAGES[root], col)
             return lambda e: text(get(e))
         raise ValueError(f"unknown template field {{{field}}} (known: {', '.join(FIELDS)})")

@@ -25,11 +25,14 @@ Markers that are not part of any one format live in ``event.extra`` under the
 
 from __future__ import annotations
 
+import difflib
+import logging
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import msgspec
 
-from cdc_smt.transforms.errors import ConfigError
+from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
 from cdc_smt.transforms.options import Option, Options, merge, resolve
 
@@ -69,7 +72,39 @@ COMMON_OPTIONS: tuple[Option, ...] = (
     ),
     Option("negate", bool, False, "Invert the predicate: apply to the events it rejects."),
 )
-_COMMON_NAMES = frozenset(o.name for o in COMMON_OPTIONS) | {"type"}
+_COMMON_NAMES = frozenset(o.name for o in COMMON_OPTIONS) | {"type", "on_missing"}
+
+log = logging.getLogger("cdc_smt.transforms")
+
+#: What a transform does when a column it names is not in the event's table.
+ON_MISSING_CHOICES = ("error", "warn", "ignore")
+
+#: Declared once here; added to the options of every transform that names columns
+#: (``names_columns = True``).
+ON_MISSING_OPTION = Option(
+    "on_missing",
+    str,
+    None,
+    "A named column the event's table does not have (its schema when known, else the row): "
+    "`error` sends the event to the dead-letter output, `warn` logs once per table and counts, "
+    "`ignore` says nothing. Default: the chain's `on_missing`, else `error` for transforms that "
+    "protect data (mask_field) and `warn` for the others.",
+    choices=ON_MISSING_CHOICES,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MissingColumn:
+    """How many rows reached ``transform`` without ``column`` in ``table``."""
+
+    transform: str
+    column: str
+    table: str
+    rows: int
+
+    def describe(self) -> str:
+        s = "" if self.rows == 1 else "s"
+        return f"{self.transform}: {self.rows} row{s} missing column {self.column!r} in {self.table}"
 
 
 class Transform:
@@ -85,6 +120,14 @@ class Transform:
     known_as: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
     scope: ClassVar[str] = "rows"
+    #: The transform names columns (``self.columns``): it takes ``on_missing``.
+    names_columns: ClassVar[bool] = False
+    #: Its job is protection (masking): a missing column is an error by default.
+    protects: ClassVar[bool] = False
+    #: Columns this instance names, checked on every row event (set by ``configure``).
+    columns: tuple[str, ...] = ()
+    #: The subset named by expressions and templates: checked at load against schema files.
+    expression_columns: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -106,11 +149,24 @@ class Transform:
         self.name = self.opts.name or type(self).name or type(self).__name__
         self.negate: bool = self.opts.negate
         self.predicate = self._build_predicate(self.opts.predicate, predicates)
-        self.configure(self.opts)
+        try:
+            self.configure(self.opts)
+        except (TypeError, AttributeError) as exc:  # e.g. `spec: null`: an option of the wrong shape
+            raise ConfigError(f"invalid options for {self.name}: {exc}", path or None) from None
+        self._init_missing()
 
     @classmethod
     def all_options(cls) -> tuple[Option, ...]:
-        return merge(COMMON_OPTIONS, cls.options)
+        common = (*COMMON_OPTIONS, ON_MISSING_OPTION) if cls.names_columns else COMMON_OPTIONS
+        return merge(common, cls.options)
+
+    @classmethod
+    def on_missing_default(cls, chain_default: str | None) -> str:
+        """The ``on_missing`` a transform gets when its own spec does not say: the
+        chain's default, except that a protecting transform is never loosened by it."""
+        if cls.protects:
+            return "error"
+        return chain_default or "warn"
 
     @classmethod
     def summary(cls) -> str:
@@ -136,6 +192,72 @@ class Transform:
             return build_predicate(found, path=f"predicates.{spec}")
         return build_predicate(spec, path=ppath)
 
+    # -- columns that do not exist ---------------------------------------------
+    def _init_missing(self) -> None:
+        self.on_missing: str = (
+            (getattr(self.opts, "on_missing", None) if self.names_columns else None) or self.on_missing_default(None)
+        )
+        self.columns = tuple(dict.fromkeys(self.columns))
+        self._check = self.columns and self.on_missing != "ignore"
+        self._missing_by_schema: dict[int, tuple[TableSchema, tuple[str, ...]]] = {}
+        #: ``(table, column) -> rows`` seen without the column (``warn``).
+        self.missing_counts: dict[tuple[str, str], int] = {}
+
+    def adds_columns(self) -> Iterable[str] | None:
+        """Columns this transform may add or rename to (for the load-time check of
+        later transforms' names); ``None``: it may add any (the check stops there)."""
+        return None
+
+    def _missing(self, event: ChangeEvent) -> tuple[str, ...]:
+        """Named columns the event's table lacks: by its schema when known (cached per
+        schema), else by its row image."""
+        schema = event.schema
+        if schema is not None:
+            hit = self._missing_by_schema.get(id(schema))
+            if hit is not None and hit[0] is schema:
+                return hit[1]
+            names = schema.by_name
+            missing = tuple(c for c in self.columns if c not in names)
+            if len(self._missing_by_schema) > 4096:
+                self._missing_by_schema.clear()
+            self._missing_by_schema[id(schema)] = (schema, missing)
+            return missing
+        row = event.after if event.after is not None else event.before
+        if row is None:
+            return ()
+        return tuple(c for c in self.columns if c not in row)
+
+    def check_columns(self, event: ChangeEvent) -> None:
+        """Apply ``on_missing`` to a row event naming columns its table does not have."""
+        missing = self._missing(event)
+        if not missing:
+            return
+        table = table_name(event)
+        if self.on_missing == "error":
+            column = missing[0]
+            known = self._known(event)
+            hint = difflib.get_close_matches(column, known, n=1)
+            hint_text = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise TransformError(f"{self.name}: no column {column!r} in {table}{hint_text} (on_missing: error)")
+        counts = self.missing_counts
+        for column in missing:
+            key = (table, column)
+            n = counts.get(key, 0)
+            if n == 0:
+                log.warning("%s: no column %r in %s (on_missing: warn; rows counted)", self.name, column, table)
+            counts[key] = n + 1
+
+    @staticmethod
+    def _known(event: ChangeEvent) -> list[str]:
+        if event.schema is not None:
+            return [c.name for c in event.schema.columns]
+        row = event.after if event.after is not None else event.before
+        return list(row or ())
+
+    def missing_report(self) -> list[MissingColumn]:
+        """Rows counted without a named column, per table and column."""
+        return [MissingColumn(self.name, column, table, n) for (table, column), n in self.missing_counts.items()]
+
     # -- to override ---------------------------------------------------------
     def configure(self, opts: Options) -> None:
         """Compile what the options allow once (regexes, templates, lookups)."""
@@ -160,6 +282,7 @@ class Transform:
         pred = self.predicate
         negate = self.negate
         rows = self.scope == "rows"
+        check = self.check_columns if self._check else None
         for e in events:
             if rows and (e.op not in ROW_OPS or TOMBSTONE in e.extra):
                 append(e)
@@ -167,6 +290,8 @@ class Transform:
             if pred is not None and pred.test(e) == negate:
                 append(e)
                 continue
+            if check is not None and (rows or (e.op in ROW_OPS and TOMBSTONE not in e.extra)):
+                check(e)
             r = apply(e)
             if r is None:
                 continue
@@ -183,6 +308,51 @@ class Transform:
 # ---------------------------------------------------------------------------
 # Helpers shared by the transforms.
 # ---------------------------------------------------------------------------
+
+
+def table_name(event: ChangeEvent) -> str:
+    """``database.table`` as reports name it (``?`` for an unknown part)."""
+    src = event.source
+    table = src.table or "?"
+    return f"{src.database}.{table}" if src.database else table
+
+
+def missing_columns(transforms: Iterable[Any]) -> list[MissingColumn]:
+    """Every transform's counts of rows missing a named column (for summaries and metrics)."""
+    out: list[MissingColumn] = []
+    for t in transforms:
+        report = getattr(t, "missing_report", None)
+        if report is not None:
+            out.extend(report())
+    return out
+
+
+def check_known_columns(transforms: Iterable[Any], catalog: Any) -> None:
+    """Load-time check where a schema file makes it knowable: a column an expression
+    or template names that no known table has (nor an earlier transform adds) is a
+    ConfigError.
+
+    Stops at the first transform that may add columns it cannot list."""
+    if catalog is None:
+        return
+    tables = catalog.tables()
+    if not tables:
+        return
+    known: set[str] = set()
+    for db, tb in tables:
+        schema = catalog.get(db, tb)
+        if schema is not None:
+            known.update(c.name for c in schema.columns)
+    for t in transforms:
+        for column in getattr(t, "expression_columns", ()):
+            if column not in known:
+                hint = difflib.get_close_matches(column, sorted(known), n=1)
+                hint_text = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise ConfigError(f"no known table has a column {column!r}{hint_text}", getattr(t, "path", None) or None)
+        adds = t.adds_columns() if hasattr(t, "adds_columns") else None
+        if adds is None:
+            return
+        known.update(adds)
 
 
 def is_tombstone(event: ChangeEvent) -> bool:
@@ -306,6 +476,12 @@ def check_names(names: list) -> None:
 __all__ = [
     "COMMON_OPTIONS",
     "CONTROL_OPS",
+    "MissingColumn",
+    "ON_MISSING_CHOICES",
+    "ON_MISSING_OPTION",
+    "check_known_columns",
+    "missing_columns",
+    "table_name",
     "ROW_GROUP",
     "ROW_OPS",
     "Result",

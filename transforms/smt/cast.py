@@ -190,6 +190,7 @@ class Cast(Transform):
 
     name = "cast"
     known_as = "Kafka Connect Cast"
+    names_columns = True
     options = (
         Option(
             "spec",
@@ -201,7 +202,11 @@ class Cast(Transform):
 
     def configure(self, opts: Options) -> None:
         self._spec = tuple((col, parse_type(t), t) for col, t in opts.spec.items())
+        self.columns = tuple(opts.spec)
         self._schema = SchemaMap(self._new_schema)
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     def _new_schema(self, schema: TableSchema) -> TableSchema:
         targets = {col: t for col, _, t in self._spec}

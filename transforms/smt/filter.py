@@ -52,6 +52,7 @@ class Filter(Transform):
     name = "filter"
     known_as = "Kafka Connect Filter; Flink canal-json.database.include / table.include"
     scope = "all"
+    names_columns = True
     options = (
         Option("databases", list, [], "Keep databases fully matching any of these regexes.", check=check_regex_list),
         Option(
@@ -106,10 +107,14 @@ class Filter(Transform):
             compile_expr(opts.condition, path=f"{self.path}.condition") if opts.condition is not None else None
         )
         self._drop = opts.action == "drop"
+        self.columns = self.expression_columns = self._cond.columns if self._cond is not None else ()
         self._has_criteria = any(
             x is not None for x in (self._db_in, self._db_out, self._tb_in, self._tb_out, self._ops_in, self._cond)
         ) or bool(self._ops_out)
         self._table_cache: dict[tuple[str | None, str | None], bool | None] = {}
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     def _names_pass(self, database: str | None, table: str | None) -> bool | None:
         """Database/table criteria for one table, cached: True/False, or None when none apply."""

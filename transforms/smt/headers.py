@@ -35,6 +35,9 @@ class InsertHeader(Transform):
         self._static = self._template.static_text().encode("utf-8") if self._template.static else None
         self._replace = opts.replace
 
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
+
     def apply(self, event: ChangeEvent) -> Result:
         value = self._static
         if value is None:
@@ -65,6 +68,9 @@ class DropHeaders(Transform):
             raise ConfigError("list at least one header", f"{self.path}.headers")
         self._names = frozenset(opts.headers)
 
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
+
     def apply(self, event: ChangeEvent) -> Result:
         headers = current_headers(event)
         names = self._names
@@ -79,6 +85,7 @@ class HeaderFrom(Transform):
 
     name = "header_from"
     known_as = "Kafka Connect HeaderFrom"
+    names_columns = True
     options = (
         Option("fields", list, doc="Columns to read.", check=check_names),
         Option("headers", list, doc="Header names, one per column.", check=check_names),
@@ -94,9 +101,15 @@ class HeaderFrom(Transform):
                 f"{self.path}.headers",
             )
         self._pairs = tuple(zip(opts.fields, opts.headers, strict=True))
+        self.columns = tuple(opts.fields)
         self._remover = (
-            ReplaceField({"exclude": list(opts.fields)}, path=self.path) if opts.operation == "move" else None
+            ReplaceField({"exclude": list(opts.fields), "on_missing": "ignore"}, path=self.path)
+            if opts.operation == "move"
+            else None
         )
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     def apply(self, event: ChangeEvent) -> Result:
         event.typed()

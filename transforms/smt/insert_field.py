@@ -135,6 +135,10 @@ class InsertField(Transform):
         columns = [Column(col, infer_type(v) if v is not None else "varchar(255)") for col, v in self._static]
         columns += [Column(col, METADATA[what][1]) for col, what in opts.metadata.items()]
         self._schema = SchemaMap(lambda s: with_columns(s, columns))
+        self._added = tuple(c.name for c in columns)
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return self._added
 
     def apply(self, event: ChangeEvent) -> Result:
         event.typed()

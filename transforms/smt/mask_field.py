@@ -84,6 +84,8 @@ class MaskField(Transform):
 
     name = "mask_field"
     known_as = "Kafka Connect MaskField"
+    names_columns = True
+    protects = True
     options = (
         Option("fields", list, doc="Columns to mask.", check=check_names),
         Option("mode", str, "empty", "How to mask.", choices=("empty", "null", "replace", "hash")),
@@ -96,6 +98,7 @@ class MaskField(Transform):
         if not opts.fields:
             raise ConfigError("list at least one column", f"{self.path}.fields")
         self._fields = tuple(dict.fromkeys(opts.fields))
+        self.columns = self._fields
         mode = opts.mode
         if mode == "replace" and opts.replacement is None:
             raise ConfigError("mode: replace needs a replacement", f"{self.path}.replacement")
@@ -119,6 +122,9 @@ class MaskField(Transform):
         self._replacement: str | None = opts.replacement
         self._mask: Callable[[Column | None, Any], Any] = getattr(self, f"_mask_{mode}")
         self._schema = SchemaMap(self._new_schema)
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     # -- maskers -------------------------------------------------------------
     def _mask_empty(self, column: Column | None, value: Any) -> Any:

@@ -45,6 +45,7 @@ class ReplaceField(Transform):
 
     name = "replace_field"
     known_as = "Kafka Connect ReplaceField"
+    names_columns = True
     options = (
         Option("include", list, [], "Keep only these columns (empty: all).", check=check_names),
         Option("exclude", list, [], "Drop these columns.", check=check_names),
@@ -65,6 +66,10 @@ class ReplaceField(Transform):
         self._exclude = frozenset(opts.exclude)
         self._renames: dict[str, str] = opts.renames
         self._schema = SchemaMap(self._new_schema)
+        self.columns = (*opts.include, *opts.exclude, *self._renames)
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return tuple(self._renames.values())
 
     def _keeps(self, name: str) -> bool:
         return (self._include is None or name in self._include) and name not in self._exclude

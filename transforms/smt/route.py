@@ -39,6 +39,7 @@ class Route(Transform):
     name = "route"
     known_as = "Kafka Connect RegexRouter, TimestampRouter; Debezium ContentBasedRouter"
     scope = "all"
+    names_columns = True
     options = (
         Option(
             "topic",
@@ -82,6 +83,13 @@ class Route(Transform):
             raise ConfigError("route needs topic, regex/replacement or routes", self.path or None)
         self._sanitize = opts.sanitize
         self._final: dict[str, str] = {}
+        named = [] if self._topic is None else list(self._topic.columns)
+        for when, template in self._routes:
+            named.extend((*when.columns, *template.columns))
+        self.columns = self.expression_columns = tuple(dict.fromkeys(named))
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     def _route(self, i: int, spec: Any) -> tuple[Expression, Template]:
         path = f"{self.path}.routes[{i}]"

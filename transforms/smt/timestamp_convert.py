@@ -39,6 +39,7 @@ class TimestampConvert(Transform):
 
     name = "timestamp_convert"
     known_as = "Kafka Connect TimestampConverter"
+    names_columns = True
     options = (
         Option("fields", list, doc="Columns to convert.", check=check_names),
         Option("target", str, doc="Target representation.", choices=tuple(_TARGET_TYPES)),
@@ -61,6 +62,7 @@ class TimestampConvert(Transform):
 
     def configure(self, opts: Options) -> None:
         self._fields = tuple(opts.fields)
+        self.columns = self._fields
         self._target = opts.target
         self._format: str | None = opts.format
         self._unit = _UNITS[opts.unix_precision]
@@ -78,6 +80,9 @@ class TimestampConvert(Transform):
                 s.primary_key,
             )
         )
+
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
 
     # -- reading ---------------------------------------------------------------
     def _to_datetime(self, v: Any, tz: str) -> dt.datetime | dt.date | dt.timedelta:

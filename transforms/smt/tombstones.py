@@ -14,5 +14,8 @@ class DropTombstones(Transform):
     known_as = "Kafka Connect Filter + RecordIsTombstone; Debezium drop.tombstones"
     scope = "all"
 
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
+
     def apply(self, event: ChangeEvent) -> Result:
         return None if TOMBSTONE in event.extra and event.extra[TOMBSTONE] else event

@@ -25,6 +25,9 @@ class ValueToKey(Transform):
             raise ConfigError("list at least one column", f"{self.path}.fields")
         self._fields = tuple(opts.fields)
 
+    def adds_columns(self) -> tuple[str, ...]:
+        return ()
+
     def apply(self, event: ChangeEvent) -> Result:
         row = event.row
         if row is None:

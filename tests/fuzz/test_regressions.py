@@ -1,0 +1,179 @@
+"""What the fuzzer found, each as its minimized input: now the target's own error, quickly.
+
+Decoders raise ``DecodeError``; values a decoder leaves raw and types lazily
+(``event.typed()``) raise ``ValueError`` naming the column (the value-form
+contract); the chain and job loaders raise ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_smt.transforms.config import load_config
+from cdc_smt.transforms.errors import ConfigError, DecodeError
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import Record
+from tests.fuzz.harness import Guard
+from tests.fuzz.targets import new_catalog
+
+
+def decode(fmt: str, data: bytes) -> list:
+    return get_codec(fmt, {}, catalog=new_catalog()).decode(Record(value=data))
+
+
+# -- decode errors ---------------------------------------------------------------------------------
+
+DECODE_ERRORS = {
+    # msgspec (the exact-number parser of Maxwell/OGG) raised UnicodeDecodeError on invalid UTF-8
+    "invalid-utf8": ("maxwell-json", b'{"":"","":6,"":"\xed"', "invalid UTF-8"),
+    # ... decimal.InvalidOperation on an exponent no Decimal holds
+    "huge-exponent": ("maxwell-json", b'{"":"","":1e3000000000000000000000000000000}', "beyond the range"),
+    # ... RecursionError on nesting orjson refuses with its own error
+    "deep-exact": ("ogg-json", b'{"a":' * 3000 + b"1" + b"}" * 3000, "nested too deeply"),
+    # canal-json: repr() of a 1020-deep value in an error message raised RecursionError
+    "deep-in-message": (
+        "canal-json",
+        b'{"database":"shop","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1,"data":' + b"[" * 1020 + b"]" * 1020 + b"}",
+        "nested too deeply",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECODE_ERRORS))
+def test_fuzz_finding_is_a_decode_error(case: str) -> None:
+    fmt, data, words = DECODE_ERRORS[case]
+    with pytest.raises(DecodeError, match=words):
+        decode(fmt, data)
+
+
+# -- lazily typed values ------------------------------------------------------------------------------
+
+
+def _dbz(field_schema: str, value: str) -> bytes:
+    return (
+        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":[%s]},'
+        '{"type":"string","optional":false,"field":"op"}]},'
+        '"payload":{"after":{"v":%s},"op":"c","source":{"db":"shop","table":"t"}}}' % (field_schema, value)
+    ).encode()
+
+
+TYPED_ERRORS = {
+    # each raised TypeError/OverflowError from event.typed(), naming no column
+    "date-out-of-range": _dbz('{"type":"int32","optional":true,"name":"io.debezium.time.Date","field":"v"}', "99999999"),
+    "zoned-timestamp-int": _dbz('{"type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","field":"v"}', "5"),
+    "bytes-float": _dbz('{"type":"bytes","optional":true,"field":"v"}', "1.5"),
+    "decimal-object": _dbz(
+        '{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"v"}',
+        "{}",
+    ),
+    "micro-time-text": _dbz('{"type":"int64","optional":true,"name":"io.debezium.time.MicroTime","field":"v"}', '"x"'),
+    "double-list": _dbz('{"type":"double","optional":true,"field":"v"}', "[1]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TYPED_ERRORS))
+def test_fuzz_finding_types_to_a_value_error_naming_the_column(case: str) -> None:
+    (event,) = decode("debezium-json", TYPED_ERRORS[case])
+    with pytest.raises(ValueError, match=r"^column 'v' \("):
+        event.typed()
+
+
+@pytest.mark.parametrize(
+    ("column", "data"),
+    [
+        ("id", b'{"database":"shop","table":"customers","type":"insert","ts":1,"data":{"id":1e100000000,"name":"a"}}'),
+        ("flags", b'{"database":"shop","table":"orders","type":"insert","ts":1,"data":{"id":1,"flags":1e100000000}}'),
+    ],
+)
+def test_huge_integer_exponent_is_refused_not_expanded(column: str, data: bytes) -> None:
+    """Maxwell: ``1e100000000`` in an int (or bit) column took minutes and gigabytes to expand."""
+    (event,) = decode("maxwell-json", data)
+    guard = Guard()
+    try:
+        finding = guard.check("maxwell-json", lambda _: event.typed(), (ValueError,), b"")
+    finally:
+        guard.close()
+    assert finding is None, finding.describe()
+    with pytest.raises(ValueError, match=f"column '{column}'.*out of range"):
+        event.typed()
+
+
+# -- loaders --------------------------------------------------------------------------------------
+
+LOADER_INPUTS = {
+    "deep-nesting": b"[" * 600 + b"]" * 600,  # PyYAML recursed into RecursionError
+    "not-utf8": b"\xec",  # UnicodeDecodeError reading the file
+    "huge-int": b"source: canal-json\nsink: canal-json\nx: " + b"9" * 4400 + b"\n",  # int() past 4300 digits: ValueError
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOADER_INPUTS))
+def test_chain_loader_finding_is_a_config_error(case: str, tmp_path: Path) -> None:
+    f = tmp_path / "chain.yaml"
+    f.write_bytes(LOADER_INPUTS[case])
+    with pytest.raises(ConfigError):
+        load_config(f)
+
+
+@pytest.mark.parametrize("case", sorted(LOADER_INPUTS))
+def test_job_loader_finding_is_a_config_error(case: str, tmp_path: Path) -> None:
+    from cdc_smt.connector.jobconfig import load_job
+
+    f = tmp_path / "job.yaml"
+    f.write_bytes(LOADER_INPUTS[case])
+    with pytest.raises(ConfigError):
+        load_job(f, env={})
+
+
+def test_debezium_image_that_is_a_number_is_a_decode_error() -> None:
+    """orjson read ``1E-400`` as 0.0, taken for "no image"; the exact re-parse (decimals
+    as JSON numbers) then read it as a Decimal and handed it on as the before-image."""
+    data = (
+        b'{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":['
+        b'{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"v"}]}]},'
+        b'"payload":{"before":1E-400,"after":{"v":1.5},"op":"r"}}'
+    )
+    with pytest.raises(DecodeError, match="'before' must be an object or null"):
+        decode("debezium-json", data)
+    with pytest.raises(DecodeError, match="'before' must be an object or null"):
+        decode("debezium-json", data.replace(b"1E-400", b"0"))
+
+
+def test_debezium_bytes_column_with_a_number_does_not_allocate_it() -> None:
+    """``bytes(10000010000)`` allocated 10 GB of zeros for a number in a binary column (the
+    fuzzer's input; 100 here, which was silently read as 100 zero bytes)."""
+    (event,) = decode("debezium-json", b'{"after":{"photo":100},"source":{"db":"shop","table":"orders"},"op":"c"}')
+    with pytest.raises(ValueError, match="column 'photo'.*expected base64 text"):
+        event.typed()
+
+
+def test_debezium_encoder_refuses_a_decimal_too_large_to_expand() -> None:
+    """A Canal ``decimal(12,2)`` value ``1e100000000`` hung debezium-json's encoder for
+    minutes (the unscaled integer has 100,000,002 digits); it is an encode error."""
+    from cdc_smt.transforms.errors import EncodeError
+
+    data = (
+        b'{"data":[{"id":"1","amount":"1e100000000"}],"database":"shop","table":"t","type":"INSERT",'
+        b'"isDdl":false,"mysqlType":{"id":"int","amount":"decimal(12,2)"},"pkNames":["id"],"es":1,"ts":1,"old":null}'
+    )
+    events = get_codec("canal-json", {}).decode(Record(value=data))
+    with pytest.raises(EncodeError, match="more than 65 integer digits"):
+        get_codec("debezium-json", {}).encode_batch(events)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        {"type": "cast", "spec": None},  # the fuzzer's: 'NoneType' object has no attribute 'items'
+        {"type": "replace_field", "include": None},
+        {"type": "replace_field", "renames": None},
+    ],
+)
+def test_chain_loader_option_given_as_null_is_a_config_error(transform: dict) -> None:
+    from cdc_smt.transforms.config import build_chain
+
+    doc = {"source": "canal-json", "sink": "canal-json", "transforms": [transform]}
+    with pytest.raises(ConfigError, match=r"transforms\[0\]"):
+        build_chain(load_config(doc))
