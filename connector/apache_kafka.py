@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Sequence
 
-from cdc_smt.connector.broker import _set_pdeathsig, _terminate, free_port, probe_metadata
+from cdc_smt.connector.broker import _set_pdeathsig, _terminate, free_port, port_in_use, probe_metadata
 from cdc_smt.transforms.errors import CdcSmtError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -311,6 +311,9 @@ class ApacheKafka:
         """Format (first time), start, and return once the broker answers a Metadata request."""
         if self.running:
             raise ApacheKafkaError("Apache Kafka is already running")
+        for name, port in (("port", self.ports.plaintext), ("SASL port", self.ports.sasl), ("controller port", self.ports.controller)):
+            if port_in_use(self.host, port):
+                raise ApacheKafkaError(f"cannot start Apache Kafka: {name} {self.host}:{port} is in use (pick another port, or 0 for a free one)")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "server.properties").write_text(_properties(self.data_dir, self.ports, self.host))
         self._format()
