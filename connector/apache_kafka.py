@@ -89,17 +89,20 @@ def _run_maven(module: str, properties: dict[str, str]) -> None:
     if not POM.is_file():
         raise ApacheKafkaError(f"{POM} is missing: resolving jars needs a cdc-smt checkout (or set {LIB_ENV})")
     lib = _lib(module)
-    shutil.rmtree(lib, ignore_errors=True)  # no stale jars of an older version
-    args = [
-        mvn, "-q", "-B", "-f", str(POM), "-pl", module,
-        f"-Dmaven.repo.local={cache_dir() / 'm2'}", f"-Djvm.cache={cache_dir() / 'jvm'}",
-        *(f"-D{k}={v}" for k, v in properties.items()),
-        "dependency:copy-dependencies",
-    ]  # fmt: skip
-    done = subprocess.run(args, capture_output=True, text=True, cwd=POM.parent)
-    if done.returncode != 0:
-        errors = [ln for ln in (done.stdout + done.stderr).splitlines() if "ERROR" in ln][:3]
-        raise ApacheKafkaError(f"Maven could not resolve {module} ({' '.join(properties.values()) or 'pom'}): " + " | ".join(errors))
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=lib.parent, prefix=".staging-") as staging:
+        args = [
+            mvn, "-q", "-B", "-f", str(POM), "-pl", module,
+            f"-Dmaven.repo.local={cache_dir() / 'm2'}", f"-Djvm.cache={staging}",
+            *(f"-D{k}={v}" for k, v in properties.items()),
+            "dependency:copy-dependencies",
+        ]  # fmt: skip
+        done = subprocess.run(args, capture_output=True, text=True, cwd=POM.parent)
+        if done.returncode != 0:
+            errors = [ln for ln in (done.stdout + done.stderr).splitlines() if "ERROR" in ln][:3]
+            raise ApacheKafkaError(f"Maven could not resolve {module} ({' '.join(properties.values()) or 'pom'}): " + " | ".join(errors))
+        shutil.rmtree(lib, ignore_errors=True)  # no stale jars of another version
+        os.replace(Path(staging) / module / "lib", lib)
     (lib.parent / ".stamp").write_text(_stamp_of(module, properties) + "\n")
 
 
@@ -131,13 +134,18 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     spark_version = spark_version or installed_pyspark_version()
     if spark_version is None:
         raise ApacheKafkaError("PySpark is not installed")
+    chosen = _lib("spark-kafka").parent / f".version-for-{spark_version}"  # skips failed look-ups next time
+    candidates = (spark_version, *(v for v in SPARK_KAFKA_FALLBACKS if v != spark_version))
+    if chosen.is_file():
+        candidates = (chosen.read_text().strip(), *candidates)
     tried: list[str] = []
-    for candidate in (spark_version, *(v for v in SPARK_KAFKA_FALLBACKS if v != spark_version)):
+    for candidate in dict.fromkeys(candidates):
         try:
             lib = resolve("spark-kafka", {"spark.version": candidate})
+            chosen.write_text(candidate + "\n")
             break
         except ApacheKafkaError as exc:
-            if "Could not find artifact" not in str(exc) and "could not resolve" not in str(exc).lower():
+            if "could not resolve" not in str(exc).lower():
                 raise
             tried.append(candidate)
     else:
