@@ -27,6 +27,7 @@ import atexit
 import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def _lib(module: str) -> Path:
 
 def _is_cached(module: str, properties: dict[str, str]) -> bool:
     stamp = _lib(module).parent / ".stamp"
-    return stamp.is_file() and stamp.read_text().strip() == _stamp_of(module, properties) and any(_lib(module).glob("*.jar"))
+    return POM.is_file() and stamp.is_file() and stamp.read_text().strip() == _stamp_of(module, properties) and any(_lib(module).glob("*.jar"))
 
 
 def _run_maven(module: str, properties: dict[str, str]) -> None:
@@ -158,10 +159,7 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
 
 def _artifact(jar: str) -> str:
     """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name without its version)."""
-    parts = jar[: -len(".jar")].split("-")
-    while len(parts) > 1 and parts[-1][:1].isdigit():
-        parts.pop()
-    return "-".join(parts)
+    return re.sub(r"-\d[^-]*$", "", jar[: -len(".jar")])
 
 
 def java() -> str:
@@ -198,6 +196,9 @@ def _properties(data: Path, ports: Ports, host: str) -> str:
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas_scram,
         "log.dirs": str(data / "log"),
         "metadata.log.dir": str(data / "meta"),
+        # Time retention counts from record timestamps: tests (and backfills) produce records
+        # with old timestamps, which a 7-day retention would delete at once.
+        "log.retention.ms": "-1",
         "num.partitions": "1",
         "auto.create.topics.enable": "true",
         "offsets.topic.replication.factor": "1",
