@@ -1,6 +1,7 @@
 """Backfill throughput on Spark local mode, against the single-core chain and a Spark-native baseline.
 
     .venv/bin/python -m bench.backfill [--count 1000000] [--master local[2]] [--skip-kafka]
+                                       [--broker apache|embedded] [--skip-spark-kafka]
 
 Generates ``--count`` Canal JSON row changes (``bench.codec``'s generator, ~900
 bytes each) and converts them to Debezium JSON (typed, no schema part):
@@ -11,8 +12,14 @@ bytes each) and converts them to Debezium JSON (typed, no schema part):
 3. **Spark-native baseline**: the same files through ``spark.read.text`` ->
    ``from_json`` -> ``to_json`` -> ``write.text`` (a JSON rewrite with no CDC
    semantics at all: the ceiling of the JVM path), in the same run;
-4. **Kafka -> Kafka** on the embedded broker (``--partitions`` source
-   partitions), after producing the input (timed separately).
+4. **Kafka -> Kafka** on one broker (``--broker``: Apache Kafka from the
+   test tooling's cache, or the embedded Tansu; ``--partitions`` source
+   partitions), after producing the input (timed separately), through both
+   Kafka sources of the backfill on the same input in the same run: the
+   Python Data Source (``source.type: kafka``) and Spark's own Kafka connector
+   (``spark-kafka``, resolved by :mod:`connector.apache_kafka`), plus
+   Spark's own ``format("kafka")`` read -> write copy of the same records (no
+   conversion at all: the ceiling of the JVM path).
 
 Rates are wall-clock over the whole ``run()`` (planning, every micro-batch,
 commits), with the Spark session already up. Parallel efficiency = rate /
@@ -40,7 +47,7 @@ from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, Inputs, Row, canal_messages, c
 SINK_OPTIONS = dict(DEBEZIUM_TYPED_NO_SCHEMA)
 
 
-def job_doc(name: str, backfill: dict[str, Any], bootstrap: str | None = None) -> dict[str, Any]:
+def job_doc(name: str, backfill: dict[str, Any], bootstrap: str | None = None, source_topic: str | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "id": name,
         "source": {"format": "canal-json", "options": {"source_timezone": "Asia/Shanghai"}},
@@ -50,7 +57,7 @@ def job_doc(name: str, backfill: dict[str, Any], bootstrap: str | None = None) -
     }
     if bootstrap:
         doc["kafka"] = {"bootstrap_servers": bootstrap}
-        doc["source"]["topics"] = [f"{name}.in"]
+        doc["source"]["topics"] = [source_topic or f"{name}.in"]
         doc["sink"]["topic"] = f"{name}.out"
         doc["errors"]["dead_letter_topic"] = f"{name}.dlq"
     return doc
@@ -96,23 +103,57 @@ def spark_native(spark: Any, src: Path, out: Path) -> float:
     return time.perf_counter() - started
 
 
-def kafka_run(spark: Any, work: Path, messages: list[bytes], partitions: int, batch: int) -> tuple[float, float, Any]:
-    from cdc_smt.connector import kafka
+def start_broker(kind: str) -> Any:
+    if kind == "apache":
+        from cdc_smt.connector.apache_kafka import ApacheKafka
+
+        return ApacheKafka().start()
     from cdc_smt.connector.broker import EmbeddedBroker
+
+    return EmbeddedBroker().start()
+
+
+def kafka_runs(spark: Any, work: Path, messages: list[bytes], args: argparse.Namespace, spark_kafka: bool) -> list[tuple[str, float]]:
+    """Produce once; then each Kafka source of the backfill (and Spark's own copy) over the same records."""
+    from cdc_smt.connector import kafka
     from cdc_smt.transforms.model import Record
 
-    with EmbeddedBroker() as broker:
+    broker = start_broker(args.broker)
+    rows: list[tuple[str, float]] = []
+    where = f"{args.partitions} partitions, {'Apache Kafka' if args.broker == 'apache' else 'embedded Tansu'}"
+    try:
         bs = broker.bootstrap
-        asyncio.run(kafka.create_topics(bs, {"bk.in": partitions, "bk.out": partitions, "bk.dlq": 1}))
+        topics = {"bk.in": args.partitions, "bk.dlq": 1, **{f"{v}.out": args.partitions for v in ("py", "sk", "copy")}}
+        asyncio.run(kafka.create_topics(bs, topics))
         records = [Record(value=v, key=b'{"id":%d}' % i) for i, v in enumerate(messages)]
         started = time.perf_counter()
         asyncio.run(kafka.produce_records(bs, "bk.in", records))
-        produce = time.perf_counter() - started
+        print(f"(produced the input at {len(records) / (time.perf_counter() - started):,.0f} msgs/s)", flush=True)
         del records
-        seconds, progress = run_job(
-            spark, work, job_doc("bk", {"source": {"max_records_per_batch": batch}, "checkpoint": str(work / "bk-ckpt")}, bs)
-        )
-    return produce, seconds, progress
+        variants = [("py", "kafka", "Python Data Source")] + ([("sk", "spark-kafka", "spark-kafka: Spark's Kafka source")] if spark_kafka else [])
+        for name, source_type, label in variants:
+            backfill = {"source": {"type": source_type, "max_records_per_batch": args.batch}, "checkpoint": str(work / f"{name}-ckpt")}
+            if source_type == "spark-kafka":
+                backfill["spark_conf"] = {"spark.jars": spark.conf.get("spark.jars")}
+            seconds, progress = run_job(spark, work, job_doc(name, backfill, bs, source_topic="bk.in"))
+            assert progress.totals.records == len(messages), progress.totals
+            rows.append((f"Kafka -> Kafka (backfill, {label}; {where})", len(messages) / seconds))
+        if spark_kafka:
+            seconds = spark_kafka_copy(spark, bs, "bk.in", "copy.out")
+            rows.append((f"Kafka -> Kafka (Spark-native format(\"kafka\") copy baseline; {where})", len(messages) / seconds))
+    finally:
+        broker.stop()
+        if hasattr(broker, "close"):
+            broker.close()
+    return rows
+
+
+def spark_kafka_copy(spark: Any, bootstrap: str, source: str, sink: str) -> float:
+    """Spark's own Kafka source -> Kafka sink, records copied as they are: no Python, no conversion."""
+    started = time.perf_counter()
+    df = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source).load()
+    df.select("key", "value").write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", sink).save()
+    return time.perf_counter() - started
 
 
 def cores_of(master: str) -> int:
@@ -133,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=500_000, help="Kafka records per micro-batch")
     p.add_argument("--single-count", type=int, default=200_000, help="messages for the single-core rate")
     p.add_argument("--skip-kafka", action="store_true")
+    p.add_argument("--broker", choices=("apache", "embedded"), default="apache", help="broker of the Kafka runs (default: apache)")
+    p.add_argument("--skip-spark-kafka", action="store_true", help="leave out Spark's own Kafka connector")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
 
@@ -147,7 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="cdc-smt-bench-backfill-"))
     rows: list[tuple[str, float]] = []
     try:
-        spark = spark_session(args.master, {"spark.ui.enabled": "false"})
+        conf = {"spark.ui.enabled": "false"}
+        spark_kafka = not (args.skip_kafka or args.skip_spark_kafka)
+        if spark_kafka:
+            from cdc_smt.connector.apache_kafka import spark_kafka_jars
+
+            conf["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
+        spark = spark_session(args.master, conf)
         src = work / "in"
         write_files(messages, src, args.files)
         backfill = {"source": {"type": "jsonl", "path": str(src)}, "sink": {"type": "jsonl", "path": str(work / "out")}, "checkpoint": str(work / "ckpt")}
@@ -157,10 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         native = spark_native(spark, src, work / "native")
         rows.append(("files -> files (Spark-native from_json/to_json baseline)", args.count / native))
         if not args.skip_kafka:
-            produce, seconds, progress = kafka_run(spark, work, messages, args.partitions, args.batch)
-            assert progress.totals.records == args.count, progress.totals
-            print(f"(produced the input at {args.count / produce:,.0f} msgs/s)", flush=True)
-            rows.append((f"Kafka -> Kafka (backfill, {args.partitions} partitions, embedded broker)", args.count / seconds))
+            rows.extend(kafka_runs(spark, work, messages, args, spark_kafka))
         spark.stop()
     finally:
         if not args.keep:

@@ -3,6 +3,11 @@
 For local development: prints the bootstrap address, optionally creates
 topics, and runs until Ctrl-C or SIGTERM. Everything is in memory and gone when
 it stops.
+
+``--apache-kafka`` runs Apache Kafka itself instead (needs Java 17; the jars
+are resolved with Maven into the checkout's ``.cache`` the first time, by the
+same code as the tests: :mod:`connector.apache_kafka`), with a
+SASL_PLAINTEXT listener as well, and ``--data-dir`` to keep its data.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import signal
 import sys
 import threading
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError
 
@@ -24,6 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=9092, help="port (default: 9092; 0 picks a free one)")
+    p.add_argument(
+        "--apache-kafka",
+        action="store_true",
+        help="run Apache Kafka (single KRaft node; needs Java 17, and Maven the first time) instead of Tansu",
+    )
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="with --apache-kafka: keep the broker's data in DIR (default: a temporary folder, removed at exit)",
+    )
     p.add_argument(
         "--topic",
         action="append",
@@ -41,21 +57,40 @@ def parse_topic(spec: str) -> tuple[str, int]:
     return name, int(parts) if parts else 1
 
 
-def run(args: argparse.Namespace) -> int:
-    from cdc_smt.connector import kafka as K
+def _make_broker(args: argparse.Namespace) -> Any:
+    if args.data_dir and not args.apache_kafka:
+        raise ConfigError("--data-dir needs --apache-kafka (Tansu keeps everything in memory)")
+    if args.apache_kafka:
+        from cdc_smt.connector.apache_kafka import ApacheKafka
+
+        print("starting Apache Kafka (the first run resolves its jars with Maven)", file=sys.stderr, flush=True)
+        return ApacheKafka(host=args.host, port=args.port, data_dir=args.data_dir)
     from cdc_smt.connector.broker import EmbeddedBroker
 
+    return EmbeddedBroker(host=args.host, port=args.port)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cdc_smt.connector import kafka as K
+
     topics = dict(parse_topic(t) for t in args.topic)
+    broker = _make_broker(args)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with EmbeddedBroker(host=args.host, port=args.port) as broker:
+        with broker:
             if topics:
                 asyncio.run(K.create_topics(broker.bootstrap, topics))
             print(f"bootstrap: {broker.bootstrap}", flush=True)
+            if args.apache_kafka:
+                from cdc_smt.connector.apache_kafka import USERS
+
+                users = ", ".join(f"{u}/{p}" for u, p in USERS.items())
+                print(f"sasl bootstrap: {broker.sasl_bootstrap} (SASL_PLAINTEXT; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users {users})", flush=True)
             for name, n in topics.items():
                 print(f"topic: {name} ({n} partition{'s' if n != 1 else ''})", flush=True)
-            print("broker running (memory only); Ctrl-C to stop", file=sys.stderr, flush=True)
+            kept = f"data in {broker.data_dir}" if args.apache_kafka and args.data_dir else "memory only" if not args.apache_kafka else "temporary data"
+            print(f"broker running ({kept}); Ctrl-C to stop", file=sys.stderr, flush=True)
             while not stop.wait(0.5):
                 if not broker.running:
                     print("broker exited unexpectedly; log: " + str(broker.log_path), file=sys.stderr)

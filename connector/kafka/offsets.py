@@ -18,6 +18,9 @@ async def committed_offsets(conn: Conn, group: str, topics: Sequence[str]) -> di
     consumer = AIOKafkaConsumer(**client_kwargs(conn), group_id=group, enable_auto_commit=False)
     await consumer.start()
     try:
+        # A consumer without a subscription holds no topic metadata on Apache Kafka (Tansu
+        # returns every topic anyway): fetch it, or no partition is found.
+        await consumer._client.force_metadata_update()  # noqa: SLF001
         out: dict[tuple[str, int], int] = {}
         for topic in topics:
             for p in sorted(consumer.partitions_for_topic(topic) or ()):

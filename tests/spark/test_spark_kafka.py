@@ -1,0 +1,207 @@
+"""Spark's own Kafka connector against Apache Kafka, end to end.
+
+The input is written with Spark's Kafka sink (``format("kafka")``, keys,
+headers and a partition column); the backfill reads it with ``source.type:
+spark-kafka`` (Spark's Kafka source) and with the Python Data Source (``kafka``),
+and both must give the same output per key: over an offset range, after a
+SIGKILL and resume, and through the SASL_PLAINTEXT listener with PLAIN and SCRAM
+users.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from bench.codec import canal_messages
+from cdc_smt.connector import kafka
+from cdc_smt.transforms.model import Record
+from tests.spark.conftest import run_async
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(600)]
+ROOT = Path(__file__).resolve().parents[2]
+IN_PARTITIONS, OUT_PARTITIONS = 2, 3
+
+
+def source_records(values: list[bytes]) -> list[Record]:
+    """Keyed (40 keys), placed where the Java client's default partitioner puts them."""
+    out = []
+    for i, v in enumerate(values):
+        key = b'{"id":%d}' % (i % 40)
+        out.append(Record(value=v, key=key, partition=kafka.partition_for(key, IN_PARTITIONS), headers=[("seq", str(i).encode())]))
+    return out
+
+
+def spark_write(spark: Any, bootstrap: str, topic: str, records: list[Record]) -> None:
+    """Write through Spark's Kafka sink, one task so each partition gets the records in order."""
+    rows = [(r.key, r.value, [(k, v) for k, v in r.headers], r.partition) for r in records]
+    schema = "key binary, value binary, headers array<struct<key:string,value:binary>>, partition int"
+    (
+        spark.createDataFrame(rows, schema)
+        .coalesce(1)
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("includeHeaders", "true")
+        .save()
+    )
+
+
+def prepare(spark: Any, apache: Any, name: str, count: int, seed: int) -> list[Record]:
+    topics = {f"{name}.in": IN_PARTITIONS, f"{name}.out": OUT_PARTITIONS, f"{name}.ref": OUT_PARTITIONS}
+    run_async(kafka.create_topics(apache.bootstrap, {**topics, f"{name}.dlq": 1}))
+    records = source_records(canal_messages(count, seed=seed))
+    spark_write(spark, apache.bootstrap, f"{name}.in", records)
+    return records
+
+
+def job_file(tmp: Path, name: str, bootstrap: str, source_type: str, out: str, jars: list[Path], *, kafka_extra: dict | None = None, batch: int = 400, **source: Any) -> Path:
+    doc = {
+        "id": f"{name}-{source_type}-{out}",
+        "kafka": {"bootstrap_servers": bootstrap, **(kafka_extra or {})},
+        "source": {"topics": [f"{name}.in"], "format": "canal-json"},
+        "sink": {"topic": f"{name}.{out}", "format": "debezium-json"},
+        "errors": {"tolerance": "all", "dead_letter_topic": f"{name}.dlq"},
+        "backfill": {
+            "source": {"type": source_type, "max_records_per_batch": batch, **source},
+            "checkpoint": str(tmp / f"{name}-{source_type}-{out}-ckpt"),
+            "spark_conf": {"spark.jars": ",".join(str(j) for j in jars)},
+        },
+    }
+    path = tmp / f"{name}-{source_type}-{out}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def run(spark: Any, path: Path) -> Any:
+    from cdc_smt.connector.spark.backfill import run as run_backfill
+    from cdc_smt.connector.spark.settings import Overrides, load
+
+    job, settings = load(path, Overrides())
+    return run_backfill(job, settings, spark=spark, progress_out=None)
+
+
+def per_key(bootstrap: str, topic: str) -> dict[tuple[int, bytes | None], list[bytes]]:
+    """Output values per (partition, key), in offset order (the only order a backfill defines)."""
+    out: dict[tuple[int, bytes | None], list[bytes]] = {}
+    for r in run_async(kafka.consume_all(bootstrap, topic)):
+        if r.value is not None:
+            out.setdefault((r.partition, r.key), []).append(r.value)
+    return out
+
+
+def test_spark_kafka_source_reads_an_offset_range_like_the_python_source(spark, spark_kafka, apache, tmp_path) -> None:
+    name = "sk-range"
+    records = prepare(spark, apache, name, 1500, seed=21)
+    sizes = Counter(r.partition for r in records)
+    start = {"0": 100, "1": 50}
+    until = {"0": sizes[0] - 100, "1": sizes[1] - 20}
+    rng = {"from": {"offsets": {f"{name}.in": start}}, "until": {"offsets": {f"{name}.in": until}}}
+    wanted = sum(until[p] - start[p] for p in start)
+
+    native = run(spark, job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, **rng))
+    python = run(spark, job_file(tmp_path, name, apache.bootstrap, "kafka", "ref", spark_kafka, **rng))
+    assert native.totals.records == python.totals.records == wanted
+    assert native.totals.batches >= 2
+
+    got, expected = per_key(apache.bootstrap, f"{name}.out"), per_key(apache.bootstrap, f"{name}.ref")
+    assert sum(map(len, expected.values())) == wanted - python.totals.dead_letters
+    assert got == expected
+    # Exactly the range: the records Spark wrote at those offsets, in order per partition.
+    source = run_async(kafka.consume_all(apache.bootstrap, f"{name}.in"))
+    assert [(r.key, r.value, r.partition, list(r.headers)) for r in source] == [
+        (r.key, r.value, r.partition, list(r.headers)) for p in range(IN_PARTITIONS) for r in records if r.partition == p
+    ]
+    chosen = [r for r in source if start[str(r.partition)] <= r.offset < until[str(r.partition)]]
+    assert len(chosen) == wanted
+
+
+def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_finished_batches(spark, spark_kafka, apache, tmp_path) -> None:
+    name = "sk-resume"
+    prepare(spark, apache, name, 3000, seed=13)
+    path = job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, batch=300)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True)
+    try:
+        seen = []
+        for line in proc.stderr:  # progress lines: kill once two micro-batches finished
+            seen.append(line)
+            if line.startswith("backfill: batch 1:"):
+                break
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(60)
+    assert any(s.startswith("backfill: batch 1:") for s in seen), "".join(seen[-20:])
+    checkpoint = tmp_path / f"{name}-spark-kafka-out-ckpt"
+    committed = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    assert committed and committed[-1] < 9, committed  # interrupted well before the end (10 batches)
+    lines = (checkpoint / "offsets" / str(committed[-1])).read_text().splitlines()
+    done = {int(p): o for p, o in orjson.loads(lines[-1])[f"{name}.in"].items()}
+
+    second = run(spark, path)
+    assert 0 < second.totals.records < 3000  # resumed, not started over
+    reference = run(spark, job_file(tmp_path, name, apache.bootstrap, "kafka", "ref", spark_kafka, batch=300))
+    assert reference.totals.records == 3000
+
+    got, expected = per_key(apache.bootstrap, f"{name}.out"), per_key(apache.bootstrap, f"{name}.ref")
+    assert set(got) == set(expected)
+    for key, wanted in expected.items():
+        have = got[key]
+        assert set(wanted) <= set(have), "lost an output"
+        assert list(dict.fromkeys(have)) == list(dict.fromkeys(wanted))  # per-key order survives the resume
+    # Outputs of records in committed batches were sent exactly once.
+    from cdc_smt.connector.spark.settings import Overrides, load
+
+    job, _ = load(path, Overrides())
+    chain = job.build_chain()
+    sent = Counter(v for vs in got.values() for v in vs)
+    finished = [r for r in run_async(kafka.consume_all(apache.bootstrap, f"{name}.in")) if r.offset < done[r.partition]]
+    assert finished
+    for record in finished:
+        for out in chain.process(record).outputs:
+            if out.value is not None:
+                assert sent[out.value] == 1, (record.partition, record.offset)
+
+
+SASL = [
+    pytest.param("PLAIN", id="plain"),
+    pytest.param("SCRAM-SHA-256", id="scram-sha-256"),
+    pytest.param("SCRAM-SHA-512", id="scram-sha-512"),
+]
+
+
+@pytest.mark.parametrize("source_type", ["spark-kafka", "kafka"])
+@pytest.mark.parametrize("mechanism", SASL)
+def test_sasl_settings_reach_the_broker(spark, spark_kafka, apache, tmp_path, mechanism: str, source_type: str) -> None:
+    from cdc_smt.connector.apache_kafka import USERS
+
+    name = f"sk-sasl-{mechanism.lower()}-{source_type}"
+    records = prepare(spark, apache, name, 300, seed=3)
+    user = "alice"
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "sasl_username": user, "sasl_password": USERS[user]}
+    progress = run(spark, job_file(tmp_path, name, apache.server.sasl_bootstrap, source_type, "out", spark_kafka, kafka_extra=sasl, batch=100))
+    assert progress.totals.records == len(records)
+    got = per_key(apache.bootstrap, f"{name}.out")
+    assert sum(map(len, got.values())) == len(records) - progress.totals.dead_letters
+
+
+def test_the_sasl_listener_refuses_a_wrong_password(apache, caplog) -> None:
+    """The listener really authenticates (so the tests above prove the mapping)."""
+    from cdc_smt.connector.jobconfig import KafkaSettings
+
+    for mechanism in ("PLAIN", "SCRAM-SHA-256"):
+        caplog.clear()
+        bad = KafkaSettings((apache.server.sasl_bootstrap,), security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="alice", sasl_password="wrong")
+        with pytest.raises(TimeoutError):
+            run_async(kafka.wait_until_ready(bad.aiokafka_kwargs(), timeout=3))
+        assert "Authentication failed" in caplog.text
