@@ -41,13 +41,14 @@ import platform
 import random
 import sys
 import time
-from cdc_smt.connector.tuning import tune_allocator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
+from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.errors import CdcSmtError
@@ -87,7 +88,9 @@ class Row:
 
 ROWS: tuple[Row, ...] = (
     Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
-    Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
+    Row(
+        "canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True
+    ),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema", python_path=True),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),

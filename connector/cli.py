@@ -15,8 +15,8 @@ import logging
 import os
 import pkgutil
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
 
 from cdc_smt.connector.exitcodes import ExitCode
 from cdc_smt.connector.tuning import tune_allocator

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, BinaryIO, Iterator, Union
+from typing import IO, Any, BinaryIO, Union
 
 import fastavro
 import orjson

@@ -159,18 +159,52 @@ def _validate_job(kind: str) -> tuple[ExitCode, str]:
     """``validate -f job`` reports a file it could read but not accept as a verdict (3); one it cannot open is 2."""
     if kind in ("missing", "directory"):
         return ExitCode.USAGE, "No such file" if kind == "missing" else "Is a directory"
-    return ExitCode.COMPLETED_WITH_ERRORS, {"binary": "not a text file", "empty": "expected a mapping", "malformed": "not valid YAML"}[kind]
+    return ExitCode.COMPLETED_WITH_ERRORS, {
+        "binary": "not a text file",
+        "empty": "expected a mapping",
+        "malformed": "not valid YAML",
+    }[kind]
 
 
 def dead_broker_cases(f: dict[str, str]) -> list[Case]:
     address = f"127.0.0.1:{f['port']}"
     return [
         # Every host probes the cluster at start-up: one line naming the address, "cannot run" (2).
-        Case("worker", "dead-broker", ("worker", "-c", f["dead-broker"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"], "--dry-run"), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("produce", "dead-broker", ("produce", "--values", "-t", "t", "--bootstrap", address, "--connect-timeout", "2", f["values"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("consume", "dead-broker", ("consume", "t", "--bootstrap", address, "--timeout", "1", "--connect-timeout", "2"), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
+        Case(
+            "worker",
+            "dead-broker",
+            ("worker", "-c", f["dead-broker"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "backfill",
+            "dead-broker",
+            ("backfill", "-c", f["dead-broker"], "--dry-run"),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "backfill",
+            "dead-broker",
+            ("backfill", "-c", f["dead-broker"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "produce",
+            "dead-broker",
+            ("produce", "--values", "-t", "t", "--bootstrap", address, "--connect-timeout", "2", f["values"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "consume",
+            "dead-broker",
+            ("consume", "t", "--bootstrap", address, "--timeout", "1", "--connect-timeout", "2"),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
     ]
 
 
@@ -181,8 +215,19 @@ def outcomes(bad: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> l
     cases_file = tmp_path_factory.mktemp("driver") / "cases.json"
     cases_file.write_text(json.dumps([list(c.argv) for c in batch]))
     env_cmd = [sys.executable, "-m", "cdc_smt.connector.cli"]
-    procs = [subprocess.Popen([sys.executable, "-c", DRIVER, str(cases_file)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
-    procs += [subprocess.Popen([*env_cmd, *c.argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in dead]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", DRIVER, str(cases_file)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    ]
+    procs += [
+        subprocess.Popen([*env_cmd, *c.argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for c in dead
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     driver_out, driver_err = outputs[0]
     assert procs[0].returncode == 0, driver_err

@@ -103,7 +103,11 @@ def test_defaults() -> None:
             "missing required key",
         ),
         ("source: a\nsink: b\ntransforms: {type: filter}", "transforms", "expected a list, got a mapping"),
-        ("source: a\nsink: {format: b, option: {}}", "sink.option", "unknown key 'option' (did you mean 'options'?; known: format, options)"),
+        (
+            "source: a\nsink: {format: b, option: {}}",
+            "sink.option",
+            "unknown key 'option' (did you mean 'options'?; known: format, options)",
+        ),
         ("source: a\nsink: {options: {}}", "sink.format", "missing required key"),
         ("source: a\nsinks: b", "sinks", "unknown key 'sinks'"),
         ("source: a", "sink", "missing required key"),

@@ -16,9 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 import pytest
@@ -722,7 +723,7 @@ def test_timestamp_router_time(oracle: ConnectOracle, corpus: Path) -> None:
     mine, java = _both(oracle, case, records, prefix)
     assert {r["topic"].rsplit("-", 1)[1] for r in java} == {"20231114"}  # the records' timestamp
     changed = [
-        dt.datetime.fromtimestamp(orjson.loads(r.value)["payload"]["source"]["ts_ms"] / 1000, dt.timezone.utc)
+        dt.datetime.fromtimestamp(orjson.loads(r.value)["payload"]["source"]["ts_ms"] / 1000, dt.UTC)
         for r in records
     ]
     assert [r["topic"].rsplit("-", 1)[1] for r in mine] == [t.strftime("%Y%m%d") for t in changed]

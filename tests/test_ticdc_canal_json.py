@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats.ticdc_canal_json import TICDC_TEXT, TicdcCanalJson, ticdc_type_name
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.types import Kind, parse_type, set_bits_from_labels
+from tests.strategies import change_streams, essence
 
 VALIDATOR = schemas.validator("ticdc-canal-json")
 TSO = 429918007904436226
@@ -45,7 +45,14 @@ def message(**fields) -> dict:
     return base
 
 
-UPDATED = {"c_bigint": "9223372036854775807", "c_int": "0", "c_mediumint": "8388607", "c_smallint": "32767", "c_tinyint": "0", "id": "2"}
+UPDATED = {
+    "c_bigint": "9223372036854775807",
+    "c_int": "0",
+    "c_mediumint": "8388607",
+    "c_smallint": "32767",
+    "c_tinyint": "0",
+    "id": "2",
+}
 
 
 def decode(obj: dict, codec: TicdcCanalJson | None = None) -> list[ChangeEvent]:
@@ -131,7 +138,11 @@ def _paramless(**row) -> dict:
 
 
 def test_parameterless_types_are_typed_without_guessing():
-    [e] = decode(_paramless(id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"))
+    [e] = decode(
+        _paramless(
+            id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"
+        )
+    )
     assert e.schema.column("b").type == "bit(64)"  # BIT alone would read as BIT(1): a boolean
     assert e.schema.column("d").type == "decimal(65,30)"  # DECIMAL alone would be DECIMAL(10,0): rounded
     assert e.schema.column("du").type == "decimal(65,30) unsigned"
@@ -181,7 +192,9 @@ def test_parameterless_types_take_the_catalog_types_when_the_base_type_matches()
 
 
 def test_parameterless_values_are_written_back_as_tidb_prints_them():
-    obj = _paramless(id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615")
+    obj = _paramless(
+        id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"
+    )
     [e] = decode(obj)
     e.typed()
     [out] = encoded(TicdcCanalJson(), [e])

@@ -88,7 +88,9 @@ def test_validate_a_pretty_printed_document(tmp_path, capsys):
 
 
 def test_validate_all_errors_and_messages_of_another_format(tmp_path, capsys):
-    code, out, _ = run(capsys, "validate", "-f", "cloudcanal-json", "--all-errors", "-q", jsonl(tmp_path, CKAFKA_INSERT))
+    code, out, _ = run(
+        capsys, "validate", "-f", "cloudcanal-json", "--all-errors", "-q", jsonl(tmp_path, CKAFKA_INSERT)
+    )
     assert code == 3  # completed, with errors
     assert {l.split(": ", 2)[2] for l in out.splitlines()} >= {
         "'action' is a required property",
@@ -139,7 +141,10 @@ def test_detect_names_the_formats_of_each_message(tmp_path, capsys):
     # Canal-shaped DDL is both a canal-json message and a CKafka DDL message.
     assert set(lines[3].split(": ", 1)[1].split(", ")) >= {"ckafka-json"}
     assert lines[4] == f"{path}:5: no format"
-    assert lines[5] == f"{path}:5:   looks like ckafka-json but fails its schema at /TIME: '1' does not match '^[0-9]{{14}}$'"
+    assert (
+        lines[5]
+        == f"{path}:5:   looks like ckafka-json but fails its schema at /TIME: '1' does not match '^[0-9]{{14}}$'"
+    )
     assert lines[6].startswith(f"{path}:6: no format (malformed JSON")
     assert "6 messages" in err and "ckafka-json 2/6" in err
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -74,7 +75,7 @@ def plans_of(format_name: str) -> list[str]:
     return [p for p in _native.PLANS if format_name in p.split(" -> ")]
 
 
-def plan_for(chain: Any) -> "NativePlan | None":
+def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
     if not enabled() or chain.transforms or chain.catalog is not None:
         return None
@@ -134,7 +135,9 @@ class _CanalTables:
         self.encoder = encoder
         self.timezone = decoder.opts.source_timezone
 
-    def compile(self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None) -> Any:
+    def compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
         from cdc_smt.transforms.formats._connect import repr_for_type
 
         try:
@@ -156,7 +159,10 @@ class _CanalTables:
             names = {c.name for c in schema.columns}
             if any(k not in names for k in schema.primary_key):
                 return None
-            columns = [(c.name, *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone)) for c in schema.columns]
+            columns = [
+                (c.name, *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone))
+                for c in schema.columns
+            ]
             key_schema = envelope_schema = None
             if self.encoder.schemas_enable:
                 out = self.encoder.encode(events[0])
@@ -218,7 +224,7 @@ def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
     return ("python", None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def zones_agree(name: str) -> bool:
     """Do Python's ``zoneinfo`` and the zone database compiled into the extension give
     ``name`` the same UTC offsets, day by day over 1900-2037 (where the plan converts
@@ -227,8 +233,8 @@ def zones_agree(name: str) -> bool:
         return True
     from cdc_smt.transforms.types import zone
 
-    start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.timezone.utc).timestamp())
-    end = int(dt.datetime(2038, 1, 1, tzinfo=dt.timezone.utc).timestamp())
+    start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.UTC).timestamp())
+    end = int(dt.datetime(2038, 1, 1, tzinfo=dt.UTC).timestamp())
     instants = list(range(start, end, 86_400))
     native_offsets = _native.zone_offsets(name, instants)
     if native_offsets is None:
@@ -241,7 +247,11 @@ def zones_agree(name: str) -> bool:
 def _enum_table(column: Any, form: Any) -> dict[str, str]:
     """The labels of an ENUM's usual texts (its indexes, ``0``, its non-numeric labels),
     as the Canal value form reads them; other texts go to Python."""
-    texts = ["0", *map(str, range(1, len(column.mysql.values) + 1)), *(v for v in column.mysql.values if not v.isdigit())]
+    texts = [
+        "0",
+        *map(str, range(1, len(column.mysql.values) + 1)),
+        *(v for v in column.mysql.values if not v.isdigit()),
+    ]
     table = {}
     for text in texts:
         try:

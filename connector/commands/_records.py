@@ -21,7 +21,8 @@ import base64
 import binascii
 import logging
 import os
-from typing import Any, Iterator, Union
+from collections.abc import Iterator
+from typing import Any, Union
 
 import msgspec
 import orjson
@@ -35,7 +36,7 @@ from cdc_smt.transforms.model import Record
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
 _Payload = Union[str, dict[str, Any], list[Any], None]
-_Headers = Union[list[tuple[str, Union[str, None]]], dict[str, Union[str, None]], None]
+_Headers = Union[list[tuple[str, str | None]], dict[str, str | None], None]
 
 
 class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -50,7 +51,7 @@ class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     value: _Payload = None
     value_base64: str | None = None
     headers: _Headers = None
-    headers_base64: list[tuple[str, Union[str, None]]] | None = None
+    headers_base64: list[tuple[str, str | None]] | None = None
 
 
 def bootstrap_argument(parser: Any) -> None:
@@ -196,6 +197,12 @@ def _texts(items: list[bytes]) -> list[str] | None:
 
 
 __all__ = [
-    "DEFAULT_BOOTSTRAP", "RecordLine", "bootstrap_argument", "quiet_client_logs", "read_record_lines", "record_line",
-    "require_kafka_client", "wait_for_broker",
+    "DEFAULT_BOOTSTRAP",
+    "RecordLine",
+    "bootstrap_argument",
+    "quiet_client_logs",
+    "read_record_lines",
+    "record_line",
+    "require_kafka_client",
+    "wait_for_broker",
 ]

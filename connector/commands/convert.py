@@ -27,9 +27,10 @@ import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -431,7 +432,12 @@ class Converter:
     """
 
     def __init__(
-        self, chain: Chain, writer: Any, dlq: DeadLetterFile | None, binary_input: bool, progress: Progress | None = None
+        self,
+        chain: Chain,
+        writer: Any,
+        dlq: DeadLetterFile | None,
+        binary_input: bool,
+        progress: Progress | None = None,
     ) -> None:
         self.chain = chain
         self.writer = writer

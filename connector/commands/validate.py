@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -43,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "JSON pointer of every failure. Exit status 1 when any message is invalid.",
     )
     p.add_argument("input", nargs="?", default="-", metavar="INPUT", help="JSON Lines file (default: - for stdin)")
-    p.add_argument("-f", "--format", required=True, metavar="FMT", help=f"schema to check against: {', '.join(schemas.names())}")
+    p.add_argument(
+        "-f", "--format", required=True, metavar="FMT", help=f"schema to check against: {', '.join(schemas.names())}"
+    )
     p.add_argument(
         "--all-errors",
         action="store_true",
@@ -94,7 +97,6 @@ def check(name: str, obj: Any, all_errors: bool = False) -> list[Failure]:
 
 def _leaves(errors: list[Any]) -> list[Any]:
     """The errors with their ``oneOf``/``anyOf`` failures replaced by those of the closest branch."""
-    import jsonschema
 
     out: list[Any] = []
     for error in errors:
@@ -203,7 +205,11 @@ def run(args: argparse.Namespace) -> int:
         for other in similar:
             others[other] = others.get(other, 0) + 1
         if args.json:
-            print(orjson.dumps({"line": lineno, "errors": [f.as_dict() for f in failures], "looks_like": similar}).decode())
+            print(
+                orjson.dumps(
+                    {"line": lineno, "errors": [f.as_dict() for f in failures], "looks_like": similar}
+                ).decode()
+            )
             continue
         if similar:
             print(f"{where}:{lineno}: (root): looks like {' or '.join(similar)}, not {name}")
@@ -214,7 +220,10 @@ def run(args: argparse.Namespace) -> int:
         if others:
             ranked = sorted(others.items(), key=lambda kv: -kv[1])
             verdict += " (" + ", ".join(f"{n} look{'s' if n == 1 else ''} like {fmt}" for fmt, n in ranked) + ")"
-        print(f"cdc-smt validate: {total} message{'s' if total != 1 else ''} checked against {name}: {verdict}", file=sys.stderr)
+        print(
+            f"cdc-smt validate: {total} message{'s' if total != 1 else ''} checked against {name}: {verdict}",
+            file=sys.stderr,
+        )
     return completed(invalid)
 
 
@@ -235,7 +244,10 @@ def validate_config(source: str, name: str, as_json: bool, quiet: bool) -> int:
     elif problem is not None:
         print(f"{where}: {problem}")
     if not quiet:
-        print(f"cdc-smt validate: {where} checked as a {name} file: {'valid' if problem is None else 'invalid'}", file=sys.stderr)
+        print(
+            f"cdc-smt validate: {where} checked as a {name} file: {'valid' if problem is None else 'invalid'}",
+            file=sys.stderr,
+        )
     return ExitCode.OK if problem is None else ExitCode.COMPLETED_WITH_ERRORS
 
 

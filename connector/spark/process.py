@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -364,7 +365,9 @@ class Task:
             return {"topic": st.topic, "partition": st.partition, "offset": pos, "timestamp": record.timestamp}
         where: dict[str, Any] = {"file": st.name, "position": pos}
         if record.topic is not None or record.offset is not None:  # an Avro dump keeps Kafka coordinates
-            where.update(topic=record.topic, partition=record.partition, offset=record.offset, timestamp=record.timestamp)
+            where.update(
+                topic=record.topic, partition=record.partition, offset=record.offset, timestamp=record.timestamp
+            )
         return where
 
     # -- the end -------------------------------------------------------------------------

@@ -114,7 +114,9 @@ def workload() -> list[ChangeEvent]:
     src = SourcePosition(db_type="mysql", database="shop", table="orders")
 
     def ev(op, before, after):
-        return ChangeEvent(op=op, source=src, before=before, after=after, schema=SCHEMA, pk=("id",), ts_ms=1_700_000_000_000)
+        return ChangeEvent(
+            op=op, source=src, before=before, after=after, schema=SCHEMA, pk=("id",), ts_ms=1_700_000_000_000
+        )
 
     def row(i, price, label):
         return {

@@ -11,8 +11,9 @@ from __future__ import annotations
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 #: CPU seconds one input may take.
 LIMIT_S = 1.0
@@ -68,7 +69,7 @@ class Guard:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, self._old)
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.integration.helpers import ROOT, KafkaCluster, consume, produce
 from cdc_smt.transforms.model import Record
+from tests.integration.helpers import ROOT, KafkaCluster, consume, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -17,14 +17,15 @@ Not a format: modules starting with ``_`` are not registered.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 import orjson
 
-from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
+from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
 from cdc_smt.transforms.types import (
     Kind,
@@ -61,7 +62,11 @@ def merged_schema(
     for name, type_text in columns:
         known = catalog.column(name) if catalog is not None else None
         if known is not None:
-            cols.append(known if known.primary_key == (name in key) else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment))
+            cols.append(
+                known
+                if known.primary_key == (name in key)
+                else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment)
+            )
         else:
             cols.append(Column(name, type_text, nullable=name not in key, primary_key=name in key))
     return TableSchema(columns=tuple(cols), primary_key=key)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 import orjson
@@ -23,6 +24,7 @@ import orjson
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Record, TableSchema
 from cdc_smt.transforms.options import Option, Options, check_timezone, merge, resolve
+
 
 def _positive(v: int) -> None:
     if v <= 0:
@@ -80,7 +82,13 @@ class Capabilities:
 #: ``RecursionError`` a value nested too deeply to render or to type.
 #: Anything else is a bug, and reaches the dead letter with its own name.
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (
-    LookupError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error, RecursionError,
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    struct.error,
+    RecursionError,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -301,7 +309,9 @@ class JsonCodec(Codec):
             raise DecodeError("malformed JSON: nested too deeply", format=self.name) from None
         except UnicodeDecodeError as exc:  # msgspec reports invalid UTF-8 in a string this way
             raise DecodeError(f"malformed JSON: invalid UTF-8 at byte {exc.start}", format=self.name) from None
-        except ArithmeticError:  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
+        except (
+            ArithmeticError
+        ):  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
             raise DecodeError("malformed JSON: a number beyond the range of a decimal", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
@@ -386,7 +396,14 @@ class JsonCodec(Codec):
         return orjson.dumps(obj, default=json_default)
 
 
-_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+_TYPE_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+}
 
 
 def _json_name(v: Any) -> str:

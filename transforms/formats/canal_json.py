@@ -62,9 +62,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 import orjson
 
@@ -76,12 +77,12 @@ from cdc_smt.transforms.model import (
     UNWRAPPED,
     ChangeEvent,
     Column,
+    IdentityCache,
     Op,
     Record,
     SourcePosition,
     TableSchema,
     Target,
-    IdentityCache,
     compiled,
     typed_reader,
 )
@@ -437,7 +438,9 @@ class CanalJson(JsonCodec):
     """Official Alibaba Canal flat messages; TiCDC's dialect subclasses this."""
 
     name = "canal-json"
-    description = "Alibaba Canal flat message (canal-json): row batches with mysqlType/sqlType, changed-columns-only old"
+    description = (
+        "Alibaba Canal flat message (canal-json): row batches with mysqlType/sqlType, changed-columns-only old"
+    )
     options = (
         Option(
             "batch",
@@ -659,7 +662,13 @@ class CanalJson(JsonCodec):
             names = tuple(mysql_types)
             sql_names = tuple(sql_types) if sql_types else ()
             last = self._last_schema
-            if last is not None and last[0] == names and last[1] == sql_names and last[2] == pk and last[3] == mysql_types:
+            if (
+                last is not None
+                and last[0] == names
+                and last[1] == sql_names
+                and last[2] == pk
+                and last[3] == mysql_types
+            ):
                 return last[4]
             key = self.schema_key(mysql_types, sql_types, pk)
             schema = self._schemas.get(key)
@@ -688,7 +697,9 @@ class CanalJson(JsonCodec):
             table = changes["table"]
             cols = sorted(table.get("columns") or (), key=lambda c: c.get("position", 0))
             types = {
-                c["name"]: self.column_type(c["name"], c.get("typeExpression") or c.get("typeName") or "", c.get("jdbcType"))
+                c["name"]: self.column_type(
+                    c["name"], c.get("typeExpression") or c.get("typeName") or "", c.get("jdbcType")
+                )
                 for c in cols
             }
             return _table_schema(types, tuple(table.get("primaryKeyColumnNames") or ()))
@@ -918,7 +929,9 @@ class CanalJson(JsonCodec):
         self._last_writers = (schema, form, from_tz, writers)
         return writers
 
-    def _compile_writers(self, schema: TableSchema, form: Any, from_tz: str, to_tz: str) -> dict[str, Callable[[Any], str]]:
+    def _compile_writers(
+        self, schema: TableSchema, form: Any, from_tz: str, to_tz: str
+    ) -> dict[str, Callable[[Any], str]]:
         own = self.form
 
         def build() -> dict[str, Callable[[Any], str]]:
@@ -1049,7 +1062,9 @@ class CanalJson(JsonCodec):
 _ROW_TYPE_NAMES = {Op.INSERT: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE", Op.READ: "INIT"}
 
 #: Fields whose value comes from the model (the rest are restored from the original).
-_ROW_MODEL_FIELDS = frozenset({"data", "database", "es", "mysqlType", "old", "pkNames", "sqlType", "table", "ts", "type"})
+_ROW_MODEL_FIELDS = frozenset(
+    {"data", "database", "es", "mysqlType", "old", "pkNames", "sqlType", "table", "ts", "type"}
+)
 _DDL_MODEL_FIELDS = frozenset({"database", "es", "sql", "table", "ts", "type"})
 
 
@@ -1142,7 +1157,12 @@ def _table_schema(types: dict[str, str], pk: tuple[str, ...]) -> TableSchema:
 
 
 def _timestamp_columns(schema: TableSchema) -> tuple[str, ...]:
-    return compiled(schema, None, "timestamp_columns", lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP))
+    return compiled(
+        schema,
+        None,
+        "timestamp_columns",
+        lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP),
+    )
 
 
 def _inferred_types(rows: list) -> dict[str, str]:

@@ -55,8 +55,8 @@ import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
-from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl
@@ -95,7 +95,14 @@ _CONTROL_OPS = {
 }
 _DDL_OPS = frozenset({"CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"})
 _OP_BY_CONTROL = {Op.BEGIN: "TRANSACTION_BEGIN", Op.COMMIT: "TRANSACTION_END", Op.HEARTBEAT: "MHEARTBEAT"}
-_DB_TYPES = {"mysql": "MySQL", "oracle": "Oracle", "postgres": "PostgreSQL", "sqlserver": "SQLServer", "mariadb": "MySQL", "tidb": "MySQL"}
+_DB_TYPES = {
+    "mysql": "MySQL",
+    "oracle": "Oracle",
+    "postgres": "PostgreSQL",
+    "sqlserver": "SQLServer",
+    "mariadb": "MySQL",
+    "tidb": "MySQL",
+}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
 
@@ -353,12 +360,16 @@ class DataWorksJson(JsonCodec):
             other = b.column(col.name)
             t = col.type
             if other is not None and other.type != t and other.type.startswith("decimal(65,"):
-                if t == "double" or (t.startswith("decimal(65,") and parse_type(other.type).scale > parse_type(t).scale):
+                if t == "double" or (
+                    t.startswith("decimal(65,") and parse_type(other.type).scale > parse_type(t).scale
+                ):
                     t = other.type
             columns.append((col.name, t))
         return merged_schema(tuple(columns), a.primary_key, self.catalog_schema(source.database, source.table))
 
-    def _schema(self, schema: dict, images: dict[str, dict | None], source: SourcePosition) -> tuple[TableSchema, tuple]:
+    def _schema(
+        self, schema: dict, images: dict[str, dict | None], source: SourcePosition
+    ) -> tuple[TableSchema, tuple]:
         """Event schema and the DataWorks type of every column (validating the values)."""
         declared = self.optional(schema, "dataColumn", list) or []
         types: dict[str, str] = {}
@@ -408,15 +419,25 @@ class DataWorksJson(JsonCodec):
         if op is Op.DDL or op is Op.TRUNCATE:
             code = _template_op(template) if template else None
             if code is None or (op is Op.TRUNCATE) != (code == "TRUNCATE"):
-                code = "TRUNCATE" if op is Op.TRUNCATE else (event.ddl_kind if event.ddl_kind in _DDL_OPS else classify_ddl(event.ddl or ""))
+                code = (
+                    "TRUNCATE"
+                    if op is Op.TRUNCATE
+                    else (event.ddl_kind if event.ddl_kind in _DDL_OPS else classify_ddl(event.ddl or ""))
+                )
             msg = self._message(event, template, code)
             payload = msg["payload"]
             if event.ddl is not None or payload.get("ddl") is not None:
                 payload["ddl"] = {**(payload.get("ddl") or {}), "text": event.ddl}
             if event.schema is not None:
-                msg["schema"]["dataColumn"] = [{"name": c.name, "type": dataworks_type(c.mysql)} for c in event.schema.columns]
+                msg["schema"]["dataColumn"] = [
+                    {"name": c.name, "type": dataworks_type(c.mysql)} for c in event.schema.columns
+                ]
             return msg
-        code = _template_op(template) if template and _CONTROL_OPS.get(_template_op(template)) is op else _OP_BY_CONTROL[op]
+        code = (
+            _template_op(template)
+            if template and _CONTROL_OPS.get(_template_op(template)) is op
+            else _OP_BY_CONTROL[op]
+        )
         return self._message(event, template, code)
 
     def _encode_rows(self, event: ChangeEvent, extra: dict) -> Any:
@@ -526,13 +547,19 @@ class DataWorksJson(JsonCodec):
         if isinstance(form, DataWorksValues):
             for name in image:
                 col = schema.column(name) if schema is not None else None
-                types.setdefault(name, form.types.get(name) or (dataworks_type(col.mysql) if col is not None else "STRING"))
+                types.setdefault(
+                    name, form.types.get(name) or (dataworks_type(col.mysql) if col is not None else "STRING")
+                )
             return dict(image)
         image = typed_image(event, image)
         out = {}
         for name, v in image.items():
             col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
+            t = (
+                col.mysql
+                if col is not None
+                else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
+            )
             types.setdefault(name, dataworks_type(t))
             out[name] = None if v is None else self._value(t, v, event.timezone)
         return out
@@ -565,7 +592,12 @@ class DataWorksJson(JsonCodec):
         if not isinstance(message, dict):
             return False
         payload, schema = message.get("payload"), message.get("schema")
-        return isinstance(payload, dict) and isinstance(payload.get("op"), str) and isinstance(schema, dict) and "dataColumn" in schema
+        return (
+            isinstance(payload, dict)
+            and isinstance(payload.get("op"), str)
+            and isinstance(schema, dict)
+            and "dataColumn" in schema
+        )
 
 
 # ---------------------------------------------------------------------------

@@ -43,8 +43,28 @@ _KINDS: dict[str, tuple[Op, frozenset[int]]] = {
 }
 _ROW_CODES = {1: {"insert": 23, "update": 24, "delete": 25}, 2: {"insert": 30, "update": 31, "delete": 32}}
 _CONTROL_CODES = {"gtid": 33, "xid": 16, "query": 2}
-_KIND_OF_OP = {Op.INSERT: "insert", Op.READ: "insert", Op.UPDATE: "update", Op.DELETE: "delete", Op.BEGIN: "gtid", Op.COMMIT: "xid", Op.DDL: "query", Op.TRUNCATE: "query"}
-_HEADER = ("logtype", "eventtype", "eventtypestr", "db", "table", "localip", "localport", "begintime", "gtid", "event_index")
+_KIND_OF_OP = {
+    Op.INSERT: "insert",
+    Op.READ: "insert",
+    Op.UPDATE: "update",
+    Op.DELETE: "delete",
+    Op.BEGIN: "gtid",
+    Op.COMMIT: "xid",
+    Op.DDL: "query",
+    Op.TRUNCATE: "query",
+}
+_HEADER = (
+    "logtype",
+    "eventtype",
+    "eventtypestr",
+    "db",
+    "table",
+    "localip",
+    "localport",
+    "begintime",
+    "gtid",
+    "event_index",
+)
 _KNOWN = frozenset(_HEADER) | {"where", "field", "xid", "sql"}
 _MARIADB_GTID = re.compile(r"^\d+-\d+-\d+$")
 _TXN_QUERIES = {"BEGIN": Op.BEGIN, "START TRANSACTION": Op.BEGIN, "COMMIT": Op.COMMIT}
@@ -172,7 +192,9 @@ class TdsqlBinlogJson(JsonCodec):
                 )
             names = tuple(f"@{i}" for i in range(1, n + 1))
             event.before, event.after = (
-                {k: literal_value(parse_literal(v), None) if isinstance(v, str) else v for k, v in zip(names, arr)} if arr else None
+                {k: literal_value(parse_literal(v), None) if isinstance(v, str) else v for k, v in zip(names, arr)}
+                if arr
+                else None
                 for arr in (where, field)
             )
         else:

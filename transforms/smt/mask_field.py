@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
