@@ -209,7 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     messages = canal_messages(args.count)
     cores = cores_of(args.master)
     print(
-        f"{args.count:,} Canal JSON messages ({sum(map(len, messages)) / len(messages):.0f} bytes on average); {args.master}; {cpu_model()}",
+        f"{args.count:,} Canal JSON messages ({sum(map(len, messages)) / len(messages):.0f} bytes on average); "
+        f"{args.master}; {cpu_model()}",
         flush=True,
     )
     rate1 = single_core(messages[: args.single_count])

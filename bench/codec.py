@@ -8,7 +8,8 @@ tinyint(1), datetime(3), timestamp, date, a nullable column; 60 % inserts,
 30 % updates with ``old``, 10 % deletes) in-process, then times each row of :data:`ROWS`
 through :meth:`transforms.chain.Chain.process_batch` (one codec pair, no
 transforms, no schema catalog; the native core's plan where it has one, marked
-``[native]``, and the same conversion on the Python path, ``CDC_SMT_NATIVE=0``), least CPU time of ``--runs``, in one thread
+``[native]``, and the same conversion on the Python path, ``CDC_SMT_NATIVE=0``),
+least CPU time of ``--runs``, in one thread
 (``--pin CPU`` to pin it). The floor is ``orjson.loads`` +
 ``orjson.dumps`` of the same messages: the least any JSON-to-JSON conversion
 can cost, so "x floor" says how much the model and the two codecs add.

@@ -328,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     seconds += time.perf_counter() - settled  # the counters may run ahead of the lag
                     v.max_rate = args.count / seconds
                     print(
-                        f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s ({seconds:.1f}s); load {os.getloadavg()[0]:.1f}",
+                        f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s "
+                        f"({seconds:.1f}s); load {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
                     rates = rates or parse_rates(args.rates, v.max_rate)  # every variant is offered the same rates
@@ -356,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     for v in variants:
         print(
-            f"{v.name}: max throughput {v.max_rate:,.0f} msgs/s (backlog of {args.count:,}, {args.partitions} partitions)"
+            f"{v.name}: max throughput {v.max_rate:,.0f} msgs/s "
+            f"(backlog of {args.count:,}, {args.partitions} partitions)"
         )
     print()
     print("| path | offered msgs/s | sent msgs/s | records | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |")

@@ -326,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds, n_out = codec_ceiling(records, args.partitions, args.batch_size, job)
         results["b"] = args.count / seconds
         print(
-            f"(b) codec ceiling, in-process, no Kafka:   {results['b']:>10,.0f} msgs/s  ({seconds:.1f}s, {n_out:,} output records)",
+            f"(b) codec ceiling, in-process, no Kafka:   {results['b']:>10,.0f} msgs/s  "
+            f"({seconds:.1f}s, {n_out:,} output records)",
             flush=True,
         )
         del records
@@ -350,7 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lat = asyncio.run(latency(bootstrap, rate, args.latency_seconds, args.partitions))
                 p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
                 print(
-                    f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
+                    f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: "
+                    f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
                     flush=True,
                 )
                 results.update(rate=rate, p50=p50, p99=p99)
@@ -375,7 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(f"end-to-end latency at {results['rate']:,} msgs/s: p50 {results['p50']:.0f} ms, p99 {results['p99']:.0f} ms")
     print(
-        f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; (a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
+        f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; "
+        f"(a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
     )
     print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     return 0

@@ -35,7 +35,7 @@ FORMATS = sorted(registry())
 
 def _catalog() -> SchemaCatalog:
     cat = SchemaCatalog()
-    for table, ddl in workload.DDL.items():
+    for ddl in workload.DDL.values():
         cat.apply_ddl(workload.DATABASE, ddl)
     return cat
 
@@ -119,7 +119,7 @@ def expected_tables(events: list[ChangeEvent], *formats: str) -> dict:
             continue
         by_name = e.schema.by_name
 
-        def norm(image):
+        def norm(image, by_name=by_name):
             if image is None:
                 return None
             return {k: _apply(rules, by_name[k], v) for k, v in image.items()}

@@ -223,8 +223,10 @@ def test_cloudcanal_ddl_table_changes_become_the_schema_and_are_reproduced():
         "tableChanges": {
             "table": {
                 "columns": [
-                    {"jdbcType": 12, "name": "col_pk", "position": 2, "typeExpression": "varchar(22)", "typeName": "varchar"},
-                    {"jdbcType": 12, "name": "col1", "position": 0, "typeExpression": "varchar(22)", "typeName": "varchar"},
+                    {"jdbcType": 12, "name": "col_pk", "position": 2, "typeExpression": "varchar(22)",
+                     "typeName": "varchar"},
+                    {"jdbcType": 12, "name": "col1", "position": 0, "typeExpression": "varchar(22)",
+                     "typeName": "varchar"},
                     {"jdbcType": 4, "name": "col2", "position": 1, "typeExpression": "int(11)", "typeName": "int"},
                 ],
                 "primaryKeyColumnNames": ["col_pk"],
@@ -339,7 +341,8 @@ def _typed_event(**values) -> ChangeEvent:
 def test_values_follow_canal_text_conventions():
     e = _typed_event(
         e="b", s="x,z", b1=True, b8=5, bin=b"\x00\xff\x80A", f=3.140000104904175, d=1e10, dec=Decimal("1.5"),
-        y=0, dt=dt.datetime(2023, 3, 24, 14, 30, 5, 120000), ts=dt.datetime(2023, 1, 1), tm=-dt.timedelta(hours=838, seconds=1),
+        y=0, dt=dt.datetime(2023, 3, 24, 14, 30, 5, 120000), ts=dt.datetime(2023, 1, 1),
+        tm=-dt.timedelta(hours=838, seconds=1),
         z=InvalidTemporal("0000-00-00"), j='{"a": 1}',
     )  # fmt: skip
     [out] = encoded(CanalJson(), [e])
@@ -351,10 +354,11 @@ def test_values_follow_canal_text_conventions():
         }
     ]  # fmt: skip
     assert out["mysqlType"] == {c.name: c.type for c in ALL.columns}
-    # value-dependent codes: bigint unsigned above 2^63-1 -> DECIMAL, set -> BIT, non-null binary -> BLOB, JSON -> VARCHAR
+    # value-dependent codes: bigint unsigned above 2^63-1 -> DECIMAL, set -> BIT, non-null binary -> BLOB,
+    # JSON -> VARCHAR
     assert out["sqlType"] == {
-        "id": 3, "e": 4, "s": -7, "b1": -7, "b8": -7, "bin": 2004, "f": 7, "d": 8, "dec": 3, "y": 12, "dt": 93, "ts": 93,
-        "tm": 92, "z": 91, "j": 12,
+        "id": 3, "e": 4, "s": -7, "b1": -7, "b8": -7, "bin": 2004, "f": 7, "d": 8, "dec": 3, "y": 12, "dt": 93,
+        "ts": 93, "tm": 92, "z": 91, "j": 12,
     }  # fmt: skip
     [back] = decode(out)
     back.typed()
@@ -395,7 +399,8 @@ def test_float_columns_are_typed_as_32_bit_floats():
     [
         (1.0, False, "1.0"), (100.0, False, "100.0"), (0.001, False, "0.001"), (1e7, False, "1.0E7"),
         (1.0e-4, False, "1.0E-4"), (123456789.0, False, "1.23456789E8"), (-2.5e-10, False, "-2.5E-10"),
-        (0.0, False, "0.0"), (-0.0, False, "-0.0"), (5e-324, False, "4.9E-324"), (1.7976931348623157e308, False, "1.7976931348623157E308"),
+        (0.0, False, "0.0"), (-0.0, False, "-0.0"), (5e-324, False, "4.9E-324"),
+        (1.7976931348623157e308, False, "1.7976931348623157E308"),
         (3.140000104904175, True, "3.14"), (22.200000762939453, True, "22.2"), (1.401298464324817e-45, True, "1.4E-45"),
         (3.4028234663852886e38, True, "3.4028235E38"), (16777216.0, True, "1.6777216E7"),
     ],

@@ -25,8 +25,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def canal(i: int, rows: int = 1, msg_id: int | None = None, table: str = "orders") -> dict:
     return {
-        "data": [{"id": str(i + r), "name": f"n{i + r}"} for r in range(rows)], "database": "shop", "es": 1_700_000_000_000,
-        "id": i if msg_id is None else msg_id, "isDdl": False, "mysqlType": {"id": "int(11)", "name": "varchar(255)"},
+        "data": [{"id": str(i + r), "name": f"n{i + r}"} for r in range(rows)], "database": "shop",
+        "es": 1_700_000_000_000, "id": i if msg_id is None else msg_id, "isDdl": False,
+        "mysqlType": {"id": "int(11)", "name": "varchar(255)"},
         "old": None, "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "name": 12}, "table": table,
         "ts": 1_700_000_000_123, "type": "INSERT",
     }  # fmt: skip

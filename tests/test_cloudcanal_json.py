@@ -129,7 +129,8 @@ def test_transactionend_is_a_commit():
 
 def test_ddl_with_table_changes_and_the_ddl_spelling():
     msg = {
-        "action": "ALTER", "before": [], "bid": 0, "data": [], "db": "alltype_mysql", "dbValType": {"a": "int", "b": "int", "c": "int"},
+        "action": "ALTER", "before": [], "bid": 0, "data": [], "db": "alltype_mysql",
+        "dbValType": {"a": "int", "b": "int", "c": "int"},
         "ddl": True, "entryType": "ROWDATA", "execTs": 1669880624000, "jdbcType": {"a": 4, "b": 4, "c": 4}, "pks": [],
         "schema": "alltype_mysql", "sendTs": 1669880625842, "sql": "alter table aaa add c int null", "table": "aaa",
         "tableChanges": {"table": {"columns": [

@@ -113,7 +113,7 @@ def declared(events: list[ChangeEvent], *formats: str) -> list[ChangeEvent]:
         e.typed()
         by_name = e.schema.by_name if e.schema is not None else {}
 
-        def norm(image: dict | None) -> dict | None:
+        def norm(image: dict | None, by_name: dict = by_name) -> dict | None:
             if image is None or not rules:
                 return image
             row = {}

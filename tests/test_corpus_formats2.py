@@ -41,8 +41,8 @@ _ROW_KIND = {"INSERT": Op.INSERT, "UPDATE_AFTER": Op.UPDATE, "DELETE": Op.DELETE
 
 
 def _facts(path: Path) -> dict[str, str]:
-    lines = [l for l in read_expected(path) if not l.startswith("#")]
-    return dict(l.split("=", 1) for l in lines)
+    lines = [line for line in read_expected(path) if not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
 
 
 @pytest.mark.parametrize("name", ["insert", "update-in-one", "delete"])
@@ -162,7 +162,7 @@ BEYOND_DOUBLE = {"maxwell-test-user-insert.json#1", "maxwell-test-user-update.js
 @pytest.mark.parametrize("fmt", MINE)
 def test_corpus_messages_validate_against_the_schema(corpus, fmt):
     validate = schemas.validator(fmt).validate
-    for where, msg in _corpus_messages(corpus, fmt):
+    for _where, msg in _corpus_messages(corpus, fmt):
         validate(orjson.loads(msg))  # includes Flink's serializer output and Maxwell's encrypted form
 
 

@@ -221,7 +221,7 @@ def test_tdsql_transaction_and_query_samples(corpus):
     schema = c.catalog.get("testsummer", "test_table1")  # the query event fed the codec's own catalog
     assert [(col.name, col.type) for col in schema.columns] == [("id", "int"), ("name", "varchar(20)")]
     assert schema.primary_key == ("id",)
-    for raw, e in zip(raws, (query, gtid, xid)):
+    for raw, e in zip(raws, (query, gtid, xid), strict=True):
         assert c.encode(e)[0].value == raw
 
 

@@ -215,7 +215,10 @@ class TestTemporal:
         assert after_of(event)["ts"] == "2023-03-23T22:00:10.12Z"
 
     def test_zoned_timestamp_decodes_into_source_timezone(self):
-        msg = b'{"before":null,"after":{"id":1,"ts":"2018-06-20T13:37:03Z","dt":1529476623000},"source":{"db":"shop","table":"t"},"op":"c"}'
+        msg = (
+            b'{"before":null,"after":{"id":1,"ts":"2018-06-20T13:37:03Z","dt":1529476623000},'
+            b'"source":{"db":"shop","table":"t"},"op":"c"}'
+        )
         cat = SchemaCatalog()
         cat.put("shop", "t", table(("id", "int"), ("ts", "timestamp"), ("dt", "datetime")))
         (e,) = codec(cat, source_timezone="America/Los_Angeles").decode(Record(value=msg))
@@ -614,7 +617,10 @@ class TestDecodeShapes:
 
     def test_schemaless_values_keep_json_types(self):
         # Without a schema part or a catalog, a DATE stays its epoch-day int (documented loss).
-        msg = b'{"before":null,"after":{"id":1,"d":18263,"price":"BNI=","w":1.5,"ok":true},"source":{"db":"shop","table":"t"},"op":"c"}'
+        msg = (
+            b'{"before":null,"after":{"id":1,"d":18263,"price":"BNI=","w":1.5,"ok":true},'
+            b'"source":{"db":"shop","table":"t"},"op":"c"}'
+        )
         (e,) = codec().decode(Record(value=msg))
         assert e.typed().after == {"id": 1, "d": 18263, "price": "BNI=", "w": 1.5, "ok": True}
 
@@ -1108,7 +1114,7 @@ def expected_events(events: list[ChangeEvent], opts: dict[str, Any], typed_by_ca
     for e in events:
         by_name = e.schema.by_name
 
-        def image(row):
+        def image(row, by_name=by_name):
             return (
                 None
                 if row is None

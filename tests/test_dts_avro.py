@@ -318,7 +318,8 @@ def test_encoding_typed_values_uses_mysql_codes_and_union_branches():
     assert obj["sourcePosition"] == "2196@4"
     assert orjson.loads(obj["tags"]["pk_uk_info"]) == {"PRIMARY": ["id"]}
     assert [(f["name"], f["dataTypeNumber"]) for f in obj["fields"]] == [
-        ("id", 8), ("name", 253), ("body", 250), ("bin", 253), ("price", 246), ("ts", 7), ("dur", 11), ("flag", 16), ("kind", 247),
+        ("id", 8), ("name", 253), ("body", 250), ("bin", 253), ("price", 246), ("ts", 7), ("dur", 11), ("flag", 16),
+        ("kind", 247),
     ]  # fmt: skip
     assert obj["afterImages"] == [
         I(2**64 - 1, 20),

@@ -301,7 +301,8 @@ public class ReadJaas {
             cfg.put("sasl.jaas.config", new Password(text));
             AppConfigurationEntry e = JaasContext.loadClientContext(cfg).configurationEntries().get(0);
             Map<String, ?> o = e.getOptions();
-            System.out.println(e.getLoginModuleName() + " " + enc.encodeToString(((String) o.get("username")).getBytes("UTF-8"))
+            System.out.println(e.getLoginModuleName()
+                + " " + enc.encodeToString(((String) o.get("username")).getBytes("UTF-8"))
                 + " " + enc.encodeToString(((String) o.get("password")).getBytes("UTF-8")));
         }
     }

@@ -367,7 +367,10 @@ def test_reencoding_decoded_messages_is_exact(events):
 
 def test_numbers_a_double_cannot_hold_are_exact_both_ways():
     """Maxwell writes DECIMAL as a JSON number; a decimal(24,4) amount has 24 digits."""
-    text = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"amt":12345678901234567890.1234,"j":{"x":0.10000000000000000001}}}'
+    text = (
+        b'{"database":"shop","table":"t","type":"insert","ts":1,'
+        b'"data":{"id":1,"amt":12345678901234567890.1234,"j":{"x":0.10000000000000000001}}}'
+    )
     schema = TableSchema(
         columns=(Column("id", "int", primary_key=True), Column("amt", "decimal(24,4)"), Column("j", "json")),
         primary_key=("id",),

@@ -83,7 +83,7 @@ def test_bad_literals(text):
 
 def test_scan_a_values_list():
     lits = list(scan_literals("1, 'a,b', NULL,X'FF' , -2.5"))
-    assert [l.value for l in lits] == ["1", "a,b", None, b"\xff", "-2.5"]
+    assert [lit.value for lit in lits] == ["1", "a,b", None, b"\xff", "-2.5"]
     with pytest.raises(LiteralError):
         list(scan_literals("1 2"))
     with pytest.raises(LiteralError):

@@ -36,8 +36,8 @@ def message(**fields) -> dict:
         "es": 1639633141221, "ts": 1639633142960, "sql": "",
         "sqlType": {"c_bigint": -5, "c_int": 4, "c_mediumint": 4, "c_smallint": 5, "c_tinyint": -6, "id": 4},
         "mysqlType": {
-            "c_bigint": "bigint", "c_int": "int", "c_mediumint": "mediumint", "c_smallint": "smallint", "c_tinyint": "tinyint",
-            "id": "int",
+            "c_bigint": "bigint", "c_int": "int", "c_mediumint": "mediumint", "c_smallint": "smallint",
+            "c_tinyint": "tinyint", "id": "int",
         },
         "old": None, "data": [row],
     }  # fmt: skip
@@ -160,7 +160,8 @@ def test_parameterless_temporal_types_keep_their_fractional_seconds():
 
     types = {"id": "int", "ts": "datetime", "at": "timestamp", "t": "time"}
     obj = message(mysqlType=types, sqlType={"id": 4, "ts": 93, "at": 93, "t": 92},
-                  data=[{"id": "1", "ts": "2022-10-14 23:55:31.989360", "at": "2022-10-14 23:55:31.5", "t": "23:55:31.989360"}])  # fmt: skip
+                  data=[{"id": "1", "ts": "2022-10-14 23:55:31.989360", "at": "2022-10-14 23:55:31.5",
+                         "t": "23:55:31.989360"}])  # fmt: skip
     [e] = decode(obj)
     assert [e.schema.column(n).type for n in ("ts", "at", "t")] == ["datetime(6)", "timestamp(6)", "time(6)"]
     [r] = DebeziumJsonCodec({"schemas_enable": True}).encode(e)
@@ -220,9 +221,9 @@ SCHEMA = TableSchema(
         Column(n, t, nullable=n != "id", primary_key=n == "id")
         for n, t in [
             ("id", "int(11)"), ("tu", "tinyint unsigned"), ("su", "smallint(5) unsigned"), ("mu", "mediumint unsigned"),
-            ("iu", "int unsigned zerofill"), ("bu", "bigint(20) unsigned"), ("dec", "decimal(10,4)"), ("e", "enum('a','b','c')"),
-            ("s", "set('a','b','c')"), ("bit", "bit(1)"), ("y", "year(4)"), ("txt", "text"), ("blb", "blob"), ("bin", "binary(2)"),
-            ("j", "json"), ("c", "char(3)"), ("f", "float"), ("d", "double"),
+            ("iu", "int unsigned zerofill"), ("bu", "bigint(20) unsigned"), ("dec", "decimal(10,4)"),
+            ("e", "enum('a','b','c')"), ("s", "set('a','b','c')"), ("bit", "bit(1)"), ("y", "year(4)"), ("txt", "text"),
+            ("blb", "blob"), ("bin", "binary(2)"), ("j", "json"), ("c", "char(3)"), ("f", "float"), ("d", "double"),
         ]
     ),
     primary_key=("id",),
@@ -238,13 +239,14 @@ def _event(op: Op = Op.INSERT, **values) -> ChangeEvent:
 
 
 def test_mysql_type_without_parameters_and_sql_type_by_value():
-    e = _event(tu=200, su=40000, mu=16777215, iu=2147483648, bu=2**63, dec=Decimal("1.5"), e="c", s="a,c", bit=True, y=2023,
-               txt="t", blb=b"b", bin=b"\x01\x02", j="{}", c="abc", f=0.1, d=1e21)  # fmt: skip
+    e = _event(tu=200, su=40000, mu=16777215, iu=2147483648, bu=2**63, dec=Decimal("1.5"), e="c", s="a,c", bit=True,
+               y=2023, txt="t", blb=b"b", bin=b"\x01\x02", j="{}", c="abc", f=0.1, d=1e21)  # fmt: skip
     [out] = encoded(TicdcCanalJson(), [e])
     assert out["mysqlType"] == {
-        "id": "int", "tu": "tinyint unsigned", "su": "smallint unsigned", "mu": "mediumint unsigned", "iu": "int unsigned zerofill",
-        "bu": "bigint unsigned", "dec": "decimal", "e": "enum", "s": "set", "bit": "bit", "y": "year", "txt": "text",
-        "blb": "blob", "bin": "binary", "j": "json", "c": "char", "f": "float", "d": "double",
+        "id": "int", "tu": "tinyint unsigned", "su": "smallint unsigned", "mu": "mediumint unsigned",
+        "iu": "int unsigned zerofill", "bu": "bigint unsigned", "dec": "decimal", "e": "enum", "s": "set", "bit": "bit",
+        "y": "year", "txt": "text", "blb": "blob", "bin": "binary", "j": "json", "c": "char", "f": "float",
+        "d": "double",
     }  # fmt: skip
     # The doc's tables: unsigned integers above the signed range move up; TEXT 2005, BLOB/BINARY 2004, SET -7, JSON 12.
     assert out["sqlType"] == {
@@ -253,8 +255,8 @@ def test_mysql_type_without_parameters_and_sql_type_by_value():
     }  # fmt: skip
     assert out["data"] == [
         {"id": "1", "tu": "200", "su": "40000", "mu": "16777215", "iu": "2147483648", "bu": "9223372036854775808",
-         "dec": "1.5", "e": "3", "s": "5", "bit": "1", "y": "2023", "txt": "t", "blb": "b", "bin": "\x01\x02", "j": "{}",
-         "c": "abc", "f": "0.1", "d": "1000000000000000000000"}
+         "dec": "1.5", "e": "3", "s": "5", "bit": "1", "y": "2023", "txt": "t", "blb": "b", "bin": "\x01\x02",
+         "j": "{}", "c": "abc", "f": "0.1", "d": "1000000000000000000000"}
     ]  # fmt: skip
     assert (out["id"], out["isDdl"], out["old"], out["es"], out["sql"]) == (0, False, None, 1700000000000, "")
     assert "_tidb" not in out
@@ -304,7 +306,8 @@ def test_snapshot_reads_are_written_as_inserts():
 
 def test_timestamps_are_written_in_the_changefeed_zone():
     schema = TableSchema(columns=(Column("id", "int"), Column("ts", "timestamp(6)")), primary_key=("id",))
-    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"), after={"id": 1, "ts": dt.datetime(2024, 1, 1, 0, 0, 0, 5)},
+    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"),
+                    after={"id": 1, "ts": dt.datetime(2024, 1, 1, 0, 0, 0, 5)},
                     schema=schema, pk=("id",), ts_ms=1, timezone="UTC")  # fmt: skip
     [out] = encoded(TicdcCanalJson({"source_timezone": "Asia/Shanghai"}), [e])
     assert out["data"] == [{"id": "1", "ts": "2024-01-01 08:00:00.000005"}]
@@ -314,7 +317,8 @@ def test_timestamps_are_written_in_the_changefeed_zone():
 
 def test_ticdc_type_name():
     for text, name in [("int(8) unsigned zerofill", "int unsigned zerofill"), ("bit(3)", "bit"), ("year(4)", "year"),
-                       ("decimal(10,2) unsigned", "decimal unsigned"), ("BOOL", "tinyint"), ("varchar(20)", "varchar")]:  # fmt: skip
+                       ("decimal(10,2) unsigned", "decimal unsigned"), ("BOOL", "tinyint"),
+                       ("varchar(20)", "varchar")]:  # fmt: skip
         assert ticdc_type_name(parse_type(text)) == name
 
 
@@ -323,8 +327,9 @@ def test_ticdc_type_name():
 # ---------------------------------------------------------------------------
 
 WATERMARK = {
-    "id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK", "es": 1640007049196,
-    "ts": 1640007050284, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None, "_tidb": {"watermarkTs": TSO},
+    "id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+    "es": 1640007049196, "ts": 1640007050284, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None,
+    "_tidb": {"watermarkTs": TSO},
 }  # fmt: skip
 
 

@@ -24,21 +24,23 @@ CKAFKA_INSERT = {
 }  # fmt: skip
 CANAL_DDL = {
     "data": None, "database": "test", "es": 1655782153, "id": 0, "isDdl": True, "mysqlType": None, "old": None,
-    "pkNames": None, "sql": "ALTER TABLE `user` ADD COLUMN `c` int", "sqlType": None, "table": "user", "ts": 1655782153, "type": "ALTER",
+    "pkNames": None, "sql": "ALTER TABLE `user` ADD COLUMN `c` int", "sqlType": None, "table": "user", "ts": 1655782153,
+    "type": "ALTER",
 }  # fmt: skip
 TDSQL_GTID = {
     "logtype": "mysqlbinlog", "eventtype": 33, "eventtypestr": "gtid", "db": "sysdb", "table": "statustableforhb",
     "localip": "10.231.23.241", "localport": 8810, "begintime": 1511419963, "gtid": "35be190b:469", "event_index": "1",
 }  # fmt: skip
 CLOUDCANAL_INSERT = {
-    "action": "INSERT", "before": [], "bid": 0, "data": [{"a": "1"}], "db": "d", "dbValType": {"a": "int"}, "isDdl": False,
-    "entryType": "ROWDATA", "execTs": 1, "jdbcType": {"a": 4}, "pks": [], "schema": "d", "sendTs": 2, "sql": "", "table": "t",
+    "action": "INSERT", "before": [], "bid": 0, "data": [{"a": "1"}], "db": "d", "dbValType": {"a": "int"},
+    "isDdl": False, "entryType": "ROWDATA", "execTs": 1, "jdbcType": {"a": 4}, "pks": [], "schema": "d", "sendTs": 2,
+    "sql": "", "table": "t",
 }  # fmt: skip
 
 
 def jsonl(tmp_path, *lines) -> str:
     path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join((l if isinstance(l, bytes) else orjson.dumps(l)) + b"\n" for l in lines))
+    path.write_bytes(b"".join((line if isinstance(line, bytes) else orjson.dumps(line)) + b"\n" for line in lines))
     return str(path)
 
 
@@ -92,7 +94,7 @@ def test_validate_all_errors_and_messages_of_another_format(tmp_path, capsys):
         capsys, "validate", "-f", "cloudcanal-json", "--all-errors", "-q", jsonl(tmp_path, CKAFKA_INSERT)
     )
     assert code == 3  # completed, with errors
-    assert {l.split(": ", 2)[2] for l in out.splitlines()} >= {
+    assert {line.split(": ", 2)[2] for line in out.splitlines()} >= {
         "'action' is a required property",
         "'db' is a required property",
         "'entryType' is a required property",

@@ -44,7 +44,10 @@ class Finding:
         return (self.kind, self.where)
 
     def describe(self) -> str:
-        return f"{self.target}: {self.kind} at {self.where}: {self.message[:200]} ({len(self.data)} bytes, {self.cpu_s:.2f} s CPU)"
+        return (
+            f"{self.target}: {self.kind} at {self.where}: {self.message[:200]} "
+            f"({len(self.data)} bytes, {self.cpu_s:.2f} s CPU)"
+        )
 
 
 def _where(exc: BaseException) -> str:

@@ -56,9 +56,11 @@ def test_fuzz_finding_is_a_decode_error(case: str) -> None:
 
 def _dbz(field_schema: str, value: str) -> bytes:
     return (
-        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":[%s]},'
-        '{"type":"string","optional":false,"field":"op"}]},'
-        '"payload":{"after":{"v":%s},"op":"c","source":{"db":"shop","table":"t"}}}' % (field_schema, value)
+        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":['
+        + field_schema
+        + ']},{"type":"string","optional":false,"field":"op"}]},"payload":{"after":{"v":'
+        + value
+        + '},"op":"c","source":{"db":"shop","table":"t"}}}'
     ).encode()
 
 

@@ -113,7 +113,7 @@ def test_converts_every_record_in_order_across_partitions(kafka: KafkaCluster, n
     for r in consume(kafka, src, min_records=len(records)):
         row = orjson.loads(r.value)["data"][0]
         source_ts[(int(row["id"]), int(row["version"]))] = r.timestamp
-    assert {(i, v): r.timestamp for r, (i, v, _) in zip(got, rows)} == source_ts
+    assert {(i, v): r.timestamp for r, (i, v, _) in zip(got, rows, strict=True)} == source_ts
 
     assert committed(kafka, job["id"], src) == sizes
     status, health = seen["health"]

@@ -1,4 +1,5 @@
-"""The worker's adaptive batching against a real broker: a trickle goes out record by record, a backlog in large batches.
+"""The worker's adaptive batching against a real broker: a trickle goes out record by
+record, a backlog in large batches.
 
 No timing assertions: the trickle test asserts causality (each record's output
 is on the output topic before the next record is produced; the bound is a

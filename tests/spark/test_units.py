@@ -24,7 +24,10 @@ from cdc_smt.transforms.model import Record
 JOB = {"id": "t", "source": {"format": "canal-json"}, "sink": {"format": "debezium-json"}}
 
 
-def settings(section: dict, overrides: Overrides = Overrides(), job: dict = JOB):
+NO_OVERRIDES = Overrides()
+
+
+def settings(section: dict, overrides: Overrides = NO_OVERRIDES, job: dict = JOB):
     validate_section(section)
     return build_settings(section, job, overrides)
 
@@ -182,11 +185,15 @@ def test_explain_finds_the_halting_record_inside_a_spark_trace():
     trace = (
         "pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] ...\n"
         "Traceback (most recent call last):\n  File 'x', line 1\n"
-        "cdc_smt.connector.spark.process.BackfillHalted: CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
+        "cdc_smt.connector.spark.process.BackfillHalted: "
+        "CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
         "\tat org.apache.spark.Foo\n"
     )
     assert explain(RuntimeError(trace)) == (
         "stopped at a record that failed (errors.tolerance: none): in.jsonl: line 7: decode failed: DecodeError: bad"
     )
-    other = "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\ncdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
+    other = (
+        "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\n"
+        "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
+    )
     assert explain(RuntimeError(other)) == "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone"
