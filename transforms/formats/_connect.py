@@ -557,7 +557,9 @@ def _vsdecimal_decoder(v: Any) -> Decimal:
 
 def _vsdecimal_encoder(v: Any) -> dict[str, Any]:
     d = v if isinstance(v, Decimal) else Decimal(v)
-    scale = max(0, -d.as_tuple().exponent) if d.is_finite() else 0
+    exponent = d.as_tuple().exponent if d.is_finite() else 0
+    assert isinstance(exponent, int)  # only NaN and infinities (excluded) have 'n'/'N'/'F'
+    scale = max(0, -exponent)
     return {"scale": scale, "value": _b64(unscaled_bytes(_unscaled(d, scale)))}
 
 
@@ -590,6 +592,10 @@ _TEXT_KINDS = (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON)
 _TEMPORAL = (Kind.DATETIME, Kind.TIMESTAMP)
 
 
+def _no_target(r: Repr, mt: MySQLType, tz: str) -> Target | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class KindSpec:
     """What one representation kind means.
@@ -609,7 +615,7 @@ class KindSpec:
     decoder: Callable[[Repr, str], Converter | None]
     encoder: Callable[[Repr, MySQLType, bool, str], Converter | None]
     mysql: str | Callable[[Repr], str]
-    target: Callable[[Repr, MySQLType, str], Target | None] = lambda r, mt, tz: None  # noqa: E731 - none
+    target: Callable[[Repr, MySQLType, str], Target | None] = _no_target
     signature: str | None = None
     struct: tuple[list[dict[str, Any]], str] | None = None
     scale_sensitive: bool = False

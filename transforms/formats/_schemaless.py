@@ -20,7 +20,7 @@ import base64
 from collections.abc import Iterable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import orjson
 
@@ -215,6 +215,12 @@ class SchemalessJson(JsonCodec):
         """The schema of a row message: types inferred from ``images``, merged with the catalog's."""
         return merged_schema(json_columns(images, TYPED_JSON), pk, self.catalog_schema(database, table))
 
+    @overload
+    def json_image(self, event: ChangeEvent, image: dict[str, Any]) -> dict[str, Any]: ...
+    @overload
+    def json_image(self, event: ChangeEvent, image: None) -> None: ...
+    @overload
+    def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None: ...
     def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
         """One image in this format's JSON values; TIMESTAMPs re-shown in ``source_timezone``.
 
@@ -228,7 +234,7 @@ class SchemalessJson(JsonCodec):
         schema = event.schema
         to_zone = self.opts.source_timezone
         embedded_json = self.values.embedded_json
-        out = {}
+        out: dict[str, Any] = {}
         for name, v in image.items():
             if v is None:
                 out[name] = None

@@ -148,8 +148,8 @@ def java_float_text(v: float, single: bool = False) -> str:
     if 1e-3 <= a < 1e7:
         text = format(d, "f")
         return sign + (text if "." in text else text + ".0")
-    _, digits, exp = d.as_tuple()
-    point = len(digits) - 1 + exp  # exponent of the first digit
+    digits = d.as_tuple().digits
+    point = d.adjusted()  # exponent of the first digit
     ds = "".join(map(str, digits))
     if len(ds) == 1:  # Java prints the closest two-digit value: 1.4E-45, not 1.0E-45
         two = f"{a:.1e}"
@@ -441,7 +441,7 @@ class CanalJson(JsonCodec):
     description = (
         "Alibaba Canal flat message (canal-json): row batches with mysqlType/sqlType, changed-columns-only old"
     )
-    options = (
+    options: ClassVar[tuple[Option, ...]] = (
         Option(
             "batch",
             str,
@@ -648,7 +648,7 @@ class CanalJson(JsonCodec):
         return SourcePosition(db_type=self.db_type, database=database, table=table)
 
     # -- decode helpers -------------------------------------------------------
-    def _schema(self, obj: dict, data: list) -> TableSchema | None:
+    def _schema(self, obj: dict, data: list) -> TableSchema:
         mysql_types = obj.get("mysqlType")
         sql_types = obj.get("sqlType")
         if mysql_types is not None and not isinstance(mysql_types, dict):
@@ -1077,7 +1077,7 @@ def _equivalent(orig: Any, new: Any) -> bool:
     """Do two field values decode the same? (``""``/``null`` table, ``[]``/``null`` pkNames ...)"""
     if orig == new:
         return True
-    empty = (None, "", [], {})
+    empty: tuple[Any, ...] = (None, "", [], {})
     return orig in empty and new in empty
 
 
@@ -1136,9 +1136,12 @@ def _txn(s: SourcePosition) -> tuple | None:
     return None
 
 
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _qualified(database: str | None, table: str | None) -> str:
-    quote = lambda n: "`" + n.replace("`", "``") + "`"  # noqa: E731
-    return f"{quote(database)}.{quote(table or '')}" if database else quote(table or "")
+    return f"{_quoted(database)}.{_quoted(table or '')}" if database else _quoted(table or "")
 
 
 def _fallback_type(code: Any) -> str:

@@ -104,8 +104,11 @@ class CKafkaJson(JsonCodec):
         )
         changed = None
         if op is Op.UPDATE:
+            assert new is not None and old is not None  # an update requires both (_image raised otherwise)
             changed = tuple(k for k, v in new.items() if k not in old or old[k] != v)
-        schema = self._schema(database, table, new if new is not None else old)
+        row = new if new is not None else old
+        assert row is not None  # every op requires NEW_VALUES or OLD_VALUES (_image raised otherwise)
+        schema = self._schema(database, table, row)
         return ChangeEvent(
             op=op,
             source=source,

@@ -26,7 +26,7 @@ from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl, event_ms, text_images
 from cdc_smt.transforms.types import Kind, TypeParseError, from_text, parse_type
 
-_DML = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
+_DML: dict[str | None, Op] = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _ACTIONS = {Op.INSERT: "INSERT", Op.READ: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE"}
 
 

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -184,6 +184,13 @@ def _check_value(dw: str, name: str, v: Any) -> None:
         raise DecodeError(f"column {name!r} is declared {dw} but holds {v!r}", format=_NAME)
 
 
+def _type_scale(text: str) -> int:
+    """The scale of a ``decimal(65,N)`` type text (these always have one)."""
+    scale = parse_type(text).scale
+    assert scale is not None, text
+    return scale
+
+
 def _decimal_scale(text: str) -> int:
     exp = Decimal(text).as_tuple().exponent
     return min(max(-exp, 0), 30) if isinstance(exp, int) else 0
@@ -238,6 +245,7 @@ class DataWorksJson(JsonCodec):
         self._pending = {}
         for seq, rec in (state.get("pending") or {}).items():
             record = _record_from_state(rec)
+            assert record.value is not None  # _record_from_state always sets it
             event = self._decode_one(orjson.loads(record.value))[2]
             event.record = record
             self._pending[seq] = _Half(record, event)
@@ -347,6 +355,7 @@ class DataWorksJson(JsonCodec):
             half.typed()
             after.typed()
         elif half.schema is not after.schema:  # inferred from different values (a decimal in one half only)
+            assert after.schema is not None and half.schema is not None  # decoded rows always have one
             after.schema = self._union_schema(after.schema, half.schema, after.source)
         after.before = half.before
         after.partial = False
@@ -360,9 +369,7 @@ class DataWorksJson(JsonCodec):
             other = b.column(col.name)
             t = col.type
             if other is not None and other.type != t and other.type.startswith("decimal(65,"):
-                if t == "double" or (
-                    t.startswith("decimal(65,") and parse_type(other.type).scale > parse_type(t).scale
-                ):
+                if t == "double" or (t.startswith("decimal(65,") and _type_scale(other.type) > _type_scale(t)):
                     t = other.type
             columns.append((col.name, t))
         return merged_schema(tuple(columns), a.primary_key, self.catalog_schema(source.database, source.table))
@@ -390,7 +397,7 @@ class DataWorksJson(JsonCodec):
                 if dw == "DOUBLE" and isinstance(v, str):
                     current = mysql[name]
                     scale = _decimal_scale(v)
-                    if current == "double" or scale > parse_type(current).scale:
+                    if current == "double" or scale > _type_scale(current):
                         mysql[name] = f"decimal(65,{scale})"
         pk_raw = self.optional(schema, "primaryKey", list) or []
         if any(not isinstance(k, str) for k in pk_raw):
@@ -433,11 +440,9 @@ class DataWorksJson(JsonCodec):
                     {"name": c.name, "type": dataworks_type(c.mysql)} for c in event.schema.columns
                 ]
             return msg
-        code = (
-            _template_op(template)
-            if template and _CONTROL_OPS.get(_template_op(template)) is op
-            else _OP_BY_CONTROL[op]
-        )
+        code = _template_op(template)
+        if code is None or _CONTROL_OPS.get(code) is not op:
+            code = _OP_BY_CONTROL[op]
         return self._message(event, template, code)
 
     def _encode_rows(self, event: ChangeEvent, extra: dict) -> Any:
@@ -632,30 +637,39 @@ def _same_table(a: ChangeEvent, b: ChangeEvent) -> bool:
     return (a.source.database, a.source.schema, a.source.table) == (b.source.database, b.source.schema, b.source.table)
 
 
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+def _unb64(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)
+
+
 def _record_state(r: Record) -> dict[str, Any]:
-    b64 = lambda b: None if b is None else base64.b64encode(b).decode("ascii")  # noqa: E731
     return {
         "value": r.value.decode("utf-8") if r.value is not None else None,
-        "key": b64(r.key),
+        "key": _b64(r.key),
         "topic": r.topic,
         "partition": r.partition,
         "offset": r.offset,
         "timestamp": r.timestamp,
-        "headers": [[k, b64(v)] for k, v in r.headers],
+        "headers": [[k, _b64(v)] for k, v in r.headers],
     }
 
 
 def _record_from_state(d: dict[str, Any]) -> Record:
-    unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
     try:
+        # cast: a header value can be null (connector/framing.py passes one through) although
+        # Record types header values as bytes; the state gives back exactly what it saved.
+        headers = cast(list[tuple[str, bytes]], [(k, _unb64(v)) for k, v in d.get("headers") or ()])
         return Record(
             value=d["value"].encode("utf-8"),
-            key=unb64(d.get("key")),
+            key=_unb64(d.get("key")),
             topic=d.get("topic"),
             partition=d.get("partition"),
             offset=d.get("offset"),
             timestamp=d.get("timestamp"),
-            headers=[(k, unb64(v)) for k, v in d.get("headers") or ()],
+            headers=headers,
         )
     except (KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise ValueError(f"bad dataworks-json pending state: {exc}") from None

@@ -682,6 +682,7 @@ class DebeziumJsonCodec(JsonCodec):
             raw = plan.raw_plan(form)
             try:
                 if before is None:
+                    assert after is not None  # one of the two is set (checked above)
                     return None, raw.row(after)
                 if after is None:
                     return raw.row(before), None
@@ -739,15 +740,18 @@ class DebeziumJsonCodec(JsonCodec):
             return None
         if plan is None:
             return orig
+        schema = event.schema
+        if schema is None:  # a plan inferred from the values: no original schema describes it
+            return None
         candidates = _ORIGINALS.get(orig, default=[])
         if not candidates:
             fields = _value_fields(orig)
             if fields is None:
                 return None
             numeric = bool(event.extra.get("decimal_numbers"))
-            candidates = [plan_for_fields(fields, event.schema.primary_key, plan.tz, self.connect, numeric)]
+            candidates = [plan_for_fields(fields, schema.primary_key, plan.tz, self.connect, numeric)]
         for p in candidates:
-            if p.signature == plan.signature and p.table_schema == event.schema:
+            if p.signature == plan.signature and p.table_schema == schema:
                 return orig
         return None
 
@@ -865,8 +869,8 @@ class DebeziumJsonCodec(JsonCodec):
         if orig is not None:
             text = self._original_bytes.get(orig)
             return text if text is not None else self._original_bytes.put(orig, None, None, _dumps(orig))
-        row = payload.get("after") or payload.get("before")
-        extra_names = tuple(k for k in (row or ()) if plan is None or k not in plan.table_schema.by_name)
+        row = payload.get("after") or payload.get("before") or {}
+        extra_names = tuple(k for k in row if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
         ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), extra_names)
         hit = self._schema_bytes.get(ck)
@@ -938,7 +942,7 @@ class DebeziumJsonCodec(JsonCodec):
             if derived != event.schema:
                 changes = None
         if changes is None:
-            changes = [_table_change(event)] if event.schema is not None else []
+            changes = [_table_change(event, event.schema)] if event.schema is not None else []
         payload: dict[str, Any] = {
             "source": source,
             "ts_ms": event.processing_ts_ms if event.processing_ts_ms is not None else event.ts_ms,
@@ -1197,8 +1201,8 @@ _DDL_VALUE_SCHEMA: dict[str, Any] = _FIXED["schema_change_value"]
 def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
     """The Connect schema of a source block, field by field (unknown fields typed by value)."""
     fields = [_SOURCE_FIELDS.get(k) or _inferred_field(k, v) for k, v in source.items()]
-    connector = source.get("connector")
-    name = _SOURCE_NAMES.get(connector, f"io.debezium.connector.{connector or 'mysql'}.Source")
+    connector = source.get("connector") or "mysql"
+    name = _SOURCE_NAMES.get(connector, f"io.debezium.connector.{connector}.Source")
     return {"type": "struct", "fields": fields, "optional": False, "name": name, "field": "source"}
 
 
@@ -1309,8 +1313,7 @@ def _change_type(event: ChangeEvent) -> str:
     return {"CREATE": "CREATE", "ERASE": "DROP"}.get(kind, "ALTER")
 
 
-def _table_change(event: ChangeEvent) -> dict[str, Any]:
-    schema = event.schema
+def _table_change(event: ChangeEvent, schema: TableSchema) -> dict[str, Any]:
     s = event.source
     columns = []
     for i, col in enumerate(schema.columns):

@@ -102,7 +102,9 @@ def _unreadable(_codec: Any, value: bytes, exc: BaseException) -> str:
 @guard(DecodeError, _unreadable, errors=EXPECTED_ERRORS + (EOFError, MemoryError), format=_NAME)
 def _read_avro(value: bytes) -> tuple[dict[str, Any], int]:
     buf = io.BytesIO(value)
-    return fastavro.schemaless_reader(buf, _schemas()[1], None, True), buf.tell()
+    record = fastavro.schemaless_reader(buf, _schemas()[1], None, True)
+    assert isinstance(record, dict)  # the writer schema is a record
+    return record, buf.tell()
 
 
 def read_record(value: bytes) -> dict[str, Any]:
@@ -255,7 +257,10 @@ def _branch(raw: Any) -> str | None:
 def infer_column_type(code: int, raws: list[Any], mysql_source: bool) -> str:
     """MySQL type text of a column from its code and its values in this message."""
     value = next((r for r in raws if isinstance(r, tuple) and _branch(r) != "EmptyObject"), None)
-    kind, data = (_branch(value), value[1]) if value is not None else (None, None)
+    kind: str | None = None
+    data: Any = None  # the branch's record (a dict), or its plain value
+    if value is not None:
+        kind, data = _branch(value), value[1]
     text = CODE_TYPES.get(code) if mysql_source else None
     if text is None:
         return _type_from_value(kind, data)
@@ -445,10 +450,14 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
     if k is Kind.BIT:
         return (_NS + "Integer", {"precision": t.length or 1, "value": str(int(v))})
     if k is Kind.DECIMAL:
-        p, s = t.precision or 65, t.scale or 0
+        precision, scale = t.precision or 65, t.scale or 0
         return (
             _NS + "Decimal",
-            {"value": format_decimal(v if isinstance(v, Decimal) else Decimal(str(v)), s), "precision": p, "scale": s},
+            {
+                "value": format_decimal(v if isinstance(v, Decimal) else Decimal(str(v)), scale),
+                "precision": precision,
+                "scale": scale,
+            },
         )
     if k is Kind.FLOAT:
         default_p = 12 if t.base == "float" else 22
@@ -479,9 +488,9 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
         us = v // _US
         sign = -1 if us < 0 else 1
         secs, frac = divmod(abs(us), 1_000_000)
-        h, rem = divmod(secs, 3600)
-        mi, s = divmod(rem, 60)
-        return _datetime_value(hour=sign * h, minute=sign * mi, second=sign * s, millis=sign * frac)
+        hours, rem = divmod(secs, 3600)
+        minutes, seconds = divmod(rem, 60)
+        return _datetime_value(hour=sign * hours, minute=sign * minutes, second=sign * seconds, millis=sign * frac)
     if isinstance(v, InvalidTemporal):
         m = _ZERO_DATE.match(v)
         if m is None:
@@ -626,7 +635,7 @@ class DtsAvro(Codec):
                 rows.append(None)
                 continue
             row: dict[str, Any] = {}
-            for name, raw in zip(names, values):
+            for name, raw in zip(names, values, strict=True):
                 if _branch(raw) == "EmptyObject":
                     if (raw if isinstance(raw, str) else raw[1]) == "NONE":
                         partial = True
@@ -640,7 +649,7 @@ class DtsAvro(Codec):
         mysql_source = obj["source"]["sourceType"] in _MYSQL_SOURCES
         columns = tuple(
             (name, infer_column_type(code, [v[i] for v in images.values() if v is not None], mysql_source))
-            for i, (name, code) in enumerate(zip(names, codes))
+            for i, (name, code) in enumerate(zip(names, codes, strict=True))
         )
         pk = _pk_from_tags(obj["tags"])
         source = base["source"]
@@ -654,7 +663,7 @@ class DtsAvro(Codec):
             pk=schema.primary_key,
             partial=partial,
             values=_values_form(self.opts.source_timezone, frac_div),
-            extra={"record": template, "codes": dict(zip(names, codes))},
+            extra={"record": template, "codes": dict(zip(names, codes, strict=True))},
             **base,
         )
 
