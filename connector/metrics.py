@@ -161,7 +161,7 @@ class MetricsServer:
 
     @property
     def host(self) -> str:
-        return self._server.server_address[0]
+        return str(self._server.server_address[0])  # an AF_INET server: always a str already
 
     def start(self) -> MetricsServer:
         self._thread.start()

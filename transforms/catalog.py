@@ -402,7 +402,7 @@ def _types_exact(origin: str | None) -> bool:
     """Does the format named ``origin`` carry exact MySQL column types?"""
     if origin is None:
         return True
-    return _EXACT.get(origin) if origin in _EXACT else _lookup_exact(origin)
+    return _EXACT[origin] if origin in _EXACT else _lookup_exact(origin)
 
 
 _EXACT: dict[str, bool] = {}

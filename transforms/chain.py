@@ -27,7 +27,8 @@ TOLERANCES = ("none", "all")
 class Transform(Protocol):
     """What the chain needs of a transform (see ``transforms.smt.base``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def apply_batch(self, events: list[ChangeEvent]) -> list[ChangeEvent]: ...
 

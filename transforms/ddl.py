@@ -271,9 +271,11 @@ def _parse(sql: str) -> exp.Expression | None:
 
 def _try_parse(sql: str) -> exp.Expression | None:
     try:
-        return sqlglot.parse_one(sql, read="mysql")
+        tree = sqlglot.parse_one(sql, read="mysql")
     except (ParseError, TokenError, ValueError):
         return None
+    # sqlglot >= 30 types parse_one as its Expression's base class; a statement is an Expression.
+    return tree if isinstance(tree, exp.Expression) else None
 
 
 def _cut_after_column_list(sql: str) -> str:

@@ -23,15 +23,18 @@ import datetime as dt
 import functools
 import os
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 import orjson
 
 from cdc_smt.transforms.model import Record
 
+_native: ModuleType | None  # the extension (typed by native/typing/_native.pyi), or None
 try:  # the extension is optional: a build without Rust has none
-    from cdc_smt import _native
+    from cdc_smt import _native as _extension
 
+    _native = _extension
     _MISSING = ""
 except ImportError as exc:  # pragma: no cover - depends on the build
     _native = None
@@ -70,14 +73,14 @@ def describe() -> str:
 
 def plans_of(format_name: str) -> list[str]:
     """The native plans a format takes part in (empty when the core is inactive)."""
-    if not enabled():
+    if _native is None or not enabled():
         return []
     return [p for p in _native.PLANS if format_name in p.split(" -> ")]
 
 
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
-    if not enabled() or chain.transforms or chain.catalog is not None:
+    if _native is None or not enabled() or chain.transforms or chain.catalog is not None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
@@ -109,7 +112,7 @@ class NativePlan:
         counts, values, keys = self.plan.convert([r.value for r in records])
         append = result.outputs.append
         start = 0
-        for record, n in zip(records, counts):
+        for record, n in zip(records, counts, strict=True):
             if n == 1:  # the usual case, kept to one step
                 headers = record.headers
                 append(Record(value=values[start], key=keys[start], headers=list(headers) if headers else []))
@@ -231,6 +234,8 @@ def zones_agree(name: str) -> bool:
     TIMESTAMPs natively)? Zones they disagree on are converted in Python."""
     if name == "UTC":
         return True
+    if _native is None:
+        return False
     from cdc_smt.transforms.types import zone
 
     start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.UTC).timestamp())
@@ -240,8 +245,13 @@ def zones_agree(name: str) -> bool:
     if native_offsets is None:
         return False
     tz = zone(name)
-    fromtimestamp = dt.datetime.fromtimestamp
-    return all(fromtimestamp(t, tz).utcoffset().total_seconds() == o for t, o in zip(instants, native_offsets))
+
+    def offset(t: int) -> float:
+        off = dt.datetime.fromtimestamp(t, tz).utcoffset()
+        assert off is not None  # an aware datetime always has one
+        return off.total_seconds()
+
+    return all(offset(t) == o for t, o in zip(instants, native_offsets, strict=True))
 
 
 def _enum_table(column: Any, form: Any) -> dict[str, str]:

@@ -271,7 +271,8 @@ class MySQLType:
 
 
 _TYPE_RE = re.compile(
-    r"""^\s*(?P<base>[a-z][a-z0-9_ ]*?)\s*(?:\((?P<params>.*)\))?\s*(?P<mods>(?:\s+(?:unsigned|signed|zerofill|binary|character\s+set\s+\w+|charset\s+\w+|collate\s+\w+))*)\s*$""",
+    r"""^\s*(?P<base>[a-z][a-z0-9_ ]*?)\s*(?:\((?P<params>.*)\))?\s*"""
+    r"""(?P<mods>(?:\s+(?:unsigned|signed|zerofill|binary|character\s+set\s+\w+|charset\s+\w+|collate\s+\w+))*)\s*$""",
     re.IGNORECASE | re.DOTALL,
 )
 _LABEL_RE = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")

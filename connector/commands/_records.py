@@ -22,7 +22,7 @@ import binascii
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 import orjson
@@ -35,8 +35,8 @@ from cdc_smt.transforms.model import Record
 #: ``--bootstrap`` when neither the flag nor ``$CDC_SMT_BOOTSTRAP`` is given (as the example jobs).
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
-_Payload = Union[str, dict[str, Any], list[Any], None]
-_Headers = Union[list[tuple[str, str | None]], dict[str, str | None], None]
+_Payload = str | dict[str, Any] | list[Any] | None
+_Headers = list[tuple[str, str | None]] | dict[str, str | None] | None
 
 
 class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -172,7 +172,7 @@ def record_line(record: Record, force_base64: bool = False) -> bytes:
     _put(out, "value", record.value, force_base64)
     texts = None if force_base64 else _texts([v for _, v in record.headers])
     if texts is not None:
-        out["headers"] = [[k, t] for (k, _), t in zip(record.headers, texts)]
+        out["headers"] = [[k, t] for (k, _), t in zip(record.headers, texts, strict=True)]
     else:
         out["headers_base64"] = [[k, base64.b64encode(v).decode("ascii")] for k, v in record.headers]
     return orjson.dumps(out)

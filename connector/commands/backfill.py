@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--from-offsets",
         metavar="earliest|latest|JSON",
-        help='where to start: earliest (default), latest, or {"topic": {"partition": offset}}; unlisted partitions start at the earliest',
+        help='where to start: earliest (default), latest, or {"topic": {"partition": offset}}; '
+        "unlisted partitions start at the earliest",
     )
     start.add_argument(
         "--from-time",

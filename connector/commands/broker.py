@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
                 users = ", ".join(f"{u}/{p}" for u, p in USERS.items())
                 print(
-                    f"sasl bootstrap: {broker.sasl_bootstrap} (SASL_PLAINTEXT; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users {users})",
+                    f"sasl bootstrap: {broker.sasl_bootstrap} "
+                    f"(SASL_PLAINTEXT; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users {users})",
                     flush=True,
                 )
             for name, n in topics.items():

@@ -518,9 +518,11 @@ def run(args: argparse.Namespace) -> int:
     check_files(args.input, args.output, on_error.path)
     dlq = DeadLetterFile(on_error.path, binary_in) if on_error.mode == "dlq" and on_error.path else None
     progress = Progress.for_terminal(sys.stderr, None if binary_in else input_size(args.input))
-    log_handlers = logging.getLogger().handlers if progress is not None else []
-    for handler in log_handlers:  # a codec's warning gets a line of its own
-        handler.addFilter(progress)
+    log_handlers: list[logging.Handler] = []
+    if progress is not None:
+        log_handlers = logging.getLogger().handlers
+        for handler in log_handlers:  # a codec's warning gets a line of its own
+            handler.addFilter(progress)
     converter: Converter | None = None
     output: DataTopicOutput | TopicFiles | None = None
     try:
@@ -546,8 +548,8 @@ def run(args: argparse.Namespace) -> int:
             dlq.close()
         if progress is not None:
             progress.clear()
-        for handler in log_handlers:
-            handler.removeFilter(progress)
+            for handler in log_handlers:
+                handler.removeFilter(progress)
         if converter is not None and output is not None:
             output.account(converter.counts)
             print(converter.counts.summary(), file=sys.stderr)

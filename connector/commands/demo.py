@@ -85,7 +85,8 @@ async def _demo(args: argparse.Namespace) -> int:
         print(f"broker    {broker.bootstrap} (embedded Tansu, memory only)")
         print(f"job       {_rel(args.job)} (consumer group {job.id})")
         print(
-            f"chain     {source} [{job.source.format}] -> {job.sink.topic} [{job.sink.format}], dead letters -> {job.errors.dead_letter_topic}"
+            f"chain     {source} [{job.source.format}] -> {job.sink.topic} [{job.sink.format}], "
+            f"dead letters -> {job.errors.dead_letter_topic}"
         )
 
         # The start-up probe every host runs: a broker that answered its own check but not the

@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{where}:{pos}: {found}")
         for name, failure in verdict.near.items():
             print(
-                f"{where}:{pos}:   looks like {name} but fails its schema at {failure.pointer or '(root)'}: {failure.message}"
+                f"{where}:{pos}:   looks like {name} "
+                f"but fails its schema at {failure.pointer or '(root)'}: {failure.message}"
             )
     if not args.quiet:
         parts = [f"{name} {n}/{total}" for name, n in counts.most_common()]

@@ -24,7 +24,7 @@ import orjson
 from cdc_smt import schemas
 from cdc_smt.connector.commands._positions import split_column
 from cdc_smt.connector.exitcodes import ExitCode, completed
-from cdc_smt.connector.framing import STDIO, check_readable, display_name, read_records
+from cdc_smt.connector.framing import STDIO, check_readable, display_name, read_lines
 from cdc_smt.transforms.errors import ConfigError
 
 #: Schema errors shown per message without ``--all-errors``.
@@ -156,25 +156,25 @@ def messages(source: Any) -> Iterator[tuple[int, Any, str | None]]:
     JSON Lines first; when the first line is not JSON but the whole input is
     one JSON document (pretty-printed), that document is the only message.
     """
-    records = read_records(source, binary=False)
-    first = next(records, None)
+    lines = read_lines(source)
+    first = next(lines, None)
     if first is None:
         return
-    lineno, record = first
+    lineno, line = first
     try:
-        yield lineno, orjson.loads(record.value), None
+        yield lineno, orjson.loads(line), None
     except orjson.JSONDecodeError as exc:
-        rest = list(records)
-        whole = b"\n".join([record.value, *(r.value for _, r in rest)])
+        rest = list(lines)
+        whole = b"\n".join([line, *(r for _, r in rest)])
         try:
             yield lineno, orjson.loads(whole), None
             return
         except orjson.JSONDecodeError:
             yield lineno, NOT_JSON, _malformed(exc)
-            records = iter(rest)
-    for lineno, record in records:
+            lines = iter(rest)
+    for lineno, line in lines:
         try:
-            yield lineno, orjson.loads(record.value), None
+            yield lineno, orjson.loads(line), None
         except orjson.JSONDecodeError as exc:
             yield lineno, NOT_JSON, _malformed(exc)
 
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     others: dict[str, int] = {}
     for lineno, obj, problem in messages(args.input):
         total += 1
-        failures = [Failure("", problem, "")] if obj is NOT_JSON else check(name, obj, args.all_errors)
+        failures = [Failure("", problem, "")] if problem is not None else check(name, obj, args.all_errors)
         if not failures:
             continue
         invalid += 1
@@ -233,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
 def validate_config(source: str, name: str, as_json: bool, quiet: bool) -> int:
     """Check a whole job or chain file as ``worker -c`` / ``convert -c`` read it (not line by line)."""
     where = display_name(source)
+    problem: str | None
     try:
         _load_config(source, name)
     except ConfigError as exc:

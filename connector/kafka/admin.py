@@ -1,4 +1,7 @@
-"""Cluster metadata and topic administration: readiness (the start-up probe), topic lists, partition counts, creation."""
+"""Cluster metadata and topic administration.
+
+Readiness (the start-up probe), topic lists, partition counts, creation.
+"""
 
 from __future__ import annotations
 
@@ -207,7 +210,10 @@ def _silent_cluster(admin: Any) -> _Failure:
 
 
 def _kafka_failure(exc: BaseException, logged: list[BaseException]) -> _Failure:
-    """The cause of a failed aiokafka bootstrap, from the errors it logged (its exception says only 'unable to bootstrap')."""
+    """The cause of a failed aiokafka bootstrap, from the errors it logged.
+
+    (Its exception says only 'unable to bootstrap'.)
+    """
     for err in [*logged, exc]:
         if type(err).__name__ in _AUTH_ERRORS:
             return _Failure(

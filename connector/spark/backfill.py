@@ -68,7 +68,8 @@ class Plan:
                 + (["  ..."] if len(self.files) > 20 else [])
             )
         return [
-            f"{t}[{p}]: offsets {self.starts[(t, p)]} .. {self.targets[(t, p)]} ({self.targets[(t, p)] - self.starts[(t, p)]} records)"
+            f"{t}[{p}]: offsets {self.starts[(t, p)]} .. {self.targets[(t, p)]} "
+            f"({self.targets[(t, p)] - self.starts[(t, p)]} records)"
             for t, p in sorted(self.targets)
         ]
 
@@ -271,7 +272,7 @@ def find_ddl(job: Any, batches: Any) -> Any:
     for batch in batches:
         keys, records, positions = batch_records(batch)
         hits: dict[str, list[Any]] = {"topic": [], "partition": [], "offset": []}
-        for key, record, pos in zip(keys, records, positions):
+        for key, record, pos in zip(keys, records, positions, strict=True):
             decoder = decoders.get(key)
             if decoder is None:
                 decoder = decoders[key] = job.build_chain().decoder

@@ -191,7 +191,7 @@ def batch_records(batch: pa.RecordBatch) -> tuple[list[Any], list[Record], list[
     ]
     if "file" in col:
         return col["file"].to_pylist(), records, col["position"].to_pylist()
-    return list(zip(topics, partitions)), records, offsets
+    return list(zip(topics, partitions, strict=True)), records, offsets
 
 
 # -- the task ----------------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ class Task:
     def feed(self, keys: Sequence[Any], records: Sequence[Record], positions: Sequence[int]) -> None:
         st: Stream | None = None
         current = object()
-        for key, record, pos in zip(keys, records, positions):
+        for key, record, pos in zip(keys, records, positions, strict=True):
             if key != current:
                 st, current = self.stream(key, record, pos), key
             assert st is not None

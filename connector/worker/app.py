@@ -30,7 +30,7 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
                 if not records or self.should_stop:
                     continue
                 generation = self.app.consumer_generation_id
-                owned = []
+                owned: list[tuple[Any, Sequence[Any]]] = []
                 for tp, recs in records.items():
                     if not recs:
                         continue
@@ -114,17 +114,17 @@ class CdcConsumer(faust_aiokafka.Consumer):
                 # Shielded: a shutdown that cancels the fetcher must not cut a batch in
                 # half; wait_empty() waits for it and for its acks.
                 if pipeline.parallel:  # partitions convert at once, in their child processes
-                    await asyncio.shield(asyncio.gather(*(pipeline.process(tp, recs) for tp, recs in owned)))
-                    for tp, recs in owned:
-                        set_read_offset(tp, recs[-1].offset)
+                    await asyncio.shield(asyncio.gather(*(pipeline.process(tp, batch) for tp, batch in owned)))
+                    for tp, batch in owned:
+                        set_read_offset(tp, batch[-1].offset)
                     continue
                 # What the fetch returned goes to conversion at once, in steps that stay small
                 # while the worker keeps up and grow under a backlog (connector.worker.batching).
-                for tp, recs in steps(pipeline.sizer, owned):
+                for tp, step in steps(pipeline.sizer, owned):
                     if not self.flow_active or self.app.consumer_generation_id != generation:
                         break  # a rebalance began while converting: the rest is fetched again
-                    await asyncio.shield(pipeline.process(tp, recs))
-                    set_read_offset(tp, recs[-1].offset)
+                    await asyncio.shield(pipeline.process(tp, step))
+                    set_read_offset(tp, step[-1].offset)
                     await asyncio.sleep(0)  # let the producer send this step while the next converts
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
@@ -136,7 +136,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
             raise
 
     # -- commits: offsets come from the pipeline's ack tracking ------------------------
-    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterable[Any]:
+    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterator[Any]:
         seen = set()
         for tp in super()._filter_tps_with_pending_acks(topics):
             seen.add(tp)
@@ -272,7 +272,10 @@ class WorkerRuntime:
     # -- wiring -------------------------------------------------------------------------------
     def _aiokafka_producer(self) -> Any:
         """The aiokafka producer inside Faust's producer service (batch API access)."""
-        return self.app.producer._ensure_producer()  # noqa: SLF001 - Faust exposes no public handle
+        producer = self.app.producer
+        if not isinstance(producer, faust_aiokafka.Producer):  # the transport the worker configures
+            raise WorkerFailed(f"the worker needs Faust's aiokafka producer, got {type(producer).__name__}")
+        return producer._ensure_producer()  # noqa: SLF001 - Faust exposes no public handle
 
     def _on_fatal(self, exc: BaseException) -> None:
         if self.failure is None:

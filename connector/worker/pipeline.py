@@ -176,6 +176,7 @@ class Converter:
         out.timestamps = [m.timestamp for m in messages[::step] if m.timestamp is not None and m.timestamp > 0]
         if out.dead_letters:
             dlq = self.dead_letter_topic
+            assert dlq is not None  # dead letters need tolerance: all, which the job config pairs with a topic
             for dl in out.dead_letters:
                 r = dl.to_record(dlq)
                 deferred.append((dlq, r.key, r.value, r.timestamp, r.headers))
@@ -279,7 +280,7 @@ class Pipeline:
             st = self.states[tp] = PartitionState()
         return st
 
-    async def process(self, tp: Any, messages: list[Any]) -> None:
+    async def process(self, tp: Any, messages: Sequence[Any]) -> None:
         """Convert and produce one batch of ``tp``; returns once it is enqueued (not acked)."""
         if self.fatal is not None:
             return
@@ -299,7 +300,7 @@ class Pipeline:
             self.last_batch_at = time.time()
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
-    async def _process(self, tp: Any, messages: list[Any]) -> None:
+    async def _process(self, tp: Any, messages: Sequence[Any]) -> None:
         st = self.state(tp)
         if st.next_offset is not None:
             # Already processed in this assignment (a seek back re-delivered them):

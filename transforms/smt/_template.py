@@ -148,7 +148,7 @@ class Template:
             event.typed()
         out = []
         for p in self._parts:
-            if p.__class__ is str:
+            if isinstance(p, str):
                 out.append(p)
             else:
                 v = p(event)

@@ -117,7 +117,8 @@ class Transform:
     :meth:`apply`; ``"all"``: every event does).
     """
 
-    name: ClassVar[str] = ""
+    #: Not a ClassVar: each instance sets its own label (the ``name`` option, else this).
+    name: str = ""
     known_as: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
     scope: ClassVar[str] = "rows"
@@ -296,7 +297,7 @@ class Transform:
             r = apply(e)
             if r is None:
                 continue
-            if r.__class__ is list:
+            if isinstance(r, list):
                 out.extend(r)
             else:
                 append(r)

@@ -136,6 +136,7 @@ class MaskField(Transform):
 
     def _mask_replace(self, column: Column | None, value: Any) -> Any:
         text = self._replacement
+        assert text is not None  # configure() requires a replacement for mode: replace
         if column is None:
             return text
         try:
