@@ -22,7 +22,10 @@ ROOTS = ("transforms", "connector", "schemas")
 NATIVE_NAMESPACE = "native/cdc_smt"
 
 package_dir = {f"cdc_smt.{root}": root for root in ROOTS}
-packages = [f"cdc_smt.{name}" for name in find_packages(include=[f"{root}*" for root in ROOTS] + [f"{root}.*" for root in ROOTS])]
+packages = [
+    f"cdc_smt.{name}"
+    for name in find_packages(include=[f"{root}*" for root in ROOTS] + [f"{root}.*" for root in ROOTS])
+]
 if Path(NATIVE_NAMESPACE).is_dir():  # a checkout with the native core's sources
     package_dir["cdc_smt"] = NATIVE_NAMESPACE
     packages.insert(0, "cdc_smt")

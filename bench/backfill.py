@@ -36,18 +36,21 @@ import shutil
 import sys
 import tempfile
 import time
-from cdc_smt.connector.tuning import tune_allocator
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
 from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, Inputs, Row, canal_messages, cpu_model, measure
+from cdc_smt.connector.tuning import tune_allocator
 
 SINK_OPTIONS = dict(DEBEZIUM_TYPED_NO_SCHEMA)
 
 
-def job_doc(name: str, backfill: dict[str, Any], bootstrap: str | None = None, source_topic: str | None = None) -> dict[str, Any]:
+def job_doc(
+    name: str, backfill: dict[str, Any], bootstrap: str | None = None, source_topic: str | None = None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "id": name,
         "source": {"format": "canal-json", "options": {"source_timezone": "Asia/Shanghai"}},
@@ -76,7 +79,16 @@ def run_job(spark: Any, work: Path, doc: dict[str, Any]) -> tuple[float, Any]:
 
 
 def single_core(messages: list[bytes]) -> float:
-    result = measure(Row("canal-json", "debezium-json", source_options={"source_timezone": "Asia/Shanghai"}, sink_options=SINK_OPTIONS), Inputs(messages), 1)
+    result = measure(
+        Row(
+            "canal-json",
+            "debezium-json",
+            source_options={"source_timezone": "Asia/Shanghai"},
+            sink_options=SINK_OPTIONS,
+        ),
+        Inputs(messages),
+        1,
+    )
     if result.rate is None:
         raise SystemExit(f"cannot measure the chain: {result.status} {result.detail}")
     return result.rate
@@ -113,7 +125,9 @@ def start_broker(kind: str) -> Any:
     return EmbeddedBroker().start()
 
 
-def kafka_runs(spark: Any, work: Path, messages: list[bytes], args: argparse.Namespace, spark_kafka: bool) -> list[tuple[str, float]]:
+def kafka_runs(
+    spark: Any, work: Path, messages: list[bytes], args: argparse.Namespace, spark_kafka: bool
+) -> list[tuple[str, float]]:
     """Produce once; then each Kafka source of the backfill (and Spark's own copy) over the same records."""
     from cdc_smt.connector import kafka
     from cdc_smt.transforms.model import Record
@@ -130,9 +144,14 @@ def kafka_runs(spark: Any, work: Path, messages: list[bytes], args: argparse.Nam
         asyncio.run(kafka.produce_records(bs, "bk.in", records))
         print(f"(produced the input at {len(records) / (time.perf_counter() - started):,.0f} msgs/s)", flush=True)
         del records
-        variants = [("py", "kafka", "Python Data Source")] + ([("sk", "spark-kafka", "spark-kafka: Spark's Kafka source")] if spark_kafka else [])
+        variants = [("py", "kafka", "Python Data Source")] + (
+            [("sk", "spark-kafka", "spark-kafka: Spark's Kafka source")] if spark_kafka else []
+        )
         for name, source_type, label in variants:
-            backfill = {"source": {"type": source_type, "max_records_per_batch": args.batch}, "checkpoint": str(work / f"{name}-ckpt")}
+            backfill = {
+                "source": {"type": source_type, "max_records_per_batch": args.batch},
+                "checkpoint": str(work / f"{name}-ckpt"),
+            }
             if source_type == "spark-kafka":
                 backfill["spark_conf"] = {"spark.jars": spark.conf.get("spark.jars")}
             seconds, progress = run_job(spark, work, job_doc(name, backfill, bs, source_topic="bk.in"))
@@ -140,7 +159,9 @@ def kafka_runs(spark: Any, work: Path, messages: list[bytes], args: argparse.Nam
             rows.append((f"Kafka -> Kafka (backfill, {label}; {where})", len(messages) / seconds))
         if spark_kafka:
             seconds = spark_kafka_copy(spark, bs, "bk.in", "copy.out")
-            rows.append((f"Kafka -> Kafka (Spark-native format(\"kafka\") copy baseline; {where})", len(messages) / seconds))
+            rows.append(
+                (f'Kafka -> Kafka (Spark-native format("kafka") copy baseline; {where})', len(messages) / seconds)
+            )
     finally:
         broker.stop()
         if hasattr(broker, "close"):
@@ -152,7 +173,9 @@ def spark_kafka_copy(spark: Any, bootstrap: str, source: str, sink: str) -> floa
     """Spark's own Kafka source -> Kafka sink, records copied as they are: no Python, no conversion."""
     started = time.perf_counter()
     df = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source).load()
-    df.select("key", "value").write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", sink).save()
+    df.select("key", "value").write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
+        "topic", sink
+    ).save()
     return time.perf_counter() - started
 
 
@@ -174,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=500_000, help="Kafka records per micro-batch")
     p.add_argument("--single-count", type=int, default=200_000, help="messages for the single-core rate")
     p.add_argument("--skip-kafka", action="store_true")
-    p.add_argument("--broker", choices=("apache", "embedded"), default="apache", help="broker of the Kafka runs (default: apache)")
+    p.add_argument(
+        "--broker", choices=("apache", "embedded"), default="apache", help="broker of the Kafka runs (default: apache)"
+    )
     p.add_argument("--skip-spark-kafka", action="store_true", help="leave out Spark's own Kafka connector")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
@@ -183,7 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     messages = canal_messages(args.count)
     cores = cores_of(args.master)
-    print(f"{args.count:,} Canal JSON messages ({sum(map(len, messages)) / len(messages):.0f} bytes on average); {args.master}; {cpu_model()}", flush=True)
+    print(
+        f"{args.count:,} Canal JSON messages ({sum(map(len, messages)) / len(messages):.0f} bytes on average); "
+        f"{args.master}; {cpu_model()}",
+        flush=True,
+    )
     rate1 = single_core(messages[: args.single_count])
     print(f"single core (in-process chain): {rate1:,.0f} msgs/s", flush=True)
 
@@ -199,7 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = spark_session(args.master, conf)
         src = work / "in"
         write_files(messages, src, args.files)
-        backfill = {"source": {"type": "jsonl", "path": str(src)}, "sink": {"type": "jsonl", "path": str(work / "out")}, "checkpoint": str(work / "ckpt")}
+        backfill = {
+            "source": {"type": "jsonl", "path": str(src)},
+            "sink": {"type": "jsonl", "path": str(work / "out")},
+            "checkpoint": str(work / "ckpt"),
+        }
         seconds, progress = run_job(spark, work, job_doc("files", backfill))
         assert progress.totals.records == args.count, progress.totals
         rows.append(("files -> files (backfill, JSON Lines)", args.count / seconds))

@@ -24,9 +24,10 @@ import gc
 import platform
 import sys
 import time
-from cdc_smt.connector.tuning import tune_allocator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec, registry

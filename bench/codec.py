@@ -8,7 +8,8 @@ tinyint(1), datetime(3), timestamp, date, a nullable column; 60 % inserts,
 30 % updates with ``old``, 10 % deletes) in-process, then times each row of :data:`ROWS`
 through :meth:`transforms.chain.Chain.process_batch` (one codec pair, no
 transforms, no schema catalog; the native core's plan where it has one, marked
-``[native]``, and the same conversion on the Python path, ``CDC_SMT_NATIVE=0``), least CPU time of ``--runs``, in one thread
+``[native]``, and the same conversion on the Python path, ``CDC_SMT_NATIVE=0``),
+least CPU time of ``--runs``, in one thread
 (``--pin CPU`` to pin it). The floor is ``orjson.loads`` +
 ``orjson.dumps`` of the same messages: the least any JSON-to-JSON conversion
 can cost, so "x floor" says how much the model and the two codecs add.
@@ -41,13 +42,14 @@ import platform
 import random
 import sys
 import time
-from cdc_smt.connector.tuning import tune_allocator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
+from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.errors import CdcSmtError
@@ -87,7 +89,9 @@ class Row:
 
 ROWS: tuple[Row, ...] = (
     Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
-    Row("canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
+    Row(
+        "canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True
+    ),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema", python_path=True),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),

@@ -26,7 +26,8 @@ import argparse
 import gc
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 

@@ -38,9 +38,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
 from bench.worker import IN, OUT, ROOT, WorkerProcess, keyed, worker_throughput
@@ -108,7 +109,11 @@ def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argpa
         "kafka": {"bootstrap_servers": bootstrap},
         "source": {"topics": [source], "format": "canal-json"},
         # no tombstones: exactly one output per input, so the backlog run knows when it is done
-        "sink": {"topic": sink, "format": "debezium-json", "options": {**DEBEZIUM_TYPED_NO_SCHEMA, "tombstones_on_delete": False}},
+        "sink": {
+            "topic": sink,
+            "format": "debezium-json",
+            "options": {**DEBEZIUM_TYPED_NO_SCHEMA, "tombstones_on_delete": False},
+        },
         "errors": {"tolerance": "all", "dead_letter_topic": "bench.dlq"},
         "producer": producer,
         "consumer": consumer,
@@ -116,13 +121,17 @@ def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argpa
     }
 
 
-async def fixed_rate(bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]) -> tuple[Histogram, float]:
+async def fixed_rate(
+    bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]
+) -> tuple[Histogram, float]:
     """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
     arrives on ``sink`` (the same topic for the floor), and the rate actually sent."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=CONSUMER_WAIT_MS)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=CONSUMER_WAIT_MS
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, max_batch_size=1_000_000)
     await consumer.start()
     await producer.start()
@@ -174,7 +183,7 @@ async def fixed_rate(bootstrap: str, source: str, sink: str, partitions: int, ra
         await producer.flush()
         try:
             await asyncio.wait_for(reader, timeout=max(30.0, seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
         return hist, achieved
@@ -193,7 +202,9 @@ def parse_rates(text: str, max_rate: float) -> list[int]:
 
 def row(label: str, rate: int, achieved: float, h: Histogram) -> str:
     s = h.summary()
-    return f"| {label} | {rate:,} | {achieved:,.0f} | {h.count:,} | " + " | ".join(f"{v:.1f}" for v in s.values()) + " |"
+    return (
+        f"| {label} | {rate:,} | {achieved:,.0f} | {h.count:,} | " + " | ".join(f"{v:.1f}" for v in s.values()) + " |"
+    )
 
 
 def plot(path: Path, curve: list[tuple[int, Histogram, Histogram]]) -> None:
@@ -257,21 +268,36 @@ async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: 
 def main(argv: Sequence[str] | None = None) -> int:
     print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rates", default="1000,10000,50%,90%", help="offered rates, msgs/s or %% of the measured max (default 1000,10000,50%%,90%%)")
+    parser.add_argument(
+        "--rates",
+        default="1000,10000,50%,90%",
+        help="offered rates, msgs/s or %% of the measured max (default 1000,10000,50%%,90%%)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each fixed-rate run (default 10)")
-    parser.add_argument("--count", type=int, default=300_000, help="backlog for the max-throughput run (default 300000)")
+    parser.add_argument(
+        "--count", type=int, default=300_000, help="backlog for the max-throughput run (default 300000)"
+    )
     parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")
     parser.add_argument("--batch-size", type=int, help="worker.batch_size (default: the worker's default)")
     parser.add_argument("--fetch-wait-ms", type=int, help="consumer.fetch_max_wait_ms (default: the worker's default)")
     parser.add_argument("--linger-ms", type=int, help="producer.linger_ms (default: the worker's default)")
-    parser.add_argument("--baseline", type=Path, help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run",
+    )
     parser.add_argument("--plot", type=Path, help="write the latency curve to this PNG (needs matplotlib)")
-    parser.add_argument("--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)")
+    parser.add_argument(
+        "--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)"
+    )
     args = parser.parse_args(argv)
 
     from cdc_smt.connector.broker import EmbeddedBroker
 
-    print(f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     messages = canal_messages(args.count)
     values = messages[:20_000]
     records = keyed(messages)
@@ -279,7 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = [Variant("worker", sys.executable, ROOT, IN, OUT)]
     if args.baseline:
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # run the other checkout without writing into it
-        variants.append(Variant("baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"))
+        variants.append(
+            Variant(
+                "baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"
+            )
+        )
     broker = None if args.bootstrap else EmbeddedBroker().start()
     bootstrap = args.bootstrap or broker.bootstrap
     try:
@@ -287,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             rates: list[int] = []
             for v in variants:
                 asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
-                worker = WorkerProcess(job_doc(bootstrap, v.source, v.sink, args.partitions, args), Path(tmp), v.python, v.cwd)
+                worker = WorkerProcess(
+                    job_doc(bootstrap, v.source, v.sink, args.partitions, args), Path(tmp), v.python, v.cwd
+                )
                 try:
                     worker.wait_metrics()
                     seconds = worker_throughput(worker, args.count, args.count, timeout=max(600.0, args.count / 500))
@@ -295,15 +327,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                     wait_caught_up(worker, args.count)
                     seconds += time.perf_counter() - settled  # the counters may run ahead of the lag
                     v.max_rate = args.count / seconds
-                    print(f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s ({seconds:.1f}s); load {os.getloadavg()[0]:.1f}", flush=True)
+                    print(
+                        f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s "
+                        f"({seconds:.1f}s); load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
                     rates = rates or parse_rates(args.rates, v.max_rate)  # every variant is offered the same rates
                     produced = args.count
                     for rate in rates:
                         wait_caught_up(worker, produced)
                         produced += int(rate * args.seconds)
-                        floor, f_rate = asyncio.run(fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values))
+                        floor, f_rate = asyncio.run(
+                            fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
+                        )
                         print(row("floor (raw client)", rate, f_rate, floor), flush=True)
-                        through, w_rate = asyncio.run(fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values))
+                        through, w_rate = asyncio.run(
+                            fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
+                        )
                         print(row(v.name, rate, w_rate, through), f"load {os.getloadavg()[0]:.1f}", flush=True)
                         v.curve.append((rate, w_rate, floor, through))
                 finally:
@@ -316,7 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print()
     for v in variants:
-        print(f"{v.name}: max throughput {v.max_rate:,.0f} msgs/s (backlog of {args.count:,}, {args.partitions} partitions)")
+        print(
+            f"{v.name}: max throughput {v.max_rate:,.0f} msgs/s "
+            f"(backlog of {args.count:,}, {args.partitions} partitions)"
+        )
     print()
     print("| path | offered msgs/s | sent msgs/s | records | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

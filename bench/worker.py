@@ -40,16 +40,17 @@ import sys
 import tempfile
 import time
 import urllib.request
-from cdc_smt.connector.tuning import tune_allocator
 from collections import namedtuple
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
 from bench.codec import DEBEZIUM_TYPED_NO_SCHEMA, canal_messages, cpu_model
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
+from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.connector.worker.pipeline import Converter
 from cdc_smt.transforms.model import Record
 
@@ -58,7 +59,9 @@ IN, OUT, RAW = "bench.canal", "bench.debezium", "bench.raw"
 Msg = namedtuple("Msg", "topic partition offset timestamp key value headers")
 
 
-def job_doc(bootstrap: str, partitions: int, batch_size: int, fetch_wait_ms: int = 100, processes: int = 1) -> dict[str, Any]:
+def job_doc(
+    bootstrap: str, partitions: int, batch_size: int, fetch_wait_ms: int = 100, processes: int = 1
+) -> dict[str, Any]:
     return {
         "id": "bench-canal-to-debezium",
         "kafka": {"bootstrap_servers": bootstrap},
@@ -188,7 +191,9 @@ class WorkerProcess:
             m = re.search(pattern + r" ([0-9.e+]+)", text)
             return float(m.group(1)) if m else 0.0
 
-        return value(rf'cdc_smt_records_in_total\{{topic="{re.escape(self.source)}"\}}'), value(rf'cdc_smt_records_out_total\{{topic="{re.escape(self.sink)}"\}}')
+        return value(rf'cdc_smt_records_in_total\{{topic="{re.escape(self.source)}"\}}'), value(
+            rf'cdc_smt_records_out_total\{{topic="{re.escape(self.sink)}"\}}'
+        )
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -254,7 +259,7 @@ async def latency(bootstrap: str, rate: int, seconds: float, partitions: int) ->
     await producer.flush()
     try:
         await asyncio.wait_for(reader, timeout=60)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         reader.cancel()
     await producer.stop()
     await consumer.stop()
@@ -273,23 +278,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1_000_000, help="messages (default 1000000)")
     parser.add_argument("--partitions", type=int, default=4, help="source partitions (default 4)")
-    parser.add_argument("--batch-size", type=int, default=2000, help="worker.batch_size (default 2000, the worker's default)")
-    parser.add_argument("--latency-rate", type=int, default=0, help="msgs/s for the latency run (default: a quarter of (a))")
+    parser.add_argument(
+        "--batch-size", type=int, default=2000, help="worker.batch_size (default 2000, the worker's default)"
+    )
+    parser.add_argument(
+        "--latency-rate", type=int, default=0, help="msgs/s for the latency run (default: a quarter of (a))"
+    )
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency run (default 10)")
     parser.add_argument("--processes", type=int, default=1, help="the worker's worker.processes (default 1)")
-    parser.add_argument("--fetch-wait-ms", type=int, default=100, help="the worker's consumer.fetch_max_wait_ms (default 100)")
-    parser.add_argument("--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)")
+    parser.add_argument(
+        "--fetch-wait-ms", type=int, default=100, help="the worker's consumer.fetch_max_wait_ms (default 100)"
+    )
+    parser.add_argument(
+        "--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)"
+    )
     args = parser.parse_args(argv)
 
     from cdc_smt.connector.broker import EmbeddedBroker
 
-    print(f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     messages = canal_messages(args.count)
     avg = sum(map(len, messages)) / len(messages)
     records = keyed(messages)
     del messages
-    print(f"generated {args.count:,} Canal JSON messages, {avg:.0f} bytes on average ({time.perf_counter() - t0:.0f}s)", flush=True)
+    print(
+        f"generated {args.count:,} Canal JSON messages, {avg:.0f} bytes on average ({time.perf_counter() - t0:.0f}s)",
+        flush=True,
+    )
 
     broker = None if args.bootstrap else EmbeddedBroker().start()
     bootstrap = args.bootstrap or broker.bootstrap
@@ -297,13 +316,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         t0 = time.perf_counter()
         asyncio.run(produce_input(bootstrap, records, args.partitions))
-        print(f"produced them to {IN} ({args.partitions} partitions) on {bootstrap} ({time.perf_counter() - t0:.0f}s)", flush=True)
+        print(
+            f"produced them to {IN} ({args.partitions} partitions) on {bootstrap} ({time.perf_counter() - t0:.0f}s)",
+            flush=True,
+        )
         doc = job_doc(bootstrap, args.partitions, args.batch_size, args.fetch_wait_ms, args.processes)
         job = load_job(doc)
 
         seconds, n_out = codec_ceiling(records, args.partitions, args.batch_size, job)
         results["b"] = args.count / seconds
-        print(f"(b) codec ceiling, in-process, no Kafka:   {results['b']:>10,.0f} msgs/s  ({seconds:.1f}s, {n_out:,} output records)", flush=True)
+        print(
+            f"(b) codec ceiling, in-process, no Kafka:   {results['b']:>10,.0f} msgs/s  "
+            f"({seconds:.1f}s, {n_out:,} output records)",
+            flush=True,
+        )
         del records
         gc.collect()
 
@@ -317,11 +343,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 worker.wait_metrics()
                 seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
                 results["a"] = args.count / seconds
-                print(f"(a) worker, broker to broker:              {results['a']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+                print(
+                    f"(a) worker, broker to broker:              {results['a']:>10,.0f} msgs/s  ({seconds:.1f}s)",
+                    flush=True,
+                )
                 rate = args.latency_rate or max(100, int(results["a"] / 4 // 100 * 100))
                 lat = asyncio.run(latency(bootstrap, rate, args.latency_seconds, args.partitions))
                 p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-                print(f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)", flush=True)
+                print(
+                    f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: "
+                    f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
+                    flush=True,
+                )
                 results.update(rate=rate, p50=p50, p99=p99)
             finally:
                 code = worker.stop()
@@ -336,12 +369,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| measure | msgs/s | vs (b) codec | vs (c) broker |")
     print("|---|---:|---:|---:|")
     procs = f", {args.processes} conversion processes" if args.processes > 1 else ""
-    print(f"| (a) worker{procs}, canal-json -> debezium-json, broker to broker | {a:,.0f} | {a / b:.2f} | {a / c:.2f} |")
+    print(
+        f"| (a) worker{procs}, canal-json -> debezium-json, broker to broker | {a:,.0f} | {a / b:.2f} | {a / c:.2f} |"
+    )
     print(f"| (b) same conversion in-process, no Kafka | {b:,.0f} | 1.00 | {b / c:.2f} |")
     print(f"| (c) raw aiokafka batch pipe, no conversion | {c:,.0f} | | 1.00 |")
     print()
     print(f"end-to-end latency at {results['rate']:,} msgs/s: p50 {results['p50']:.0f} ms, p99 {results['p99']:.0f} ms")
-    print(f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; (a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})")
+    print(
+        f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; "
+        f"(a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
+    )
     print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     return 0
 

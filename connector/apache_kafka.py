@@ -35,9 +35,10 @@ import tempfile
 import time
 import uuid
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Sequence
+from typing import IO
 
 from cdc_smt.connector.broker import _set_pdeathsig, _terminate, free_port, port_in_use, probe_metadata
 from cdc_smt.transforms.errors import CdcSmtError
@@ -80,7 +81,12 @@ def _lib(module: str) -> Path:
 
 def _is_cached(module: str, properties: dict[str, str]) -> bool:
     stamp = _lib(module).parent / ".stamp"
-    return POM.is_file() and stamp.is_file() and stamp.read_text().strip() == _stamp_of(module, properties) and any(_lib(module).glob("*.jar"))
+    return (
+        POM.is_file()
+        and stamp.is_file()
+        and stamp.read_text().strip() == _stamp_of(module, properties)
+        and any(_lib(module).glob("*.jar"))
+    )
 
 
 def _run_maven(module: str, properties: dict[str, str]) -> None:
@@ -101,7 +107,9 @@ def _run_maven(module: str, properties: dict[str, str]) -> None:
         done = subprocess.run(args, capture_output=True, text=True, cwd=POM.parent)
         if done.returncode != 0:
             errors = [ln for ln in (done.stdout + done.stderr).splitlines() if "ERROR" in ln][:3]
-            raise ApacheKafkaError(f"Maven could not resolve {module} ({' '.join(properties.values()) or 'pom'}): " + " | ".join(errors))
+            raise ApacheKafkaError(
+                f"Maven could not resolve {module} ({' '.join(properties.values()) or 'pom'}): " + " | ".join(errors)
+            )
         shutil.rmtree(lib, ignore_errors=True)  # no stale jars of another version
         os.replace(Path(staging) / module / "lib", lib)
     (lib.parent / ".stamp").write_text(_stamp_of(module, properties) + "\n")
@@ -179,7 +187,11 @@ class Ports:
 
 
 def _properties(data: Path, ports: Ports, host: str) -> str:
-    jaas_plain = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";"
+    jaas_plain = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
+        + ";"
+    )
     jaas_scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     lines = {
         "process.roles": "broker,controller",
@@ -306,7 +318,11 @@ class ApacheKafka:
         config = self.data_dir / "server.properties"
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         with open(self.data_dir / "format.log", "wb") as log:
-            proc = self._java("kafka.tools.StorageTool", ["format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *scram], log)
+            proc = self._java(
+                "kafka.tools.StorageTool",
+                ["format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *scram],
+                log,
+            )
             try:
                 code = proc.wait(120)
             except subprocess.TimeoutExpired:
@@ -316,13 +332,20 @@ class ApacheKafka:
             tail = " ".join((self.data_dir / "format.log").read_text(errors="replace")[-600:].split())
             raise ApacheKafkaError(f"kafka-storage format failed (exit {code}): {tail}")
 
-    def start(self) -> "ApacheKafka":
+    def start(self) -> ApacheKafka:
         """Format (first time), start, and return once the broker answers a Metadata request."""
         if self.running:
             raise ApacheKafkaError("Apache Kafka is already running")
-        for name, port in (("port", self.ports.plaintext), ("SASL port", self.ports.sasl), ("controller port", self.ports.controller)):
+        for name, port in (
+            ("port", self.ports.plaintext),
+            ("SASL port", self.ports.sasl),
+            ("controller port", self.ports.controller),
+        ):
             if port_in_use(self.host, port):
-                raise ApacheKafkaError(f"cannot start Apache Kafka: {name} {self.host}:{port} is in use (pick another port, or 0 for a free one)")
+                raise ApacheKafkaError(
+                    f"cannot start Apache Kafka: {name} {self.host}:{port} is in use "
+                    "(pick another port, or 0 for a free one)"
+                )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "server.properties").write_text(_properties(self.data_dir, self.ports, self.host))
         self._format()
@@ -340,7 +363,9 @@ class ApacheKafka:
         last: Exception | None = None
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ApacheKafkaError(f"Apache Kafka exited with code {self._proc.returncode} during start-up: {self.tail_log()}")
+                raise ApacheKafkaError(
+                    f"Apache Kafka exited with code {self._proc.returncode} during start-up: {self.tail_log()}"
+                )
             try:
                 if probe_metadata(self.host, self.ports.plaintext) >= 1:
                     return
@@ -348,7 +373,10 @@ class ApacheKafka:
                 last = exc
             time.sleep(0.2)
         self.stop()
-        raise ApacheKafkaError(f"Apache Kafka did not answer on {self.bootstrap} within {self.startup_timeout:.0f}s ({last}); log: {self.log_path}")
+        raise ApacheKafkaError(
+            f"Apache Kafka did not answer on {self.bootstrap} within {self.startup_timeout:.0f}s ({last}); "
+            f"log: {self.log_path}"
+        )
 
     def tail_log(self, n: int = 800) -> str:
         try:
@@ -381,7 +409,7 @@ class ApacheKafka:
             self._finalizer()
             self._finalizer = None
 
-    def __enter__(self) -> "ApacheKafka":
+    def __enter__(self) -> ApacheKafka:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

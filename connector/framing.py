@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, BinaryIO, Iterator, Union
+from typing import IO, Any, BinaryIO, Union
 
 import fastavro
 import orjson
@@ -141,11 +142,11 @@ def read_records(source: Source, binary: bool) -> Iterator[tuple[int, Record]]:
 
 
 def _read_lines(source: Source) -> Iterator[tuple[int, Record]]:
-    for lineno, line in _lines(source):
+    for lineno, line in read_lines(source):
         yield lineno, Record(value=line)
 
 
-def _lines(source: Source) -> Iterator[tuple[int, bytes]]:
+def read_lines(source: Source) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines without their line end, numbered from the file."""
     with _open_input(source) as stream:
         for lineno, raw in enumerate(stream, 1):
@@ -161,7 +162,7 @@ def _lines(source: Source) -> Iterator[tuple[int, bytes]]:
 
 def read_json_lines(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` of a JSON Lines file; bad JSON names its line."""
-    for lineno, line in _lines(source):
+    for lineno, line in read_lines(source):
         try:
             yield lineno, orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -335,6 +336,7 @@ __all__ = [
     "Source",
     "display_name",
     "read_json_lines",
+    "read_lines",
     "read_records",
     "unit",
     "write_records",

@@ -18,13 +18,16 @@ from __future__ import annotations
 import os
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cdc_smt import schemas
-from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S
-from cdc_smt.connector.kafka.settings import KafkaSettings  # a job's ``kafka`` section; re-exported
+from cdc_smt.connector.kafka.settings import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    KafkaSettings,  # a job's ``kafka`` section; re-exported
+)
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import ChainConfig, check_document, load_config, read_yaml_file
 from cdc_smt.transforms.config import build_chain as build_chain_of
@@ -234,9 +237,13 @@ def _check_compression(kind: str | None) -> None:
         from aiokafka import codec
     except ImportError:  # no worker extra: nothing to check against
         return
-    available = {"gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4, "zstd": codec.has_zstd}[kind]()
+    available = {"gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4, "zstd": codec.has_zstd}[
+        kind
+    ]()
     if not available:
-        raise ConfigError(f"{kind} compression needs cramjam: pip install 'aiokafka[{kind}]'", "producer.compression_type")
+        raise ConfigError(
+            f"{kind} compression needs cramjam: pip install 'aiokafka[{kind}]'", "producer.compression_type"
+        )
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -274,7 +281,9 @@ def read_job_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return raw
 
 
-def read_chain(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> tuple[ChainConfig, tuple[str, ...]]:
+def read_chain(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> tuple[ChainConfig, tuple[str, ...]]:
     """The chain of a chain file or of a job file, and the job's schema files (relative to it).
 
     A document with an ``id`` is a job (every job has one): its chain part is
@@ -408,7 +417,9 @@ def _build(doc: dict[str, Any], path: str) -> JobConfig:
     sink = SinkSettings(format=k_sink["format"], options=dict(k_sink.get("options") or {}), topic=k_sink["topic"])
     for i, t in enumerate(topics):
         if sink.topic_for(t) in topics:
-            raise ConfigError(f"the sink topic {sink.topic_for(t)!r} is also a source topic (a loop)", f"source.topics[{i}]")
+            raise ConfigError(
+                f"the sink topic {sink.topic_for(t)!r} is also a source topic (a loop)", f"source.topics[{i}]"
+            )
 
     e = doc.get("errors") or {}
     errors = ErrorSettings(tolerance=e.get("tolerance", "none"), dead_letter_topic=e.get("dead_letter_topic"))

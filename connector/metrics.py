@@ -25,8 +25,9 @@ import json
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -46,7 +47,11 @@ class _LagCollector:
         self.source = source
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        fam = GaugeMetricFamily("cdc_smt_consumer_lag", "Records behind the high watermark, per source partition", labels=["topic", "partition"])
+        fam = GaugeMetricFamily(
+            "cdc_smt_consumer_lag",
+            "Records behind the high watermark, per source partition",
+            labels=["topic", "partition"],
+        )
         try:
             lags = self.source()
         except Exception:  # noqa: BLE001 - a scrape must not fail because the consumer is rebalancing
@@ -64,14 +69,18 @@ class WorkerMetrics:
         r = self.registry
         self.records_in = Counter("cdc_smt_records_in", "Records consumed from source topics", ["topic"], registry=r)
         self.records_out = Counter("cdc_smt_records_out", "Records produced and acknowledged", ["topic"], registry=r)
-        self.dead_letters = Counter("cdc_smt_dead_letters", "Records sent to the dead-letter topic, by failing stage", ["stage"], registry=r)
+        self.dead_letters = Counter(
+            "cdc_smt_dead_letters", "Records sent to the dead-letter topic, by failing stage", ["stage"], registry=r
+        )
         self.latency = Histogram(
             "cdc_smt_end_to_end_latency_seconds",
             "Source record timestamp to output acknowledgement (sampled per batch)",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.batch_seconds = Histogram("cdc_smt_batch_seconds", "Time to convert and enqueue one fetched batch", buckets=BATCH_BUCKETS, registry=r)
+        self.batch_seconds = Histogram(
+            "cdc_smt_batch_seconds", "Time to convert and enqueue one fetched batch", buckets=BATCH_BUCKETS, registry=r
+        )
         self.commits = Counter("cdc_smt_commits", "Offset commits that covered source partitions", registry=r)
         self.missing_columns = Counter(
             "cdc_smt_missing_columns",
@@ -81,7 +90,9 @@ class WorkerMetrics:
         )
         # per transform object: the counts already added (transforms count since their chain was built)
         self._missing_seen: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
-        info = Gauge("cdc_smt_worker_info", "The job this worker runs", ["job_id", "source_format", "sink_format"], registry=r)
+        info = Gauge(
+            "cdc_smt_worker_info", "The job this worker runs", ["job_id", "source_format", "sink_format"], registry=r
+        )
         info.labels(job_id, source_format, sink_format).set(1)
         self._in_children: dict[str, Any] = {}
         self._out_children: dict[str, Any] = {}
@@ -150,9 +161,9 @@ class MetricsServer:
 
     @property
     def host(self) -> str:
-        return self._server.server_address[0]
+        return str(self._server.server_address[0])  # an AF_INET server: always a str already
 
-    def start(self) -> "MetricsServer":
+    def start(self) -> MetricsServer:
         self._thread.start()
         return self
 

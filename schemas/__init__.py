@@ -7,7 +7,7 @@ found from any installation, editable or not.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -21,13 +21,13 @@ def names() -> list[str]:
     return sorted(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict[str, Any]:
     """The JSON Schema ``schemas/<name>.schema.json`` as a dict."""
     return json.loads(resources.files(__name__).joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_avro(name: str) -> dict[str, Any]:
     """The Avro schema ``schemas/<name>.avsc`` as a dict."""
     return json.loads(resources.files(__name__).joinpath(f"{name}.avsc").read_text(encoding="utf-8"))
@@ -47,7 +47,7 @@ def registry():
     return Registry().with_resources(resources_)
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(name: str):
     """A cached ``jsonschema`` validator for ``schemas/<name>.schema.json``."""
     import jsonschema

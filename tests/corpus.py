@@ -80,4 +80,4 @@ def read_messages(path: Path) -> list[bytes]:
 
 def read_expected(path: Path) -> list[str]:
     """Lines of an ``.expected.txt`` file."""
-    return [l for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

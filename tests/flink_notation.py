@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
 from cdc_smt.transforms.formats.canal_json import java_float_text
-from cdc_smt.transforms.types import float32
 from cdc_smt.transforms.model import ChangeEvent, Op
+from cdc_smt.transforms.types import float32
 
 Field = tuple[str, str]  # (column name, Flink/Paimon type name)
 

@@ -10,7 +10,8 @@ def tdsql_message(kind: str, code: int, **fields: Any) -> dict[str, Any]:
     ``eventtype`` ``code``; ``fields`` add or replace keys (``field``, ``where``, ``sql``...)."""
     base = {
         "logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "shop", "table": "items",
-        "localip": "10.0.0.1", "localport": 3306, "begintime": 1511350073, "gtid": "0-2670193178-726233561", "event_index": "4",
+        "localip": "10.0.0.1", "localport": 3306, "begintime": 1511350073, "gtid": "0-2670193178-726233561",
+        "event_index": "4",
     }  # fmt: skip
     base.update(fields)
     return base

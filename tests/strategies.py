@@ -59,7 +59,10 @@ _text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)),  # JSON cannot carry lone surrogates
     max_size=40,
 )
-_emoji_text = st.one_of(_text, st.sampled_from(["", "héllo wörld", "数据库", "🎉🚀 emoji", "quote ' and \" \\ backslash", "line\nbreak\ttab"]))
+_emoji_text = st.one_of(
+    _text,
+    st.sampled_from(["", "héllo wörld", "数据库", "🎉🚀 emoji", "quote ' and \" \\ backslash", "line\nbreak\ttab"]),
+)
 
 
 def _int_range(t) -> tuple[int, int]:
@@ -73,11 +76,19 @@ def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
     int_digits = precision - scale
     bound = 10**precision - 1
     exact = Context(prec=100)  # the default 28 digits would round decimal(65,30) values
-    edge = [Decimal(bound).scaleb(-scale, exact), -Decimal(bound).scaleb(-scale, exact), Decimal(0).scaleb(-scale, exact)]
-    return st.one_of(
-        st.sampled_from(edge),
-        st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-scale, exact)),
-    ) if int_digits >= 0 else st.just(Decimal(0))
+    edge = [
+        Decimal(bound).scaleb(-scale, exact),
+        -Decimal(bound).scaleb(-scale, exact),
+        Decimal(0).scaleb(-scale, exact),
+    ]
+    return (
+        st.one_of(
+            st.sampled_from(edge),
+            st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-scale, exact)),
+        )
+        if int_digits >= 0
+        else st.just(Decimal(0))
+    )
 
 
 def _micros(fsp: int) -> st.SearchStrategy[int]:
@@ -137,7 +148,11 @@ def value_strategy(type_text: str) -> st.SearchStrategy[Any]:
     if k is Kind.YEAR:
         return st.integers(1901, 2155)
     if k is Kind.JSON:
-        doc = st.dictionaries(st.text(string.ascii_letters, min_size=1, max_size=5), st.one_of(st.integers(-1000, 1000), _text, st.booleans(), st.none()), max_size=4)
+        doc = st.dictionaries(
+            st.text(string.ascii_letters, min_size=1, max_size=5),
+            st.one_of(st.integers(-1000, 1000), _text, st.booleans(), st.none()),
+            max_size=4,
+        )
         return doc.map(lambda d: orjson.dumps(d).decode())
     if k is Kind.BYTES:
         if t.base == "binary":

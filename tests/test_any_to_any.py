@@ -15,26 +15,27 @@ does not happen (the rules are checked for being needed).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
 
 from cdc_smt import schemas
-from tests import workload
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.formats import get_codec, registry
 from cdc_smt.transforms.model import ChangeEvent, Column, Record
 from cdc_smt.transforms.types import InvalidTemporal, Kind
+from tests import workload
 
 FORMATS = sorted(registry())
 
 
 def _catalog() -> SchemaCatalog:
     cat = SchemaCatalog()
-    for table, ddl in workload.DDL.items():
+    for ddl in workload.DDL.values():
         cat.apply_ddl(workload.DATABASE, ddl)
     return cat
 
@@ -118,12 +119,14 @@ def expected_tables(events: list[ChangeEvent], *formats: str) -> dict:
             continue
         by_name = e.schema.by_name
 
-        def norm(image):
+        def norm(image, by_name=by_name):
             if image is None:
                 return None
             return {k: _apply(rules, by_name[k], v) for k, v in image.items()}
 
-        out.append(ChangeEvent(op=e.op, source=e.source, before=norm(e.before), after=norm(e.after), pk=e.pk, schema=e.schema))
+        out.append(
+            ChangeEvent(op=e.op, source=e.source, before=norm(e.before), after=norm(e.after), pk=e.pk, schema=e.schema)
+        )
     return replay(out)
 
 
@@ -153,5 +156,7 @@ def test_any_to_any_rebuilds_the_same_tables(source: str, target: str) -> None:
         assert sorted(got_rows, key=repr) == sorted(want_rows, key=repr), f"{table}: keys differ"
         for key, row in want_rows.items():
             cols = workload.SCHEMAS[table[1]].by_name
-            diffs = {c: (v, got_rows[key].get(c)) for c, v in row.items() if not _same(cols[c], v, got_rows[key].get(c))}
+            diffs = {
+                c: (v, got_rows[key].get(c)) for c, v in row.items() if not _same(cols[c], v, got_rows[key].get(c))
+            }
             assert not diffs, f"{table} {key}: {diffs}"

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats import get_codec, registry
@@ -31,6 +30,7 @@ from cdc_smt.transforms.formats.canal_json import (
 from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.smt.base import tombstone_for
 from cdc_smt.transforms.types import InvalidTemporal, parse_type
+from tests.strategies import change_streams, essence
 
 VALIDATOR = schemas.validator("canal-json")
 
@@ -151,7 +151,12 @@ def test_messages_without_types_get_types_from_json_values():
     # Flink's canal-json serializer writes only data and type, with JSON numbers.
     [e] = decode({"data": [{"id": 101, "name": "scooter", "weight": 3.14, "ok": True}], "type": "INSERT"})
     assert e.source.database is None and e.ts_ms is None
-    assert {c.name: c.type for c in e.schema.columns} == {"id": "bigint", "name": "longtext", "weight": "double", "ok": "tinyint(1)"}
+    assert {c.name: c.type for c in e.schema.columns} == {
+        "id": "bigint",
+        "name": "longtext",
+        "weight": "double",
+        "ok": "tinyint(1)",
+    }
     e.typed()
     assert e.after == {"id": 101, "name": "scooter", "weight": 3.14, "ok": 1}
 
@@ -179,7 +184,9 @@ def test_ddl_types_become_ddl_events(kind):
 
 
 def test_truncate_is_a_truncate_event_carrying_its_statement():
-    obj = message(type="TRUNCATE", isDdl=True, data=None, mysqlType=None, sqlType=None, pkNames=None, sql="TRUNCATE TABLE product")
+    obj = message(
+        type="TRUNCATE", isDdl=True, data=None, mysqlType=None, sqlType=None, pkNames=None, sql="TRUNCATE TABLE product"
+    )
     [e] = decode(obj)
     assert (e.op, e.ddl, e.ddl_kind) == (Op.TRUNCATE, "TRUNCATE TABLE product", "TRUNCATE")
     assert encoded(CanalJson(), [e]) == [obj]
@@ -216,8 +223,10 @@ def test_cloudcanal_ddl_table_changes_become_the_schema_and_are_reproduced():
         "tableChanges": {
             "table": {
                 "columns": [
-                    {"jdbcType": 12, "name": "col_pk", "position": 2, "typeExpression": "varchar(22)", "typeName": "varchar"},
-                    {"jdbcType": 12, "name": "col1", "position": 0, "typeExpression": "varchar(22)", "typeName": "varchar"},
+                    {"jdbcType": 12, "name": "col_pk", "position": 2, "typeExpression": "varchar(22)",
+                     "typeName": "varchar"},
+                    {"jdbcType": 12, "name": "col1", "position": 0, "typeExpression": "varchar(22)",
+                     "typeName": "varchar"},
                     {"jdbcType": 4, "name": "col2", "position": 1, "typeExpression": "int(11)", "typeName": "int"},
                 ],
                 "primaryKeyColumnNames": ["col_pk"],
@@ -226,7 +235,11 @@ def test_cloudcanal_ddl_table_changes_become_the_schema_and_are_reproduced():
         },
     }  # fmt: skip
     [e] = decode(obj)
-    assert [(c.name, c.type) for c in e.schema.columns] == [("col1", "varchar(22)"), ("col2", "int(11)"), ("col_pk", "varchar(22)")]
+    assert [(c.name, c.type) for c in e.schema.columns] == [
+        ("col1", "varchar(22)"),
+        ("col2", "int(11)"),
+        ("col_pk", "varchar(22)"),
+    ]
     assert e.schema.primary_key == ("col_pk",)
     assert encoded(CanalJson(), [e]) == [obj]
 
@@ -259,7 +272,9 @@ def test_batching_keeps_message_boundaries_even_when_ids_repeat():
 
 
 def _foreign(op: Op, key: int, table: str = "t", gtid: str | None = "uuid:1") -> ChangeEvent:
-    schema = TableSchema(columns=(Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(10)")), primary_key=("id",))
+    schema = TableSchema(
+        columns=(Column("id", "int", nullable=False, primary_key=True), Column("v", "varchar(10)")), primary_key=("id",)
+    )
     row = {"id": key, "v": f"v{key}"}
     return ChangeEvent(
         op=op, source=SourcePosition(database="db", table=table, gtid=gtid), after=row if op is not Op.DELETE else None,
@@ -285,7 +300,9 @@ def test_batching_groups_rows_of_one_table_op_and_transaction():
 
 
 def test_rows_without_transaction_identity_are_not_batched():
-    out = encoded(CanalJson({"batch": "transaction"}), [_foreign(Op.INSERT, 1, gtid=None), _foreign(Op.INSERT, 2, gtid=None)])
+    out = encoded(
+        CanalJson({"batch": "transaction"}), [_foreign(Op.INSERT, 1, gtid=None), _foreign(Op.INSERT, 2, gtid=None)]
+    )
     assert len(out) == 2
 
 
@@ -316,13 +333,16 @@ ALL = TableSchema(
 
 def _typed_event(**values) -> ChangeEvent:
     row = {"id": 18446744073709551615, **values}
-    return ChangeEvent(op=Op.INSERT, source=SourcePosition(database="db", table="t"), after=row, schema=ALL, pk=("id",), ts_ms=1)
+    return ChangeEvent(
+        op=Op.INSERT, source=SourcePosition(database="db", table="t"), after=row, schema=ALL, pk=("id",), ts_ms=1
+    )
 
 
 def test_values_follow_canal_text_conventions():
     e = _typed_event(
         e="b", s="x,z", b1=True, b8=5, bin=b"\x00\xff\x80A", f=3.140000104904175, d=1e10, dec=Decimal("1.5"),
-        y=0, dt=dt.datetime(2023, 3, 24, 14, 30, 5, 120000), ts=dt.datetime(2023, 1, 1), tm=-dt.timedelta(hours=838, seconds=1),
+        y=0, dt=dt.datetime(2023, 3, 24, 14, 30, 5, 120000), ts=dt.datetime(2023, 1, 1),
+        tm=-dt.timedelta(hours=838, seconds=1),
         z=InvalidTemporal("0000-00-00"), j='{"a": 1}',
     )  # fmt: skip
     [out] = encoded(CanalJson(), [e])
@@ -334,10 +354,11 @@ def test_values_follow_canal_text_conventions():
         }
     ]  # fmt: skip
     assert out["mysqlType"] == {c.name: c.type for c in ALL.columns}
-    # value-dependent codes: bigint unsigned above 2^63-1 -> DECIMAL, set -> BIT, non-null binary -> BLOB, JSON -> VARCHAR
+    # value-dependent codes: bigint unsigned above 2^63-1 -> DECIMAL, set -> BIT, non-null binary -> BLOB,
+    # JSON -> VARCHAR
     assert out["sqlType"] == {
-        "id": 3, "e": 4, "s": -7, "b1": -7, "b8": -7, "bin": 2004, "f": 7, "d": 8, "dec": 3, "y": 12, "dt": 93, "ts": 93,
-        "tm": 92, "z": 91, "j": 12,
+        "id": 3, "e": 4, "s": -7, "b1": -7, "b8": -7, "bin": 2004, "f": 7, "d": 8, "dec": 3, "y": 12, "dt": 93,
+        "ts": 93, "tm": 92, "z": 91, "j": 12,
     }  # fmt: skip
     [back] = decode(out)
     back.typed()
@@ -378,7 +399,8 @@ def test_float_columns_are_typed_as_32_bit_floats():
     [
         (1.0, False, "1.0"), (100.0, False, "100.0"), (0.001, False, "0.001"), (1e7, False, "1.0E7"),
         (1.0e-4, False, "1.0E-4"), (123456789.0, False, "1.23456789E8"), (-2.5e-10, False, "-2.5E-10"),
-        (0.0, False, "0.0"), (-0.0, False, "-0.0"), (5e-324, False, "4.9E-324"), (1.7976931348623157e308, False, "1.7976931348623157E308"),
+        (0.0, False, "0.0"), (-0.0, False, "-0.0"), (5e-324, False, "4.9E-324"),
+        (1.7976931348623157e308, False, "1.7976931348623157E308"),
         (3.140000104904175, True, "3.14"), (22.200000762939453, True, "22.2"), (1.401298464324817e-45, True, "1.4E-45"),
         (3.4028234663852886e38, True, "3.4028235E38"), (16777216.0, True, "1.6777216E7"),
     ],
@@ -391,8 +413,12 @@ def test_java_float_text_matches_java_to_string(value, single, text):
 @pytest.mark.parametrize(
     "value,single,text",
     [
-        (1e10, False, "10000000000"), (0.1, False, "0.1"), (1e-7, False, "0.0000001"),
-        (3.140000104904175, True, "3.14"), (-0.0, False, "-0"), (2.0, False, "2"),
+        (1e10, False, "10000000000"),
+        (0.1, False, "0.1"),
+        (1e-7, False, "0.0000001"),
+        (3.140000104904175, True, "3.14"),
+        (-0.0, False, "-0"),
+        (2.0, False, "2"),
     ],  # fmt: skip
 )
 def test_go_float_text_matches_strconv_format_float(value, single, text):
@@ -400,7 +426,9 @@ def test_go_float_text_matches_strconv_format_float(value, single, text):
 
 
 def test_timestamps_are_converted_to_the_encoder_zone_and_datetimes_are_not():
-    schema = TableSchema(columns=(Column("id", "int"), Column("ts", "timestamp"), Column("dt", "datetime")), primary_key=("id",))
+    schema = TableSchema(
+        columns=(Column("id", "int"), Column("ts", "timestamp"), Column("dt", "datetime")), primary_key=("id",)
+    )
     row = {"id": 1, "ts": dt.datetime(2023, 3, 23, 15, 0, 10), "dt": dt.datetime(2023, 3, 23, 15, 0, 10)}
     e = ChangeEvent(
         op=Op.INSERT, source=SourcePosition(database="d", table="t"), after=row, schema=schema, pk=("id",),
@@ -425,7 +453,9 @@ def test_decoder_tags_events_with_its_zone_and_canal_to_canal_rebases_only_times
 
 
 def test_update_from_a_typed_source_writes_the_differing_columns_as_old():
-    schema = TableSchema(columns=(Column("id", "int"), Column("a", "int"), Column("b", "varchar(5)")), primary_key=("id",))
+    schema = TableSchema(
+        columns=(Column("id", "int"), Column("a", "int"), Column("b", "varchar(5)")), primary_key=("id",)
+    )
     e = ChangeEvent(
         op=Op.UPDATE, source=SourcePosition(database="d", table="t"), before={"id": 1, "a": 2, "b": None},
         after={"id": 1, "a": 3, "b": None}, schema=schema, pk=("id",), ts_ms=1,
@@ -469,7 +499,11 @@ def test_canal_sql_type_depends_on_nullness_like_log_event_convert():
                 "bigint unsigned": ("9223372036854775807", -5, "9223372036854775808", 3)}  # fmt: skip
     for text, (small, small_code, big, big_code) in unsigned.items():
         t = parse_type(text)
-        assert (canal_sql_type(t, small), canal_sql_type(t, big), canal_sql_type(t, None)) == (small_code, big_code, small_code), text
+        assert (canal_sql_type(t, small), canal_sql_type(t, big), canal_sql_type(t, None)) == (
+            small_code,
+            big_code,
+            small_code,
+        ), text
 
 
 def test_value_form_passes_raw_values_to_canal_untouched():
@@ -500,13 +534,24 @@ def test_raw_values_that_read_as_null_are_written_as_null():
     e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"), after=after, schema=schema,
                     pk=("id",), values=SqlLiteralForm())  # fmt: skip
     [out] = encoded(CanalJson(), [e])
-    assert out["data"] == [{"id": "3", "born": None, "created": "2024-02-29 23:59:59.123", "balance": None, "name": None}]
+    assert out["data"] == [
+        {"id": "3", "born": None, "created": "2024-02-29 23:59:59.123", "balance": None, "name": None}
+    ]
 
 
 def test_decode_message_and_encode_message_work_on_objects():
     # The ckafka-json codec delegates Canal-shaped DDL this way.
     codec = CanalJson()
-    obj = message(type="QUERY", isDdl=True, data=None, mysqlType=None, sqlType=None, pkNames=None, sql="CREATE DATABASE x", table="")
+    obj = message(
+        type="QUERY",
+        isDdl=True,
+        data=None,
+        mysqlType=None,
+        sqlType=None,
+        pkNames=None,
+        sql="CREATE DATABASE x",
+        table="",
+    )
     [e] = codec.decode_message(obj, Record(value=None))
     assert e.source.table is None and e.ddl_kind == "QUERY"
     assert codec.encode_message(e) == obj

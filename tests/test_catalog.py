@@ -129,18 +129,24 @@ def test_create_if_not_exists_keeps_the_existing_table_and_like_copies():
 
 def test_alter_from_the_ckafka_document_adds_a_nullable_column_with_default():
     cat = catalog_with("test", "create table user (id int primary key)")
-    assert cat.apply_ddl("test", "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP") == []
+    assert (
+        cat.apply_ddl("test", "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP")
+        == []
+    )
     col = cat.get("test", "user").column("createtime")
     assert (col.type, col.nullable, col.default) == ("datetime", True, "CURRENT_TIMESTAMP")
 
 
 def test_alter_add_first_after_drop_modify_change_rename():
     cat = catalog_with("d", "create table t (a int, b int, c int)")
-    assert cat.apply_ddl(
-        "d",
-        "alter table t add column z int first, add y varchar(3) after a, drop column b, "
-        "modify c bigint not null, change column a aa decimal(5,1), rename column z to zz",
-    ) == []
+    assert (
+        cat.apply_ddl(
+            "d",
+            "alter table t add column z int first, add y varchar(3) after a, drop column b, "
+            "modify c bigint not null, change column a aa decimal(5,1), rename column z to zz",
+        )
+        == []
+    )
     assert cols(cat, "d", "t") == [
         ("zz", "int", True),
         ("aa", "decimal(5,1)", True),
@@ -216,7 +222,13 @@ def test_drop_database_drops_its_tables():
 def test_truncate_and_non_table_statements_change_nothing():
     cat = catalog_with("d", "create table t (a int)")
     v = cat.version
-    for sql in ["truncate table t", "CREATE DATABASE `dip_test` CHARSET utf8mb4", "create index ix on t (a)", "grant select on d.* to x", "insert into t values (1)"]:
+    for sql in [
+        "truncate table t",
+        "CREATE DATABASE `dip_test` CHARSET utf8mb4",
+        "create index ix on t (a)",
+        "grant select on d.* to x",
+        "insert into t values (1)",
+    ]:
         assert cat.apply_ddl("d", sql) == [], sql
     assert cat.version == v
 
@@ -315,7 +327,11 @@ def test_rows_before_an_alter_decode_with_the_schema_in_force_before_it():
     codec = get_codec("tdsql-binlog-json")  # no catalog given: its own, fed by the stream
 
     def msg(kind, code, **fields):
-        return Record(value=orjson.dumps({"logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "d", "table": "t", **fields}))
+        return Record(
+            value=orjson.dumps(
+                {"logtype": "mysqlbinlog", "eventtype": code, "eventtypestr": kind, "db": "d", "table": "t", **fields}
+            )
+        )
 
     stream = [
         msg("query", 2, sql="create table t (id int primary key, name varchar(10))"),
@@ -346,7 +362,9 @@ def test_observe_applies_a_ddl_event_once():
 
 
 def _row(schema: TableSchema, origin: str | None = None, table: str = "t") -> ChangeEvent:
-    return ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table=table), after={}, schema=schema, origin=origin)
+    return ChangeEvent(
+        op=Op.INSERT, source=SourcePosition(database="d", table=table), after={}, schema=schema, origin=origin
+    )
 
 
 def test_learns_unknown_tables_and_type_changes_from_typed_messages():
@@ -414,7 +432,11 @@ def test_schema_file_yaml(tmp_path):
     path.write_text(SCHEMA_YAML)
     cat = SchemaCatalog()
     cat.load_file(path)
-    assert cols(cat, "shop", "orders") == [("id", "bigint unsigned", False), ("amount", "decimal(10,2)", True), ("status", "enum('new','paid')", True)]
+    assert cols(cat, "shop", "orders") == [
+        ("id", "bigint unsigned", False),
+        ("amount", "decimal(10,2)", True),
+        ("status", "enum('new','paid')", True),
+    ]
     assert cat.get("shop", "orders").primary_key == ("id",)
     assert cat.get("shop", "orders").column("status").default == "new"
     assert cat.get("shop", "customers").names == ("id", "name")
@@ -433,10 +455,18 @@ def test_schema_file_json(tmp_path):
 @pytest.mark.parametrize(
     "content,where,what",
     [
-        ({"tables": {"d.t": {"columns": [{"name": "a", "type": "frobnicate"}]}}}, "columns[0].type", "unknown MySQL type"),
+        (
+            {"tables": {"d.t": {"columns": [{"name": "a", "type": "frobnicate"}]}}},
+            "columns[0].type",
+            "unknown MySQL type",
+        ),
         ({"tables": {"t": {"columns": {"a": "int"}}}}, "tables['t']", "database.table"),
         ({"tables": {"d.t": {"columns": {"a": "int"}, "primary_key": ["b"]}}}, "primary_key", "not among the columns"),
-        ({"tables": {"d.t": {"columns": [{"name": "a", "type": "int", "nullabel": False}]}}}, "columns[0]", "unknown key 'nullabel'"),
+        (
+            {"tables": {"d.t": {"columns": [{"name": "a", "type": "int", "nullabel": False}]}}},
+            "columns[0]",
+            "unknown key 'nullabel'",
+        ),
         ({"tabels": {}}, "", "unknown key 'tabels'"),
         ({"ddl": [{"database": "d", "sql": "alter table nope add x int"}]}, "ddl[0]", "not in the catalog"),
     ],
@@ -459,7 +489,12 @@ def test_missing_or_malformed_schema_file(tmp_path):
 
 
 def test_to_dict_from_dict_round_trip_is_json():
-    cat = catalog_with("d", "create table t (a int not null default 1 comment 'x', b varchar(3), primary key (a))", "alter table t add c int", "drop table t")
+    cat = catalog_with(
+        "d",
+        "create table t (a int not null default 1 comment 'x', b varchar(3), primary key (a))",
+        "alter table t add c int",
+        "drop table t",
+    )
     cat.apply_ddl("d", "create table u (z json)")
     data = json.loads(json.dumps(cat.to_dict()))
     back = SchemaCatalog.from_dict(data)

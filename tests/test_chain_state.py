@@ -6,10 +6,10 @@ from __future__ import annotations
 import orjson
 
 from cdc_smt.connector.worker.state import MAX_SNAPSHOTS, decode_snapshots, encode_snapshots, pick, push
-from tests.messages import tdsql_message
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Record
+from tests.messages import tdsql_message
 
 
 def tdsql(kind: str, code: int, **fields) -> Record:

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence, table_schemas
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from tests.strategies import change_streams, essence, table_schemas
 
 FMT = "ckafka-json"
 SCHEMA = TableSchema(
@@ -71,12 +71,29 @@ def test_time_is_wall_clock_in_the_source_zone():
 
 
 def test_values_typed_through_the_catalog():
-    [e] = decode(codec(with_schema()), dml("U", new={**ROW, "first_name": "Anne Marie"}, old=ROW, BINLOG_POS=484, GLOBAL_ID="uuid:12", EVENT_SERVER_ID=7))
+    [e] = decode(
+        codec(with_schema()),
+        dml(
+            "U",
+            new={**ROW, "first_name": "Anne Marie"},
+            old=ROW,
+            BINLOG_POS=484,
+            GLOBAL_ID="uuid:12",
+            EVENT_SERVER_ID=7,
+        ),
+    )
     assert e.op is Op.UPDATE and e.changed == ("first_name",)
     assert e.pk == ("id",) and e.schema is SCHEMA
     assert e.typed().after["id"] == 1004 and e.before["first_name"] == "Anne"
     src = e.source
-    assert (src.binlog_file, src.binlog_pos, src.gtid, src.server_id, src.database, src.table) == ("mysql-bin.000003", 484, "uuid:12", 7, "inventory", "customers")
+    assert (src.binlog_file, src.binlog_pos, src.gtid, src.server_id, src.database, src.table) == (
+        "mysql-bin.000003",
+        484,
+        "uuid:12",
+        7,
+        "inventory",
+        "customers",
+    )
 
 
 def test_without_a_schema_values_stay_strings():
@@ -156,7 +173,11 @@ def test_not_json_and_not_an_object():
 
 def test_same_format_reproduces_dml_bytes():
     c = codec(with_schema())
-    for msg in [dml("I", new=ROW), dml("U", new=ROW, old={**ROW, "email": None}, GLOBAL_ID="g:1", GROUP_ID="grp"), dml("D", old=ROW, EVENT_SERVER_ID="srv-a")]:
+    for msg in [
+        dml("I", new=ROW),
+        dml("U", new=ROW, old={**ROW, "email": None}, GLOBAL_ID="g:1", GROUP_ID="grp"),
+        dml("D", old=ROW, EVENT_SERVER_ID="srv-a"),
+    ]:
         raw = orjson.dumps(msg)
         [e] = c.decode(Record(value=raw))
         assert c.encode(e)[0].value == raw
@@ -172,7 +193,10 @@ def test_same_format_reproduces_ddl():
 
 def test_encode_foreign_events():
     c = codec()
-    schema = TableSchema((Column("id", "bigint"), Column("at", "timestamp(3)"), Column("raw", "varbinary(4)"), Column("ok", "bit(1)")), ("id",))
+    schema = TableSchema(
+        (Column("id", "bigint"), Column("at", "timestamp(3)"), Column("raw", "varbinary(4)"), Column("ok", "bit(1)")),
+        ("id",),
+    )
     e = ChangeEvent(
         op=Op.READ,
         source=SourcePosition(database="d", table="t"),
@@ -228,7 +252,19 @@ def test_round_trip_with_the_schema_in_the_catalog(data):
 
 def test_encode_foreign_ddl_in_canal_shape():
     pytest.importorskip("cdc_smt.transforms.formats.canal_json")
-    e = ChangeEvent(op=Op.DDL, source=SourcePosition(database="d", table="t"), ddl="alter table t add c int", ts_ms=1_600_000_000_000)
+    e = ChangeEvent(
+        op=Op.DDL,
+        source=SourcePosition(database="d", table="t"),
+        ddl="alter table t add c int",
+        ts_ms=1_600_000_000_000,
+    )
     obj = orjson.loads(codec().encode(e)[0].value)
-    assert (obj["isDdl"], obj["sql"], obj["type"], obj["database"], obj["table"], obj["es"]) == (True, e.ddl, "ALTER", "d", "t", 1_600_000_000_000)
+    assert (obj["isDdl"], obj["sql"], obj["type"], obj["database"], obj["table"], obj["es"]) == (
+        True,
+        e.ddl,
+        "ALTER",
+        "d",
+        "t",
+        1_600_000_000_000,
+    )
     assert not list(schemas.validator(FMT).iter_errors(obj))

@@ -503,7 +503,12 @@ def test_record_lines_accept_json_values_and_header_mappings(tmp_path: Path) -> 
     path = tmp_path / "records.jsonl"
     path.write_bytes(b'{"key": {"id": 1}, "value": {"op": "c"}, "headers": {"a": "1", "b": null}}\n')
     ((line, record),) = list(read_record_lines(str(path)))
-    assert (line, record.key, record.value, record.headers) == (1, b'{"id":1}', b'{"op":"c"}', [("a", b"1"), ("b", b"")])
+    assert (line, record.key, record.value, record.headers) == (
+        1,
+        b'{"id":1}',
+        b'{"op":"c"}',
+        [("a", b"1"), ("b", b"")],
+    )
 
 
 @pytest.mark.parametrize(
@@ -550,7 +555,10 @@ def test_produce_and_consume_without_the_kafka_client_say_what_to_install(
     args = ["produce", "-t", "t", "-"] if command == "produce" else ["consume", "t"]
     code, _, err = run(capsys, *args)
     assert code == 2
-    assert err == f"cdc-smt: error: {command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)\n"
+    assert (
+        err
+        == f"cdc-smt: error: {command} needs the worker extra: pip install 'cdc-smt[worker]' (cannot import aiokafka)\n"
+    )
 
 
 @pytest.mark.corpus
@@ -565,4 +573,6 @@ def test_flinks_canal_test_data_converts_to_debezium_json_flink_can_read(
     assert code == 0, err
     values = [orjson.loads(line) for line in dst.read_bytes().splitlines()]
     assert values and all(v["op"] in ("c", "u", "d", "r") for v in values)  # no schema-change payload
-    assert ddl == 1 and err.splitlines()[-1].endswith("skipped 1 record for other topics: cdc_smt (1) (-o DIR/ writes every topic)")
+    assert ddl == 1 and err.splitlines()[-1].endswith(
+        "skipped 1 record for other topics: cdc_smt (1) (-o DIR/ writes every topic)"
+    )

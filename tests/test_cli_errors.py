@@ -66,7 +66,10 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (d / "malformed.yaml").write_text("source: [canal-json\nsink: {\n")
     (d / "adir").mkdir()
     (d / "values.txt").write_text("hello\n")
-    job = "id: t\nkafka: {bootstrap_servers: '%s', connect_timeout_s: 2}\nsource: {topics: [a], format: %s}\nsink: {topic: b, format: debezium-json}\n"
+    job = (
+        "id: t\nkafka: {bootstrap_servers: '%s', connect_timeout_s: 2}\n"
+        "source: {topics: [a], format: %s}\nsink: {topic: b, format: debezium-json}\n"
+    )
     checkpoint = f"backfill: {{checkpoint: '{d / 'checkpoint'}', master: 'local[1]'}}\n"
     (d / "unknown-format.yaml").write_text(job % ("127.0.0.1:9", "no-such-format") + checkpoint)
     with socket.socket() as s:  # a port nothing listens on
@@ -116,32 +119,46 @@ def batched_cases(f: dict[str, str]) -> list[Case]:
     binary_input_says = "decode failed"
     cases += [
         # Input files (messages, not configuration).
-        Case("convert", "missing", ("convert", "-f", "canal-json", "-t", "debezium-json", f["missing"]), usage, "No such file"),
-        Case("convert", "directory", ("convert", "-f", "canal-json", "-t", "debezium-json", f["directory"]), usage, "Is a directory"),
-        Case("convert", "binary", ("convert", "-f", "canal-json", "-t", "debezium-json", f["binary"]), ExitCode.FAILED, binary_input_says),
+        Case("convert", "missing", ("convert", "-f", "canal-json", "-t", "debezium-json", f["missing"]),
+             usage, "No such file"),
+        Case("convert", "directory", ("convert", "-f", "canal-json", "-t", "debezium-json", f["directory"]),
+             usage, "Is a directory"),
+        Case("convert", "binary", ("convert", "-f", "canal-json", "-t", "debezium-json", f["binary"]),
+             ExitCode.FAILED, binary_input_says),
         Case(
             "convert", "binary",
             ("convert", "-f", "canal-json", "-t", "debezium-json", "--on-error", "skip", f["binary"]),
             ExitCode.COMPLETED_WITH_ERRORS, binary_input_says,
         ),
-        Case("convert", "empty", ("convert", "-f", "canal-json", "-t", "debezium-json", f["empty"]), ExitCode.OK, "read 0"),
-        Case("convert", "binary", ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["binary"], f["empty"]), usage, "not a text file"),
-        Case("convert", "directory", ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["directory"], f["empty"]), usage, "Is a directory"),
-        Case("convert", "malformed", ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["malformed"], f["empty"]), usage, "malformed YAML"),
-        Case("convert", "unknown-format", ("convert", "-f", "no-such-format", "-t", "canal-json", f["empty"]), usage, "unknown format"),
+        Case("convert", "empty", ("convert", "-f", "canal-json", "-t", "debezium-json", f["empty"]),
+             ExitCode.OK, "read 0"),
+        Case("convert", "binary",
+             ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["binary"], f["empty"]),
+             usage, "not a text file"),
+        Case("convert", "directory",
+             ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["directory"], f["empty"]),
+             usage, "Is a directory"),
+        Case("convert", "malformed",
+             ("convert", "-f", "maxwell-json", "-t", "canal-json", "--schema", f["malformed"], f["empty"]),
+             usage, "malformed YAML"),
+        Case("convert", "unknown-format", ("convert", "-f", "no-such-format", "-t", "canal-json", f["empty"]),
+             usage, "unknown format"),
         Case("convert", "unknown-format", ("convert", "-c", f["unknown-format"], f["empty"]), usage, "no-such-format"),
         Case("validate", "missing", ("validate", "-f", "canal-json", f["missing"]), usage, "No such file"),
         Case("validate", "directory", ("validate", "-f", "canal-json", f["directory"]), usage, "Is a directory"),
-        Case("validate", "binary", ("validate", "-f", "canal-json", f["binary"]), ExitCode.COMPLETED_WITH_ERRORS, "malformed JSON"),
+        Case("validate", "binary", ("validate", "-f", "canal-json", f["binary"]),
+             ExitCode.COMPLETED_WITH_ERRORS, "malformed JSON"),
         Case("validate", "empty", ("validate", "-f", "canal-json", f["empty"]), ExitCode.OK, "0 messages"),
-        Case("validate", "unknown-format", ("validate", "-f", "no-such-format", f["empty"]), usage, "no JSON Schema for format"),
+        Case("validate", "unknown-format", ("validate", "-f", "no-such-format", f["empty"]),
+             usage, "no JSON Schema for format"),
         Case("detect", "missing", ("detect", f["missing"]), usage, "No such file"),
         Case("detect", "directory", ("detect", f["directory"]), usage, "Is a directory"),
         Case("detect", "binary", ("detect", f["binary"]), ExitCode.FAILED, "no format matched"),
         Case("detect", "empty", ("detect", f["empty"]), ExitCode.FAILED, "0 messages"),
         Case("formats", "unknown-format", ("formats", "no-such-format"), usage, "unknown format"),
         Case("worker", "unknown-format", ("worker", "-c", f["unknown-format"], "--check"), usage, "no-such-format"),
-        Case("backfill", "unknown-format", ("backfill", "-c", f["unknown-format"], "--dry-run"), usage, "no-such-format"),
+        Case("backfill", "unknown-format", ("backfill", "-c", f["unknown-format"], "--dry-run"),
+             usage, "no-such-format"),
         Case("demo", "missing", ("demo", "--data", f["missing"]), usage, "not found"),
         Case("demo", "directory", ("demo", "--data", f["directory"]), usage, "not found"),
         Case("produce", "missing", ("produce", f["missing"]), usage, "No such file"),
@@ -149,7 +166,8 @@ def batched_cases(f: dict[str, str]) -> list[Case]:
         Case("produce", "binary", ("produce", f["binary"]), usage, "malformed JSON"),
         Case("produce", "malformed", ("produce", f["malformed"]), usage, "malformed JSON"),
         Case("consume", "malformed", ("consume", "orders", "--timeout", "soon"), usage, "invalid float value"),
-        Case("broker", "malformed", ("broker", "--topic", "orders:x"), usage, "--topic expects NAME or NAME:PARTITIONS"),
+        Case("broker", "malformed", ("broker", "--topic", "orders:x"),
+             usage, "--topic expects NAME or NAME:PARTITIONS"),
         Case("broker", "malformed", ("broker", "--port", "many"), usage, "invalid int value"),
     ]  # fmt: skip
     return cases
@@ -159,18 +177,52 @@ def _validate_job(kind: str) -> tuple[ExitCode, str]:
     """``validate -f job`` reports a file it could read but not accept as a verdict (3); one it cannot open is 2."""
     if kind in ("missing", "directory"):
         return ExitCode.USAGE, "No such file" if kind == "missing" else "Is a directory"
-    return ExitCode.COMPLETED_WITH_ERRORS, {"binary": "not a text file", "empty": "expected a mapping", "malformed": "not valid YAML"}[kind]
+    return ExitCode.COMPLETED_WITH_ERRORS, {
+        "binary": "not a text file",
+        "empty": "expected a mapping",
+        "malformed": "not valid YAML",
+    }[kind]
 
 
 def dead_broker_cases(f: dict[str, str]) -> list[Case]:
     address = f"127.0.0.1:{f['port']}"
     return [
         # Every host probes the cluster at start-up: one line naming the address, "cannot run" (2).
-        Case("worker", "dead-broker", ("worker", "-c", f["dead-broker"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"], "--dry-run"), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("backfill", "dead-broker", ("backfill", "-c", f["dead-broker"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("produce", "dead-broker", ("produce", "--values", "-t", "t", "--bootstrap", address, "--connect-timeout", "2", f["values"]), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
-        Case("consume", "dead-broker", ("consume", "t", "--bootstrap", address, "--timeout", "1", "--connect-timeout", "2"), ExitCode.USAGE, f"cannot reach Kafka at {address}"),
+        Case(
+            "worker",
+            "dead-broker",
+            ("worker", "-c", f["dead-broker"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "backfill",
+            "dead-broker",
+            ("backfill", "-c", f["dead-broker"], "--dry-run"),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "backfill",
+            "dead-broker",
+            ("backfill", "-c", f["dead-broker"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "produce",
+            "dead-broker",
+            ("produce", "--values", "-t", "t", "--bootstrap", address, "--connect-timeout", "2", f["values"]),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
+        Case(
+            "consume",
+            "dead-broker",
+            ("consume", "t", "--bootstrap", address, "--timeout", "1", "--connect-timeout", "2"),
+            ExitCode.USAGE,
+            f"cannot reach Kafka at {address}",
+        ),
     ]
 
 
@@ -181,14 +233,25 @@ def outcomes(bad: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> l
     cases_file = tmp_path_factory.mktemp("driver") / "cases.json"
     cases_file.write_text(json.dumps([list(c.argv) for c in batch]))
     env_cmd = [sys.executable, "-m", "cdc_smt.connector.cli"]
-    procs = [subprocess.Popen([sys.executable, "-c", DRIVER, str(cases_file)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
-    procs += [subprocess.Popen([*env_cmd, *c.argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in dead]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", DRIVER, str(cases_file)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    ]
+    procs += [
+        subprocess.Popen([*env_cmd, *c.argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for c in dead
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     driver_out, driver_err = outputs[0]
     assert procs[0].returncode == 0, driver_err
     results = json.loads(driver_out)
-    got = [(c, r["code"], r["stdout"], r["stderr"]) for c, r in zip(batch, results)]
-    got += [(c, p.returncode, out, err) for c, p, (out, err) in zip(dead, procs[1:], outputs[1:])]
+    got = [(c, r["code"], r["stdout"], r["stderr"]) for c, r in zip(batch, results, strict=True)]
+    got += [(c, p.returncode, out, err) for c, p, (out, err) in zip(dead, procs[1:], outputs[1:], strict=True)]
     return got
 
 

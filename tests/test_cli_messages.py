@@ -25,8 +25,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def canal(i: int, rows: int = 1, msg_id: int | None = None, table: str = "orders") -> dict:
     return {
-        "data": [{"id": str(i + r), "name": f"n{i + r}"} for r in range(rows)], "database": "shop", "es": 1_700_000_000_000,
-        "id": i if msg_id is None else msg_id, "isDdl": False, "mysqlType": {"id": "int(11)", "name": "varchar(255)"},
+        "data": [{"id": str(i + r), "name": f"n{i + r}"} for r in range(rows)], "database": "shop",
+        "es": 1_700_000_000_000, "id": i if msg_id is None else msg_id, "isDdl": False,
+        "mysqlType": {"id": "int(11)", "name": "varchar(255)"},
         "old": None, "pkNames": ["id"], "sql": "", "sqlType": {"id": 4, "name": 12}, "table": table,
         "ts": 1_700_000_000_123, "type": "INSERT",
     }  # fmt: skip
@@ -66,7 +67,9 @@ def test_exit_codes_are_distinct_and_documented() -> None:
 # -- §7 validate and detect ----------------------------------------------------------------------
 
 
-def test_validate_says_what_a_message_looks_like_and_the_first_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_validate_says_what_a_message_looks_like_and_the_first_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     src = jsonl(tmp_path / "canal.jsonl", canal(101), canal(102))
     code, out, err = run(capsys, "validate", "-f", "debezium-json", src)
     assert code == ExitCode.COMPLETED_WITH_ERRORS
@@ -102,7 +105,9 @@ def test_validate_job_as_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_official_canal_read_as_ticdc_warns_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     src = jsonl(tmp_path / "canal.jsonl", canal(101, rows=2), canal(103), canal(104))
-    code, _, err = run(capsys, "convert", "-f", "ticdc-canal-json", "-t", "ticdc-canal-json", src, "-o", str(tmp_path / "out"))
+    code, _, err = run(
+        capsys, "convert", "-f", "ticdc-canal-json", "-t", "ticdc-canal-json", src, "-o", str(tmp_path / "out")
+    )
     assert code == ExitCode.OK
     warnings = [line for line in err.splitlines() if "look like official Canal" in line]
     assert len(warnings) == 1
@@ -113,7 +118,9 @@ def test_official_canal_read_as_ticdc_warns_once(capsys: pytest.CaptureFixture[s
 def test_ticdc_messages_read_as_ticdc_do_not_warn(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     ticdc = {**canal(0, msg_id=0), "mysqlType": {"id": "int", "name": "varchar"}}
     src = jsonl(tmp_path / "ticdc.jsonl", ticdc, ticdc)
-    code, _, err = run(capsys, "convert", "-f", "ticdc-canal-json", "-t", "ticdc-canal-json", src, "-o", str(tmp_path / "out"))
+    code, _, err = run(
+        capsys, "convert", "-f", "ticdc-canal-json", "-t", "ticdc-canal-json", src, "-o", str(tmp_path / "out")
+    )
     assert code == ExitCode.OK
     assert "official Canal" not in err
 
@@ -131,7 +138,18 @@ def test_log_level_before_or_after_the_command(capsys: pytest.CaptureFixture[str
 
 def test_log_level_after_the_command_is_applied(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     src = jsonl(tmp_path / "ck.jsonl", ckafka(1, "customers"))
-    argv = ("convert", "-f", "ckafka-json", "-t", "canal-json", "-O", "source_timezone=UTC", src, "-o", str(tmp_path / "out"))
+    argv = (
+        "convert",
+        "-f",
+        "ckafka-json",
+        "-t",
+        "canal-json",
+        "-O",
+        "source_timezone=UTC",
+        src,
+        "-o",
+        str(tmp_path / "out"),
+    )
     _, _, err = run(capsys, *argv)
     assert "no schema for table" in err
     _, _, err = run(capsys, *argv, "--log-level", "error")
@@ -164,10 +182,25 @@ def test_timezone_warning_only_once_input_is_read(capsys: pytest.CaptureFixture[
 
 def test_ckafka_rows_without_a_schema_warn_once_per_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     src = jsonl(tmp_path / "ck.jsonl", ckafka(1, "customers"), ckafka(2, "customers"), ckafka(3, "orders"))
-    code, _, err = run(capsys, "convert", "-f", "ckafka-json", "-t", "canal-json", "-O", "source_timezone=UTC", src, "-o", str(tmp_path / "out"))
+    code, _, err = run(
+        capsys,
+        "convert",
+        "-f",
+        "ckafka-json",
+        "-t",
+        "canal-json",
+        "-O",
+        "source_timezone=UTC",
+        src,
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert code == ExitCode.OK
     warnings = [line for line in err.splitlines() if "no schema for table" in line]
-    assert [w.split("no schema for table ")[1].split(":")[0] for w in warnings] == ["inventory.customers", "inventory.orders"]
+    assert [w.split("no schema for table ")[1].split(":")[0] for w in warnings] == [
+        "inventory.customers",
+        "inventory.orders",
+    ]
     assert warnings[0].startswith("cdc-smt: warning: ckafka-json: ") and "untyped strings" in warnings[0]
 
 
@@ -176,7 +209,19 @@ def test_ckafka_rows_with_a_schema_do_not_warn(capsys: pytest.CaptureFixture[str
     schema.write_text("tables:\n  inventory.customers:\n    columns: {id: int}\n    primary_key: [id]\n")
     src = jsonl(tmp_path / "ck.jsonl", ckafka(1, "customers"))
     code, _, err = run(
-        capsys, "convert", "-f", "ckafka-json", "-t", "canal-json", "-O", "source_timezone=UTC", "--schema", str(schema), src, "-o", str(tmp_path / "out")
+        capsys,
+        "convert",
+        "-f",
+        "ckafka-json",
+        "-t",
+        "canal-json",
+        "-O",
+        "source_timezone=UTC",
+        "--schema",
+        str(schema),
+        src,
+        "-o",
+        str(tmp_path / "out"),
     )
     assert code == ExitCode.OK, err
     assert "no schema for table" not in err

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from tests.strategies import change_streams, essence
 
 FMT = "cloudcanal-json"
 TYPES = {"col1": "varchar(22)", "col2": "varchar(22)", "col_pk": "varchar(22)"}
@@ -46,7 +46,12 @@ def test_insert_update_delete():
     assert ins.op is Op.INSERT and ins.after == ROW_NEW and ins.before is None
     assert ins.schema.names == ("col1", "col2", "col_pk") and ins.pk == ("col_pk",)
     assert (ins.ts_ms, ins.processing_ts_ms) == (1669789152000, 1669789153377)
-    assert (ins.source.database, ins.source.table, ins.source.schema, ins.source.sequence_id) == ("db_test", "table_test", None, "0")
+    assert (ins.source.database, ins.source.table, ins.source.schema, ins.source.sequence_id) == (
+        "db_test",
+        "table_test",
+        None,
+        "0",
+    )
     [upd] = decode(c, dml("UPDATE", [ROW_NEW], [ROW_OLD]))
     assert (upd.before, upd.after, upd.changed) == (ROW_OLD, ROW_NEW, ("col1", "col2", "col_pk"))
     [dele] = decode(c, dml("DELETE", [ROW_OLD]))
@@ -55,7 +60,21 @@ def test_insert_update_delete():
 
 def test_values_are_typed_by_dbvaltype_and_may_be_json_numbers():
     types = {"id": "bigint unsigned", "amount": "decimal(10,2)", "at": "datetime(3)", "flag": "bit(1)", "doc": "json"}
-    msg = dml("INSERT", [{"id": 18446744073709551615, "amount": "12.30", "at": "2022-12-01 10:00:00.500", "flag": True, "doc": {"a": 1}}], dbValType=types, jdbcType={}, pks=["id"])
+    msg = dml(
+        "INSERT",
+        [
+            {
+                "id": 18446744073709551615,
+                "amount": "12.30",
+                "at": "2022-12-01 10:00:00.500",
+                "flag": True,
+                "doc": {"a": 1},
+            }
+        ],
+        dbValType=types,
+        jdbcType={},
+        pks=["id"],
+    )
     [e] = decode(get_codec(FMT), msg)
     assert e.typed().after == {
         "id": 18446744073709551615,
@@ -67,7 +86,9 @@ def test_values_are_typed_by_dbvaltype_and_may_be_json_numbers():
 
 
 def test_a_batch_becomes_one_event_per_row():
-    events = decode(get_codec(FMT), dml("UPDATE", [ROW_NEW, {**ROW_NEW, "col_pk": "12"}], [ROW_OLD, {**ROW_OLD, "col_pk": "12"}]))
+    events = decode(
+        get_codec(FMT), dml("UPDATE", [ROW_NEW, {**ROW_NEW, "col_pk": "12"}], [ROW_OLD, {**ROW_OLD, "col_pk": "12"}])
+    )
     assert [e.source.row for e in events] == [0, 1]
     assert [e.after["col_pk"] for e in events] == ["11", "12"]
     assert [e.before["col_pk"] for e in events] == ["22", "12"]
@@ -81,7 +102,9 @@ def test_delete_rows_in_before_are_accepted():
 
 def test_primary_key_from_the_catalog_when_pks_is_empty():
     cat = SchemaCatalog()
-    cat.apply_ddl("db_test", "create table table_test (col1 varchar(22), col2 varchar(22), col_pk varchar(22) primary key)")
+    cat.apply_ddl(
+        "db_test", "create table table_test (col1 varchar(22), col2 varchar(22), col_pk varchar(22) primary key)"
+    )
     [e] = decode(get_codec(FMT, catalog=cat), dml("INSERT", [ROW_NEW], pks=[]))
     assert e.pk == ("col_pk",)
     assert orjson.loads(get_codec(FMT).encode(e)[0].value)["pks"] == []  # reproduced as sent
@@ -89,7 +112,16 @@ def test_primary_key_from_the_catalog_when_pks_is_empty():
 
 def test_transactionend_is_a_commit():
     c = get_codec(FMT)
-    msg = {"action": "COMMIT", "bid": 3, "db": "db_test", "entryType": "TRANSACTIONEND", "execTs": 1669789152000, "isDdl": False, "schema": "db_test", "table": "table_test"}
+    msg = {
+        "action": "COMMIT",
+        "bid": 3,
+        "db": "db_test",
+        "entryType": "TRANSACTIONEND",
+        "execTs": 1669789152000,
+        "isDdl": False,
+        "schema": "db_test",
+        "table": "table_test",
+    }
     [e] = decode(c, msg)
     assert e.op is Op.COMMIT and e.source.sequence_id == "3" and e.ts_ms == 1669789152000
     assert orjson.loads(c.encode(e)[0].value) == msg
@@ -97,7 +129,8 @@ def test_transactionend_is_a_commit():
 
 def test_ddl_with_table_changes_and_the_ddl_spelling():
     msg = {
-        "action": "ALTER", "before": [], "bid": 0, "data": [], "db": "alltype_mysql", "dbValType": {"a": "int", "b": "int", "c": "int"},
+        "action": "ALTER", "before": [], "bid": 0, "data": [], "db": "alltype_mysql",
+        "dbValType": {"a": "int", "b": "int", "c": "int"},
         "ddl": True, "entryType": "ROWDATA", "execTs": 1669880624000, "jdbcType": {"a": 4, "b": 4, "c": 4}, "pks": [],
         "schema": "alltype_mysql", "sendTs": 1669880625842, "sql": "alter table aaa add c int null", "table": "aaa",
         "tableChanges": {"table": {"columns": [
@@ -124,7 +157,10 @@ def test_ddl_feeds_the_catalog_through_observe():
 @pytest.mark.parametrize(
     "change,reason",
     [
-        ({"action": "INSERT/DELETE/UPDATE"}, "unknown action 'INSERT/DELETE/UPDATE' (expected INSERT, UPDATE or DELETE)"),
+        (
+            {"action": "INSERT/DELETE/UPDATE"},
+            "unknown action 'INSERT/DELETE/UPDATE' (expected INSERT, UPDATE or DELETE)",
+        ),
         ({"action": 1}, "action must be a string"),
         ({"entryType": "TRANSACTIONBEGIN"}, "unknown entryType 'TRANSACTIONBEGIN'"),
         ({"isDdl": "false"}, "isDdl must be true or false"),
@@ -160,7 +196,14 @@ def test_missing_fields():
 
 
 def test_encode_foreign_typed_events():
-    schema = TableSchema((Column("id", "int unsigned", nullable=False, primary_key=True), Column("at", "timestamp"), Column("b", "varbinary(4)")), ("id",))
+    schema = TableSchema(
+        (
+            Column("id", "int unsigned", nullable=False, primary_key=True),
+            Column("at", "timestamp"),
+            Column("b", "varbinary(4)"),
+        ),
+        ("id",),
+    )
     e = ChangeEvent(
         op=Op.UPDATE,
         source=SourcePosition(database="shop", table="t"),
@@ -192,10 +235,22 @@ def test_commits_are_written_only_when_asked_or_reproduced():
 
 def test_encode_ddl_from_elsewhere_builds_table_changes():
     schema = TableSchema((Column("a", "int"), Column("b", "varchar(3)")), ("a",))
-    e = ChangeEvent(op=Op.DDL, source=SourcePosition(database="d", table="t"), ddl="alter table t add b varchar(3)", schema=schema, ts_ms=1)
+    e = ChangeEvent(
+        op=Op.DDL,
+        source=SourcePosition(database="d", table="t"),
+        ddl="alter table t add b varchar(3)",
+        schema=schema,
+        ts_ms=1,
+    )
     obj = orjson.loads(get_codec(FMT).encode(e)[0].value)
     assert obj["action"] == "ALTER" and obj["isDdl"] is True and obj["sql"] == e.ddl
-    assert obj["tableChanges"]["table"]["columns"][1] == {"jdbcType": 12, "name": "b", "position": 1, "typeExpression": "varchar(3)", "typeName": "varchar"}
+    assert obj["tableChanges"]["table"]["columns"][1] == {
+        "jdbcType": 12,
+        "name": "b",
+        "position": 1,
+        "typeExpression": "varchar(3)",
+        "typeName": "varchar",
+    }
     assert obj["tableChanges"]["table"]["primaryKeyColumnNames"] == ["a"]
     assert not list(schemas.validator(FMT).iter_errors(obj))
 
@@ -217,7 +272,12 @@ def test_round_trip(events):
 
 def test_ddl_without_a_schema_takes_the_table_from_the_catalog():
     cat = SchemaCatalog()
-    e = ChangeEvent(op=Op.DDL, source=SourcePosition(database="d", table="t"), ddl="create table t (id int primary key, n varchar(3))", ts_ms=1)
+    e = ChangeEvent(
+        op=Op.DDL,
+        source=SourcePosition(database="d", table="t"),
+        ddl="create table t (id int primary key, n varchar(3))",
+        ts_ms=1,
+    )
     cat.observe(e)  # as the chain does before encoding
     obj = orjson.loads(get_codec(FMT, catalog=cat).encode(e)[0].value)
     assert obj["dbValType"] == {"id": "int", "n": "varchar(3)"} and obj["jdbcType"] == {"id": 4, "n": 12}

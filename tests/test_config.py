@@ -103,7 +103,11 @@ def test_defaults() -> None:
             "missing required key",
         ),
         ("source: a\nsink: b\ntransforms: {type: filter}", "transforms", "expected a list, got a mapping"),
-        ("source: a\nsink: {format: b, option: {}}", "sink.option", "unknown key 'option' (did you mean 'options'?; known: format, options)"),
+        (
+            "source: a\nsink: {format: b, option: {}}",
+            "sink.option",
+            "unknown key 'option' (did you mean 'options'?; known: format, options)",
+        ),
         ("source: a\nsink: {options: {}}", "sink.format", "missing required key"),
         ("source: a\nsinks: b", "sinks", "unknown key 'sinks'"),
         ("source: a", "sink", "missing required key"),
@@ -146,7 +150,8 @@ def test_path_prefix_for_embedded_chains() -> None:
 def test_option_errors_surface_when_the_chain_is_built() -> None:
     need("canal-json", "debezium-json")
     cfg = load_config(
-        "source: canal-json\nsink: debezium-json\ntransforms:\n  - {type: filter}\n  - {type: mask_field, fields: [a], mode: hush}"
+        "source: canal-json\nsink: debezium-json\ntransforms:\n"
+        "  - {type: filter}\n  - {type: mask_field, fields: [a], mode: hush}"
     )
     with pytest.raises(ConfigError) as info:
         build_chain(cfg)

@@ -80,7 +80,10 @@ def test_a_missing_key_reads_the_same_in_chain_and_job_files(check: Any, doc: An
 
 def test_a_backfill_position_says_what_may_be_written_there() -> None:
     err = error(backfill_settings.validate_section, {"source": {"from": {"offsets": {}}, "until": {"tme": 5}}})
-    assert str(err) == "backfill.source.until: expected earliest, latest, {offsets: {topic: {partition: offset}}} or {time: ...}"
+    assert (
+        str(err)
+        == "backfill.source.until: expected earliest, latest, {offsets: {topic: {partition: offset}}} or {time: ...}"
+    )
 
 
 def test_the_job_schema_takes_its_chain_parts_from_the_chain_schema() -> None:
@@ -180,17 +183,24 @@ def test_convert_runs_a_job_file_as_the_worker_builds_its_chain(
 
 def test_convert_takes_error_tolerance_from_the_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = str(tmp_path / "out")
-    tolerant, strict = ROOT / "examples/jobs/shop-canal-to-debezium.yaml", ROOT / "examples/jobs/canal-pattern-to-debezium.yaml"
+    tolerant, strict = (
+        ROOT / "examples/jobs/shop-canal-to-debezium.yaml",
+        ROOT / "examples/jobs/canal-pattern-to-debezium.yaml",
+    )
     code, err = convert(capsys, "-c", str(tolerant), str(BAD_LINE), "-o", out)
     assert code == 3 and "errors 1" in err  # completed, with errors
     code, err = convert(capsys, "-c", str(strict), str(BAD_LINE), "-o", out)
     assert code == 1 and "decode failed" in err
 
 
-def test_convert_seeds_its_catalog_from_the_job_schema_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_convert_seeds_its_catalog_from_the_job_schema_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "shop.yaml").write_text(
-        yaml.safe_dump({"ddl": [{"database": "shop", "sql": "CREATE TABLE items (id int PRIMARY KEY, name varchar(32))"}]})
+        yaml.safe_dump(
+            {"ddl": [{"database": "shop", "sql": "CREATE TABLE items (id int PRIMARY KEY, name varchar(32))"}]}
+        )
     )
     row = tdsql_message("insert", 23, where=[], field=["7", "'seven'"])
     data = tmp_path / "in.jsonl"

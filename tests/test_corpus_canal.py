@@ -22,13 +22,13 @@ import orjson
 import pytest
 
 from cdc_smt import schemas
-from tests.corpus import read_expected, read_messages
-from tests.flink_notation import flink_rows, paimon_row
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.formats.canal_json import CanalJson
 from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 from cdc_smt.transforms.model import ChangeEvent, Op, Record
 from cdc_smt.transforms.types import Kind, parse_type
+from tests.corpus import read_expected, read_messages
+from tests.flink_notation import flink_rows, paimon_row
 
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]
 FLINK_FILES = ["flink-canal-data.txt", "flink-canal-data-with-init.txt", "flink-canal-data-filter-table.txt"]
@@ -75,7 +75,10 @@ def test_flink_serializer_output_decodes_to_the_same_rows(corpus, name):
     validator = schemas.validator("canal-json")
     for raw in read_messages(folder / f"{name}.expected-serialized.txt"):
         validator.validate(orjson.loads(raw))
-    expected = [("-D" if line[:2] in ("-U", "-D") else "+I") + line[2:] for line in read_expected(folder / f"{name}.expected.txt")]
+    expected = [
+        ("-D" if line[:2] in ("-U", "-D") else "+I") + line[2:]
+        for line in read_expected(folder / f"{name}.expected.txt")
+    ]
     assert flink_rows(events, FLINK_FIELDS) == expected
 
 
@@ -155,7 +158,12 @@ def test_ticdc_doc_examples(corpus):
         "c_bigint": 9223372036854775807, "c_int": 2147483647, "c_mediumint": 8388607, "c_smallint": 32767,
         "c_tinyint": 127, "id": 2,
     }  # fmt: skip
-    assert (ins.source.commit_ts, ins.ts_ms, ins.processing_ts_ms, ins.pk) == (tso, 1639633141221, 1639633142960, ("id",))
+    assert (ins.source.commit_ts, ins.ts_ms, ins.processing_ts_ms, ins.pk) == (
+        tso,
+        1639633141221,
+        1639633142960,
+        ("id",),
+    )
     mark = _one(corpus, "ticdc-docs-watermark-event.jsonc")
     assert (mark.op, mark.source.commit_ts, mark.ts_ms) == (Op.WATERMARK, tso, 1640007049196)
 

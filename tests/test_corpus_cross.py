@@ -15,19 +15,20 @@ nothing here has a schema catalog.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 import pytest
 
-from tests.corpus import read_messages
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import codec_class, get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record
 from cdc_smt.transforms.types import Kind, set_bits_from_labels
+from tests.corpus import read_messages
 
 pytestmark = pytest.mark.corpus
 
@@ -112,7 +113,7 @@ def declared(events: list[ChangeEvent], *formats: str) -> list[ChangeEvent]:
         e.typed()
         by_name = e.schema.by_name if e.schema is not None else {}
 
-        def norm(image: dict | None) -> dict | None:
+        def norm(image: dict | None, by_name: dict = by_name) -> dict | None:
             if image is None or not rules:
                 return image
             row = {}

@@ -23,12 +23,12 @@ import orjson
 import pytest
 
 from cdc_smt.schemas import validator
-from tests.corpus import read_expected, read_messages, strip_comments
-from tests.flink_notation import flink_rows, paimon_row
+from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.formats import get_codec
-from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.model import Column, Op, Record, TableSchema
+from tests.corpus import read_expected, read_messages, strip_comments
+from tests.flink_notation import flink_rows, paimon_row
 
 NAME = "debezium-json"
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]
@@ -88,7 +88,12 @@ def test_flink_schema_include_and_exclude_decode_alike(corpus):
     # Without the schema part the types come from the catalog (Flink is given the physical schema too).
     d = data_dir(corpus)
     products = TableSchema(
-        columns=(Column("id", "int", nullable=False), Column("name", "varchar", nullable=False), Column("description", "varchar"), Column("weight", "double"))
+        columns=(
+            Column("id", "int", nullable=False),
+            Column("name", "varchar", nullable=False),
+            Column("description", "varchar"),
+            Column("weight", "double"),
+        )
     )
     catalog = SchemaCatalog()
     catalog.put("inventory", "products", products)
@@ -103,7 +108,14 @@ def test_flink_schema_include_and_exclude_decode_alike(corpus):
 def test_mysql_source_block(corpus):
     (first, *_) = decode_all(read_messages(data_dir(corpus) / FLINK_FILES[0]))
     s = first.source
-    assert (s.db_type, s.database, s.table, s.server_id, s.binlog_file, s.binlog_pos) == ("mysql", "inventory", "products", 0, "mysql-bin.000003", 154)
+    assert (s.db_type, s.database, s.table, s.server_id, s.binlog_file, s.binlog_pos) == (
+        "mysql",
+        "inventory",
+        "products",
+        0,
+        "mysql-bin.000003",
+        154,
+    )
     assert first.op is Op.INSERT and first.processing_ts_ms == 1589355606100
     assert first.schema.names == ("id", "name", "description", "weight")
     assert [c.type for c in first.schema.columns] == ["int", "varchar", "varchar", "double"]
@@ -120,7 +132,11 @@ def test_postgres_replica_identity_update_without_before(corpus):
     assert all(e.before is None for e in updates)
     (delete,) = [e for e in events if e.op is Op.DELETE]
     assert delete.before is None and delete.partial  # no before image and no key: the row is unknown
-    assert updates[0].source.db_type == "postgres" and updates[0].source.schema == "inventory" and updates[0].source.txid == "602"
+    assert (
+        updates[0].source.db_type == "postgres"
+        and updates[0].source.schema == "inventory"
+        and updates[0].source.txid == "602"
+    )
     # Replaying still yields the final rows the updates carry.
     rows = replay(events)[("postgres", "products")]
     assert {r["id"]: r["description"] for r in rows.values()}[110] == "new water resistent white wind breaker"
@@ -140,18 +156,62 @@ def test_risingwave_postgres_temporals(corpus):
 # Paimon's RowType for the all-types table (KafkaSyncTableActionITCase.testAllTypesWithSchemaImpl).
 PAIMON_COLUMNS = (
     [("_id", "INT"), ("pt", "DECIMAL"), ("_bit1", "BOOLEAN"), ("_bit", "BINARY")]
-    + [(c, "SMALLINT") for c in ("_tinyint1", "_boolean", "_bool", "_tinyint", "_tinyint_unsigned", "_tinyint_unsigned_zerofill", "_smallint")]
-    + [(c, "INT") for c in ("_smallint_unsigned", "_smallint_unsigned_zerofill", "_mediumint", "_mediumint_unsigned", "_mediumint_unsigned_zerofill", "_int")]
+    + [
+        (c, "SMALLINT")
+        for c in (
+            "_tinyint1",
+            "_boolean",
+            "_bool",
+            "_tinyint",
+            "_tinyint_unsigned",
+            "_tinyint_unsigned_zerofill",
+            "_smallint",
+        )
+    ]
+    + [
+        (c, "INT")
+        for c in (
+            "_smallint_unsigned",
+            "_smallint_unsigned_zerofill",
+            "_mediumint",
+            "_mediumint_unsigned",
+            "_mediumint_unsigned_zerofill",
+            "_int",
+        )
+    ]
     + [(c, "BIGINT") for c in ("_int_unsigned", "_int_unsigned_zerofill", "_bigint")]
     + [(c, "DECIMAL") for c in ("_bigint_unsigned", "_bigint_unsigned_zerofill", "_serial")]
-    + [(f"_{b}{s}", "DOUBLE") for b in ("float", "real", "double", "double_precision") for s in ("", "_unsigned", "_unsigned_zerofill")]
-    + [(f"_{b}{s}", "DECIMAL") for b in ("numeric", "fixed", "decimal") for s in ("", "_unsigned", "_unsigned_zerofill")]
+    + [
+        (f"_{b}{s}", "DOUBLE")
+        for b in ("float", "real", "double", "double_precision")
+        for s in ("", "_unsigned", "_unsigned_zerofill")
+    ]
+    + [
+        (f"_{b}{s}", "DECIMAL")
+        for b in ("numeric", "fixed", "decimal")
+        for s in ("", "_unsigned", "_unsigned_zerofill")
+    ]
     + [("_big_decimal", "DECIMAL"), ("_date", "DATE")]
-    + [(c, "TIMESTAMP") for c in ("_datetime", "_datetime3", "_datetime6", "_datetime_p", "_datetime_p2", "_timestamp", "_timestamp0")]
+    + [
+        (c, "TIMESTAMP")
+        for c in ("_datetime", "_datetime3", "_datetime6", "_datetime_p", "_datetime_p2", "_timestamp", "_timestamp0")
+    ]
     + [(c, "STRING") for c in ("_char", "_varchar", "_tinytext", "_text", "_mediumtext", "_longtext")]
     + [(c, "BYTES") for c in ("_bin", "_varbin", "_tinyblob", "_blob", "_mediumblob", "_longblob")]
     + [("_json", "STRING"), ("_enum", "STRING"), ("_year", "INT"), ("_time", "TIME")]
-    + [(c, "GEOMETRY") for c in ("_point", "_geometry", "_linestring", "_polygon", "_multipoint", "_multiline", "_multipolygon", "_geometrycollection")]
+    + [
+        (c, "GEOMETRY")
+        for c in (
+            "_point",
+            "_geometry",
+            "_linestring",
+            "_polygon",
+            "_multipoint",
+            "_multiline",
+            "_multipolygon",
+            "_geometrycollection",
+        )
+    ]
     + [("_set", "STRING")]
 )
 

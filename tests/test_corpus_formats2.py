@@ -13,12 +13,12 @@ import pytest
 from fastavro.schema import to_parsing_canonical_form
 
 from cdc_smt import schemas
-from tests.corpus import read_expected, read_messages
-from tests.flink_notation import flink_rows
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from tests.corpus import read_expected, read_messages
+from tests.flink_notation import flink_rows
 
 #: The physical schema of Flink's maxwell/ogg tests (SOURCES.md).
 FLINK_FIELDS = [("id", "INT"), ("name", "STRING"), ("description", "STRING"), ("weight", "FLOAT")]
@@ -41,8 +41,8 @@ _ROW_KIND = {"INSERT": Op.INSERT, "UPDATE_AFTER": Op.UPDATE, "DELETE": Op.DELETE
 
 
 def _facts(path: Path) -> dict[str, str]:
-    lines = [l for l in read_expected(path) if not l.startswith("#")]
-    return dict(l.split("=", 1) for l in lines)
+    lines = [line for line in read_expected(path) if not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
 
 
 @pytest.mark.parametrize("name", ["insert", "update-in-one", "delete"])
@@ -114,10 +114,19 @@ def test_maxwell_encrypted_message_is_a_clear_error(corpus):
 
 
 def test_maxwell_ddl_documents(corpus):
-    (create,) = decode_all("maxwell-json", read_messages(corpus / "maxwell-json" / "maxwell-docs-dataformat-table-create.json"))
+    (create,) = decode_all(
+        "maxwell-json", read_messages(corpus / "maxwell-json" / "maxwell-docs-dataformat-table-create.json")
+    )
     assert create.op is Op.DDL and create.ddl_kind == "table-create"
-    assert [(c.name, c.type) for c in create.schema.columns] == [("id", "int"), ("m", "double"), ("c", "timestamp(6)"), ("comment", "varchar")]
-    (alter,) = decode_all("maxwell-json", read_messages(corpus / "maxwell-json" / "maxwell-docs-dataformat-table-alter.json"))
+    assert [(c.name, c.type) for c in create.schema.columns] == [
+        ("id", "int"),
+        ("m", "double"),
+        ("c", "timestamp(6)"),
+        ("comment", "varchar"),
+    ]
+    (alter,) = decode_all(
+        "maxwell-json", read_messages(corpus / "maxwell-json" / "maxwell-docs-dataformat-table-alter.json")
+    )
     assert alter.schema.column("torvalds").type == "bigint unsigned"
 
 
@@ -153,7 +162,7 @@ BEYOND_DOUBLE = {"maxwell-test-user-insert.json#1", "maxwell-test-user-update.js
 @pytest.mark.parametrize("fmt", MINE)
 def test_corpus_messages_validate_against_the_schema(corpus, fmt):
     validate = schemas.validator(fmt).validate
-    for where, msg in _corpus_messages(corpus, fmt):
+    for _where, msg in _corpus_messages(corpus, fmt):
         validate(orjson.loads(msg))  # includes Flink's serializer output and Maxwell's encrypted form
 
 
@@ -227,11 +236,31 @@ def _sample_event() -> ChangeEvent:
     from decimal import Decimal
 
     schema = TableSchema(
-        (Column("id", "int", False, True), Column("name", "varchar(10)"), Column("price", "decimal(5,2)"), Column("at", "datetime(3)"), Column("blob", "blob")),
+        (
+            Column("id", "int", False, True),
+            Column("name", "varchar(10)"),
+            Column("price", "decimal(5,2)"),
+            Column("at", "datetime(3)"),
+            Column("blob", "blob"),
+        ),
         ("id",),
     )
-    row = {"id": 1, "name": "x", "price": Decimal("1.25"), "at": dt.datetime(2020, 1, 2, 3, 4, 5, 678000), "blob": b"\x00"}
-    return ChangeEvent(op=Op.UPDATE, source=SourcePosition(database="d", table="t"), before=row, after=dict(row, name=None), schema=schema, pk=("id",), ts_ms=1_600_000_000_000)
+    row = {
+        "id": 1,
+        "name": "x",
+        "price": Decimal("1.25"),
+        "at": dt.datetime(2020, 1, 2, 3, 4, 5, 678000),
+        "blob": b"\x00",
+    }
+    return ChangeEvent(
+        op=Op.UPDATE,
+        source=SourcePosition(database="d", table="t"),
+        before=row,
+        after=dict(row, name=None),
+        schema=schema,
+        pk=("id",),
+        ts_ms=1_600_000_000_000,
+    )
 
 
 def test_dts_records_resolve_both_ways_with_the_corpus_schema(corpus_record_schema):
@@ -248,10 +277,14 @@ def test_dts_records_resolve_both_ways_with_the_corpus_schema(corpus_record_sche
 
 def test_dts_records_of_the_official_sdk_schema_decode(corpus):
     """The SDK's generated schema stops after afterImages (no bornTimestamp)."""
-    sdk = fastavro.parse_schema(json.loads((corpus / "dts-avro" / "Record.aliyun-dts-subscribe-sdk-java.schema.json").read_text()))
+    sdk = fastavro.parse_schema(
+        json.loads((corpus / "dts-avro" / "Record.aliyun-dts-subscribe-sdk-java.schema.json").read_text())
+    )
     c = get_codec("dts-avro")
     (full,) = c.encode(_sample_event())
-    obj = fastavro.schemaless_reader(io.BytesIO(full.value), fastavro.parse_schema(schemas.load_avro("dts-avro")), None, True)
+    obj = fastavro.schemaless_reader(
+        io.BytesIO(full.value), fastavro.parse_schema(schemas.load_avro("dts-avro")), None, True
+    )
     del obj["bornTimestamp"]
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, sdk, obj)

@@ -16,11 +16,11 @@ import orjson
 import pytest
 
 from cdc_smt import schemas
-from tests.corpus import read_messages, strip_comments
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Op, Record
+from tests.corpus import read_messages, strip_comments
 
 pytestmark = pytest.mark.corpus
 
@@ -86,11 +86,39 @@ def test_ckafka_dml(corpus, ckafka, name, op, pos, before, after, ts):
 @pytest.mark.parametrize(
     "name,kind,database,table,sql,ts",
     [
-        ("ckafka-format1-ddl-alter-table.json", "ALTER", "test", "user", "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP", 1655782153000),
-        ("ckafka-format1-ddl-create-database.json", "QUERY", "dip_test", None, "CREATE DATABASE `dip_test` CHARSET utf8mb4 COLLATE utf8mb4_0900_ai_ci", 1655812326000),
-        ("ckafka-format1-ddl-drop-table.json", "ERASE", "dip_test", "customers", "DROP TABLE IF EXISTS `dip_test`.`customers`", 1655812326000),
+        (
+            "ckafka-format1-ddl-alter-table.json",
+            "ALTER",
+            "test",
+            "user",
+            "ALTER TABLE `user` ADD COLUMN `createtime` datetime NULL DEFAULT CURRENT_TIMESTAMP",
+            1655782153000,
+        ),
+        (
+            "ckafka-format1-ddl-create-database.json",
+            "QUERY",
+            "dip_test",
+            None,
+            "CREATE DATABASE `dip_test` CHARSET utf8mb4 COLLATE utf8mb4_0900_ai_ci",
+            1655812326000,
+        ),
+        (
+            "ckafka-format1-ddl-drop-table.json",
+            "ERASE",
+            "dip_test",
+            "customers",
+            "DROP TABLE IF EXISTS `dip_test`.`customers`",
+            1655812326000,
+        ),
         # This one has es/ts in milliseconds; the others in seconds.
-        ("ckafka-format1-ddl-rename-table.json", "RENAME", "testDB", "t_test", "rename table test to t_test", 1656300979748),
+        (
+            "ckafka-format1-ddl-rename-table.json",
+            "RENAME",
+            "testDB",
+            "t_test",
+            "rename table test to t_test",
+            1656300979748,
+        ),
     ],
 )
 def test_ckafka_ddl(corpus, name, kind, database, table, sql, ts):
@@ -99,7 +127,14 @@ def test_ckafka_ddl(corpus, name, kind, database, table, sql, ts):
     assert_valid("ckafka-json", raw)
     c = get_codec("ckafka-json", {"source_timezone": "Asia/Shanghai"})
     [e] = c.decode(Record(value=raw))
-    assert (e.op, e.ddl_kind, e.source.database, e.source.table, e.ddl, e.ts_ms) == (Op.DDL, kind, database, table, sql, ts)
+    assert (e.op, e.ddl_kind, e.source.database, e.source.table, e.ddl, e.ts_ms) == (
+        Op.DDL,
+        kind,
+        database,
+        table,
+        sql,
+        ts,
+    )
     assert orjson.loads(c.encode(e)[0].value) == orjson.loads(raw)
 
 
@@ -110,7 +145,11 @@ def test_ckafka_ddl_stream_drives_the_catalog(corpus):
     cat.apply_ddl("test", "create table user (id int primary key)")
     cat.apply_ddl("testDB", "create table test (id int)")
     c = get_codec("ckafka-json", catalog=cat)
-    for name in ["ckafka-format1-ddl-alter-table.json", "ckafka-format1-ddl-drop-table.json", "ckafka-format1-ddl-rename-table.json"]:
+    for name in [
+        "ckafka-format1-ddl-alter-table.json",
+        "ckafka-format1-ddl-drop-table.json",
+        "ckafka-format1-ddl-rename-table.json",
+    ]:
         c.decode(Record(value=one(corpus / "ckafka-json" / name)))
     assert cat.get("test", "user").names == ("id", "createtime")
     assert cat.get("dip_test", "customers") is None
@@ -149,7 +188,13 @@ def test_tdsql_insert_sample(corpus):
     cat.apply_ddl("testdb", "create table testtable (id int primary key, name varchar(20))")
     c = get_codec(TDSQL, catalog=cat)
     [e] = c.decode(Record(value=raw))
-    assert (e.op, e.source.database, e.source.table, e.source.gtid, e.ts_ms) == (Op.INSERT, "testdb", "testtable", "0-2670193178-726233561", 1511350073000)
+    assert (e.op, e.source.database, e.source.table, e.source.gtid, e.ts_ms) == (
+        Op.INSERT,
+        "testdb",
+        "testtable",
+        "0-2670193178-726233561",
+        1511350073000,
+    )
     assert e.before is None and e.typed().after == {"id": 1, "name": "name1"}
     assert e.extra["event_index"] == "4"
     [e] = c.decode(Record(value=raw))
@@ -166,12 +211,17 @@ def test_tdsql_transaction_and_query_samples(corpus):
     assert (query.op, query.ddl, query.ddl_kind, query.source.database) == (
         Op.DDL, "create table test_table1 (id int primary key,name varchar(20))", "CREATE", "testsummer",
     )  # fmt: skip
-    assert (gtid.op, gtid.source.gtid, gtid.source.database, gtid.ts_ms) == (Op.BEGIN, "35be190b-d019-11e7-ab7a-a0423f32c225:469", "sysdb", 1511419963000)
+    assert (gtid.op, gtid.source.gtid, gtid.source.database, gtid.ts_ms) == (
+        Op.BEGIN,
+        "35be190b-d019-11e7-ab7a-a0423f32c225:469",
+        "sysdb",
+        1511419963000,
+    )
     assert (xid.op, xid.source.txid, xid.source.gtid) == (Op.COMMIT, "11866", gtid.source.gtid)  # same transaction
     schema = c.catalog.get("testsummer", "test_table1")  # the query event fed the codec's own catalog
     assert [(col.name, col.type) for col in schema.columns] == [("id", "int"), ("name", "varchar(20)")]
     assert schema.primary_key == ("id",)
-    for raw, e in zip(raws, (query, gtid, xid)):
+    for raw, e in zip(raws, (query, gtid, xid), strict=True):
         assert c.encode(e)[0].value == raw
 
 
@@ -197,10 +247,20 @@ def test_cloudcanal_dml_sample_as_the_update_its_comment_describes(corpus):
     assert_valid(CC, raw)
     c = get_codec(CC)
     [e] = c.decode(Record(value=raw))
-    assert (e.op, e.source.database, e.source.table, e.ts_ms, e.processing_ts_ms) == (Op.UPDATE, "db_test", "table_test", 1669789152000, 1669789153377)
+    assert (e.op, e.source.database, e.source.table, e.ts_ms, e.processing_ts_ms) == (
+        Op.UPDATE,
+        "db_test",
+        "table_test",
+        1669789152000,
+        1669789153377,
+    )
     assert e.before == {"col1": "22", "col2": "22", "col_pk": "22"}
     assert e.after == {"col1": "11", "col2": "11", "col_pk": "11"}
-    assert [(col.name, col.type) for col in e.schema.columns] == [("col1", "varchar(22)"), ("col2", "varchar(22)"), ("col_pk", "varchar(22)")]
+    assert [(col.name, col.type) for col in e.schema.columns] == [
+        ("col1", "varchar(22)"),
+        ("col2", "varchar(22)"),
+        ("col_pk", "varchar(22)"),
+    ]
     assert e.pk == ()  # pks is [] in the sample
     assert c.encode(e)[0].value == raw
 
@@ -208,9 +268,25 @@ def test_cloudcanal_dml_sample_as_the_update_its_comment_describes(corpus):
 @pytest.mark.parametrize(
     "name,db,table,sql,columns,pk,ts",
     [
-        ("cloudcanal-docs-ddl-example.jsonc", "db_test", "table_test", "alter table table_test add col2 varchar(22) null", ["col1", "col2", "col_pk"], ("col_pk",), 1669789188000),
+        (
+            "cloudcanal-docs-ddl-example.jsonc",
+            "db_test",
+            "table_test",
+            "alter table table_test add col2 varchar(22) null",
+            ["col1", "col2", "col_pk"],
+            ("col_pk",),
+            1669789188000,
+        ),
         # A consumed message: the DDL flag is spelled "ddl", as in the Chinese document.
-        ("cloudcanal-blog-consumed-ddl-alter.json", "alltype_mysql", "aaa", "alter table aaa add c int null", ["a", "b", "c"], (), 1669880624000),
+        (
+            "cloudcanal-blog-consumed-ddl-alter.json",
+            "alltype_mysql",
+            "aaa",
+            "alter table aaa add c int null",
+            ["a", "b", "c"],
+            (),
+            1669880624000,
+        ),
     ],
 )
 def test_cloudcanal_ddl_samples(corpus, name, db, table, sql, columns, pk, ts):
@@ -218,7 +294,14 @@ def test_cloudcanal_ddl_samples(corpus, name, db, table, sql, columns, pk, ts):
     assert_valid(CC, raw)
     c = get_codec(CC)
     [e] = c.decode(Record(value=raw))
-    assert (e.op, e.ddl_kind, e.source.database, e.source.table, e.ddl, e.ts_ms) == (Op.DDL, "ALTER", db, table, sql, ts)
+    assert (e.op, e.ddl_kind, e.source.database, e.source.table, e.ddl, e.ts_ms) == (
+        Op.DDL,
+        "ALTER",
+        db,
+        table,
+        sql,
+        ts,
+    )
     assert list(e.schema.names) == columns and e.schema.primary_key == pk
     assert c.encode(e)[0].value == raw
     cat = SchemaCatalog()

@@ -11,14 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.messages import Catalog
-from tests.strategies import change_streams
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.types import InvalidTemporal, Kind, format_time
-
+from tests.messages import Catalog
+from tests.strategies import change_streams
 
 
 def codec(catalog=None, **options):
@@ -55,7 +54,14 @@ def message(op, before=None, after=None, seq="1620457642589000001", table="items
     }
 
 
-ROW = {"id": 15, "name": "scooter", "price": 3.5, "bin": base64.b64encode(b"\x01\x02").decode(), "at": 1590315269000, "ok": True}
+ROW = {
+    "id": 15,
+    "name": "scooter",
+    "price": 3.5,
+    "bin": base64.b64encode(b"\x01\x02").decode(),
+    "at": 1590315269000,
+    "ok": True,
+}
 ROW2 = dict(ROW, name="donald", price=1.25)
 
 
@@ -88,7 +94,14 @@ def test_insert_envelope_and_default_types():
         ("ok", "bit(1)"),
     ]
     e.typed()
-    assert e.after == {"id": 15, "name": "scooter", "price": 3.5, "bin": b"\x01\x02", "at": dt.datetime(2020, 5, 24, 10, 14, 29), "ok": True}
+    assert e.after == {
+        "id": 15,
+        "name": "scooter",
+        "price": 3.5,
+        "bin": b"\x01\x02",
+        "at": dt.datetime(2020, 5, 24, 10, 14, 29),
+        "ok": True,
+    }
 
 
 def test_date_values_are_instants_shown_in_source_timezone():
@@ -119,7 +132,14 @@ def test_catalog_types_win():
     c = codec(Catalog({("shop", "items"): schema}), source_timezone="Asia/Shanghai")
     (e,) = decode(c, message("INSERT", after=dict(ROW, at=1590249600000)))  # 2020-05-24 00:00 +08:00
     assert e.schema == schema
-    assert e.typed().after == {"id": 15, "name": "scooter", "price": Decimal("3.5"), "bin": b"\x01\x02", "at": dt.date(2020, 5, 24), "ok": 1}
+    assert e.typed().after == {
+        "id": 15,
+        "name": "scooter",
+        "price": Decimal("3.5"),
+        "bin": b"\x01\x02",
+        "at": dt.date(2020, 5, 24),
+        "ok": 1,
+    }
 
 
 def test_unknown_eventtime_is_none():
@@ -139,7 +159,14 @@ def test_control_and_ddl_ops():
     c = codec()
     heartbeat = {
         "schema": {"dataColumn": None, "primaryKey": None, "source": None},
-        "payload": {"before": None, "after": None, "sequenceId": None, "timestamp": {"eventTime": 1620457659000, "checkpointTime": 1620457659000}, "op": "MHEARTBEAT", "ddl": None},
+        "payload": {
+            "before": None,
+            "after": None,
+            "sequenceId": None,
+            "timestamp": {"eventTime": 1620457659000, "checkpointTime": 1620457659000},
+            "op": "MHEARTBEAT",
+            "ddl": None,
+        },
         "version": "0.0.1",
     }
     (hb,) = decode(c, heartbeat)
@@ -184,8 +211,13 @@ def test_lone_before_half_is_released_before_the_next_message():
 def test_halves_with_different_sequence_ids_or_tables_do_not_pair():
     c = codec()
     events = decode(c, message("UPDATE_BEFOR", before=ROW, seq="1"), message("UPDATE_AFTER", after=ROW2, seq="2"))
-    assert [(e.before is None, e.after is None, e.partial) for e in events] == [(False, True, True), (True, False, True)]
-    events = decode(c, message("UPDATE_BEFOR", before=ROW, seq="3"), message("UPDATE_AFTER", after=ROW2, seq="3", table="other"))
+    assert [(e.before is None, e.after is None, e.partial) for e in events] == [
+        (False, True, True),
+        (True, False, True),
+    ]
+    events = decode(
+        c, message("UPDATE_BEFOR", before=ROW, seq="3"), message("UPDATE_AFTER", after=ROW2, seq="3", table="other")
+    )
     assert [e.table for e in events] == ["items", "other"] and all(e.partial for e in events)
 
 
@@ -198,7 +230,11 @@ def test_lone_before_half_is_flushed_at_end_of_stream():
 
 
 def test_lone_halves_replay_like_the_whole_update():
-    whole = decode(codec(), message("INSERT", after=ROW, seq="0"), message("UPDATE_AFTER", before=ROW, after=dict(ROW2, id=16), seq="1"))
+    whole = decode(
+        codec(),
+        message("INSERT", after=ROW, seq="0"),
+        message("UPDATE_AFTER", before=ROW, after=dict(ROW2, id=16), seq="1"),
+    )
     halves = decode(
         codec(),
         message("INSERT", after=ROW, seq="0"),
@@ -228,7 +264,11 @@ def test_pending_state_is_plain_data_and_restores_into_a_new_codec():
     assert e.op is Op.UPDATE and e.before["name"] == "scooter" and not e.partial
     fresh.restore_state(state)
     (lone,) = fresh.flush()
-    assert lone.record.topic == "t" and lone.record.offset == 0 and lone.record.value == orjson.dumps(message("UPDATE_BEFOR", before=ROW))
+    assert (
+        lone.record.topic == "t"
+        and lone.record.offset == 0
+        and lone.record.value == orjson.dumps(message("UPDATE_BEFOR", before=ROW))
+    )
 
 
 # -- encoding ---------------------------------------------------------------
@@ -294,7 +334,16 @@ def _typed_event(op=Op.UPDATE, tz="UTC") -> ChangeEvent:
         "tags": "a,b",
         "y": 2024,
     }
-    return ChangeEvent(op=op, source=SourcePosition(database="db", table="t"), before=dict(row, id=0), after=row, schema=schema, pk=("id",), ts_ms=1_700_000_000_000, timezone=tz)
+    return ChangeEvent(
+        op=op,
+        source=SourcePosition(database="db", table="t"),
+        before=dict(row, id=0),
+        after=row,
+        schema=schema,
+        pk=("id",),
+        ts_ms=1_700_000_000_000,
+        timezone=tz,
+    )
 
 
 def test_rich_types_are_written_as_the_six_types_with_documented_losses():
@@ -357,7 +406,12 @@ def test_lone_halves_are_written_as_lone_halves():
 def test_ddl_truncate_and_reads_from_other_formats():
     c = codec()
     src = SourcePosition(database="db", table="t")
-    for sql, code in [("CREATE TABLE t (id int)", "CREATE"), ("drop table t", "ERASE"), ("CREATE INDEX i ON t (c)", "CINDEX"), ("GRANT ALL ON *.* TO u", "QUERY")]:
+    for sql, code in [
+        ("CREATE TABLE t (id int)", "CREATE"),
+        ("drop table t", "ERASE"),
+        ("CREATE INDEX i ON t (c)", "CINDEX"),
+        ("GRANT ALL ON *.* TO u", "QUERY"),
+    ]:
         (m,) = [orjson.loads(r.value) for r in c.encode(ChangeEvent(op=Op.DDL, source=src, ddl=sql))]
         assert m["payload"]["op"] == code and m["payload"]["ddl"] == {"text": sql}
     (m,) = [orjson.loads(r.value) for r in c.encode(ChangeEvent(op=Op.TRUNCATE, source=src, ddl="TRUNCATE TABLE t"))]

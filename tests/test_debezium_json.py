@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_smt.schemas import validator
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import ConfigError, DecodeError
@@ -31,6 +30,7 @@ from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.smt.base import TOMBSTONE, UNWRAPPED
 from cdc_smt.transforms.types import InvalidTemporal, Kind, format_decimal
+from tests.strategies import change_streams, essence
 
 NAME = "debezium-json"
 
@@ -47,7 +47,15 @@ def table(*cols: tuple[str, str], pk: tuple[str, ...] = ("id",), not_null: tuple
 def row_event(op: Op, schema: TableSchema, before=None, after=None, tz: str = "UTC", **more: Any) -> ChangeEvent:
     return ChangeEvent(
         op=op,
-        source=SourcePosition(db_type="mysql", database="shop", table="t", server_id=7, binlog_file="mysql-bin.000003", binlog_pos=154, row=0),
+        source=SourcePosition(
+            db_type="mysql",
+            database="shop",
+            table="t",
+            server_id=7,
+            binlog_file="mysql-bin.000003",
+            binlog_pos=154,
+            row=0,
+        ),
         before=before,
         after=after,
         schema=schema,
@@ -121,12 +129,20 @@ class TestDecimal:
         assert b'"price":12.30' in out[0].value
 
     def test_string_mode(self):
-        doc = value_of(insert(self.schema, {"id": 1, "price": Decimal("12.3")}), decimal_handling_mode="string", schemas_enable=True)
+        doc = value_of(
+            insert(self.schema, {"id": 1, "price": Decimal("12.3")}),
+            decimal_handling_mode="string",
+            schemas_enable=True,
+        )
         assert doc["payload"]["after"]["price"] == "12.30"
         assert field_schema(doc, "price")["type"] == "string"
 
     def test_double_mode(self):
-        doc = value_of(insert(self.schema, {"id": 1, "price": Decimal("12.34")}), decimal_handling_mode="double", schemas_enable=True)
+        doc = value_of(
+            insert(self.schema, {"id": 1, "price": Decimal("12.34")}),
+            decimal_handling_mode="double",
+            schemas_enable=True,
+        )
         assert doc["payload"]["after"]["price"] == 12.34
         assert field_schema(doc, "price")["type"] == "double"
 
@@ -149,7 +165,9 @@ class TestDecimal:
             '{"type":"struct","fields":' + fields + ',"optional":true,"field":"after"},'
             '{"type":"string","optional":false,"field":"op"}],"optional":false,"name":"x.Envelope"}'
         )
-        return ('{"schema":' + schema + ',"payload":{"before":null,"after":{"id":1,"price":' + price + '},"op":"c"}}').encode()
+        return (
+            '{"schema":' + schema + ',"payload":{"before":null,"after":{"id":1,"price":' + price + '},"op":"c"}}'
+        ).encode()
 
 
 class TestTemporal:
@@ -157,12 +175,21 @@ class TestTemporal:
         schema = table(("id", "int"), ("d", "date"))
         doc = value_of(insert(schema, {"id": 1, "d": dt.date(2020, 1, 2)}), schemas_enable=True)
         assert doc["payload"]["after"]["d"] == 18263
-        assert field_schema(doc, "d") | {"optional": True} == {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1, "field": "d"}
+        assert field_schema(doc, "d") | {"optional": True} == {
+            "type": "int32",
+            "optional": True,
+            "name": "io.debezium.time.Date",
+            "version": 1,
+            "field": "d",
+        }
 
     def test_datetime_documented_example(self):
         schema = table(("id", "int"), ("ts", "datetime"), ("ts6", "datetime(6)"))
         wall = dt.datetime(2018, 6, 20, 6, 37, 3)
-        doc = value_of(insert(schema, {"id": 1, "ts": wall, "ts6": wall.replace(microsecond=123456)}, tz="America/Los_Angeles"), schemas_enable=True)
+        doc = value_of(
+            insert(schema, {"id": 1, "ts": wall, "ts6": wall.replace(microsecond=123456)}, tz="America/Los_Angeles"),
+            schemas_enable=True,
+        )
         after = doc["payload"]["after"]
         assert after["ts"] == 1529476623000  # wall clock as if UTC, whatever the zone
         assert after["ts6"] == 1529476623123456
@@ -188,7 +215,10 @@ class TestTemporal:
         assert after_of(event)["ts"] == "2023-03-23T22:00:10.12Z"
 
     def test_zoned_timestamp_decodes_into_source_timezone(self):
-        msg = b'{"before":null,"after":{"id":1,"ts":"2018-06-20T13:37:03Z","dt":1529476623000},"source":{"db":"shop","table":"t"},"op":"c"}'
+        msg = (
+            b'{"before":null,"after":{"id":1,"ts":"2018-06-20T13:37:03Z","dt":1529476623000},'
+            b'"source":{"db":"shop","table":"t"},"op":"c"}'
+        )
         cat = SchemaCatalog()
         cat.put("shop", "t", table(("id", "int"), ("ts", "timestamp"), ("dt", "datetime")))
         (e,) = codec(cat, source_timezone="America/Los_Angeles").decode(Record(value=msg))
@@ -198,7 +228,9 @@ class TestTemporal:
 
     def test_time_is_microseconds(self):
         schema = table(("id", "int"), ("t", "time"))
-        doc = value_of(insert(schema, {"id": 1, "t": dt.timedelta(hours=10, minutes=13, seconds=23)}), schemas_enable=True)
+        doc = value_of(
+            insert(schema, {"id": 1, "t": dt.timedelta(hours=10, minutes=13, seconds=23)}), schemas_enable=True
+        )
         assert doc["payload"]["after"]["t"] == 36803000000
         assert field_schema(doc, "t")["name"] == "io.debezium.time.MicroTime"
 
@@ -210,16 +242,34 @@ class TestTemporal:
 
     def test_connect_mode(self):
         schema = table(("id", "int"), ("d", "date"), ("t", "time(6)"), ("ts", "datetime(6)"))
-        row = {"id": 1, "d": dt.date(2020, 1, 2), "t": dt.timedelta(hours=10, microseconds=1500), "ts": dt.datetime(2018, 6, 20, 6, 37, 3, 123456)}
+        row = {
+            "id": 1,
+            "d": dt.date(2020, 1, 2),
+            "t": dt.timedelta(hours=10, microseconds=1500),
+            "ts": dt.datetime(2018, 6, 20, 6, 37, 3, 123456),
+        }
         doc = value_of(insert(schema, row), time_precision_mode="connect", schemas_enable=True)
         after = doc["payload"]["after"]
         assert after == {"id": 1, "d": 18263, "t": 36000001, "ts": 1529476623123}
         assert field_schema(doc, "d")["name"] == "org.apache.kafka.connect.data.Date"
-        assert field_schema(doc, "t") | {"optional": True} == {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Time", "version": 1, "field": "t"}
+        assert field_schema(doc, "t") | {"optional": True} == {
+            "type": "int32",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Time",
+            "version": 1,
+            "field": "t",
+        }
         assert field_schema(doc, "ts")["name"] == "org.apache.kafka.connect.data.Timestamp"
 
     def test_zero_dates_null_when_nullable_epoch_otherwise(self):
-        schema = table(("id", "int"), ("d", "date"), ("dn", "date"), ("ts", "datetime"), ("tsn", "datetime"), not_null=("dn", "tsn"))
+        schema = table(
+            ("id", "int"),
+            ("d", "date"),
+            ("dn", "date"),
+            ("ts", "datetime"),
+            ("tsn", "datetime"),
+            not_null=("dn", "tsn"),
+        )
         zero_d, zero_ts = InvalidTemporal("0000-00-00"), InvalidTemporal("0000-00-00 00:00:00")
         after = after_of(insert(schema, {"id": 1, "d": zero_d, "dn": zero_d, "ts": zero_ts, "tsn": zero_ts}))
         assert after == {"id": 1, "d": None, "dn": 0, "ts": None, "tsn": 0}
@@ -244,17 +294,37 @@ class TestIntegersAndBits:
             ("g", "float"),
             ("h", "double"),
         )
-        doc = value_of(insert(schema, {"id": 1, "a": 1, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5, "g": 3.140000104904175, "h": 0.1}), schemas_enable=True)
+        doc = value_of(
+            insert(schema, {"id": 1, "a": 1, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5, "g": 3.140000104904175, "h": 0.1}),
+            schemas_enable=True,
+        )
         types = {c: field_schema(doc, c)["type"] for c in "abcdefgh"}
-        assert types == {"a": "int16", "b": "int16", "c": "int32", "d": "int32", "e": "int64", "f": "int64", "g": "float", "h": "double"}
+        assert types == {
+            "a": "int16",
+            "b": "int16",
+            "c": "int32",
+            "d": "int32",
+            "e": "int64",
+            "f": "int64",
+            "g": "float",
+            "h": "double",
+        }
         assert doc["payload"]["after"]["g"] == 3.14  # float32 written with Float.toString digits
 
     def test_bigint_unsigned_precise(self):
         schema = table(("id", "int"), ("u", "bigint unsigned"))
-        doc = value_of(insert(schema, {"id": 1, "u": 11111111111111111111}), bigint_unsigned_handling_mode="precise", schemas_enable=True)
+        doc = value_of(
+            insert(schema, {"id": 1, "u": 11111111111111111111}),
+            bigint_unsigned_handling_mode="precise",
+            schemas_enable=True,
+        )
         assert doc["payload"]["after"]["u"] == "AJoymK+1rHHH"
         f = field_schema(doc, "u")
-        assert (f["type"], f["name"], f["parameters"]) == ("bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "0"})
+        assert (f["type"], f["name"], f["parameters"]) == (
+            "bytes",
+            "org.apache.kafka.connect.data.Decimal",
+            {"scale": "0"},
+        )
 
     def test_bigint_unsigned_long_wraps_and_a_catalog_unwraps(self):
         schema = table(("id", "int"), ("u", "bigint unsigned"))
@@ -267,7 +337,9 @@ class TestIntegersAndBits:
 
     def test_bits(self):
         schema = table(("id", "int"), ("b1", "bit(1)"), ("b64", "bit(64)"), ("b10", "bit(10)"))
-        doc = value_of(insert(schema, {"id": 1, "b1": True, "b64": 0b11111000111, "b10": 0b1000000001}), schemas_enable=True)
+        doc = value_of(
+            insert(schema, {"id": 1, "b1": True, "b64": 0b11111000111, "b10": 0b1000000001}), schemas_enable=True
+        )
         after = doc["payload"]["after"]
         assert after["b1"] is True
         assert after["b64"] == "xwcAAAAAAAA="  # little-endian, as in the Paimon corpus sample
@@ -278,8 +350,16 @@ class TestIntegersAndBits:
 
 class TestStringsAndBinary:
     def test_semantic_string_types(self):
-        schema = table(("id", "int"), ("e", "enum('small','medium','large')"), ("s", "set('red','green')"), ("j", "json"), ("v", "varchar(10)"))
-        doc = value_of(insert(schema, {"id": 1, "e": "small", "s": "red,green", "j": '{"a":1}', "v": "x"}), schemas_enable=True)
+        schema = table(
+            ("id", "int"),
+            ("e", "enum('small','medium','large')"),
+            ("s", "set('red','green')"),
+            ("j", "json"),
+            ("v", "varchar(10)"),
+        )
+        doc = value_of(
+            insert(schema, {"id": 1, "e": "small", "s": "red,green", "j": '{"a":1}', "v": "x"}), schemas_enable=True
+        )
         assert doc["payload"]["after"] == {"id": 1, "e": "small", "s": "red,green", "j": '{"a":1}', "v": "x"}
         assert field_schema(doc, "e")["parameters"] == {"allowed": "small,medium,large"}
         assert field_schema(doc, "s")["name"] == "io.debezium.data.EnumSet"
@@ -288,7 +368,12 @@ class TestStringsAndBinary:
 
     @pytest.mark.parametrize(
         "mode, written, ctype",
-        [("bytes", "AQL/", "bytes"), ("base64", "AQL/", "string"), ("base64-url-safe", "AQL_", "string"), ("hex", "0102ff", "string")],
+        [
+            ("bytes", "AQL/", "bytes"),
+            ("base64", "AQL/", "string"),
+            ("base64-url-safe", "AQL_", "string"),
+            ("hex", "0102ff", "string"),
+        ],
     )
     def test_binary_handling_mode(self, mode, written, ctype):
         schema = table(("id", "int"), ("b", "varbinary(8)"))
@@ -328,14 +413,40 @@ class TestEnvelope:
         assert doc["op"] == "u"
         assert doc["transaction"] is None
         src = doc["source"]
-        assert set(src) == {"version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "table", "server_id", "gtid", "file", "pos", "row", "thread", "query"}
-        assert (src["connector"], src["name"], src["db"], src["table"], src["server_id"], src["file"], src["pos"]) == ("mysql", "dbserver1", "shop", "t", 7, "mysql-bin.000003", 154)
+        assert set(src) == {
+            "version",
+            "connector",
+            "name",
+            "ts_ms",
+            "snapshot",
+            "db",
+            "sequence",
+            "table",
+            "server_id",
+            "gtid",
+            "file",
+            "pos",
+            "row",
+            "thread",
+            "query",
+        }
+        assert (src["connector"], src["name"], src["db"], src["table"], src["server_id"], src["file"], src["pos"]) == (
+            "mysql",
+            "dbserver1",
+            "shop",
+            "t",
+            7,
+            "mysql-bin.000003",
+            154,
+        )
         assert src["snapshot"] == "false"
 
     @pytest.mark.parametrize("op, code", [(Op.INSERT, "c"), (Op.READ, "r"), (Op.DELETE, "d"), (Op.TRUNCATE, "t")])
     def test_op_codes(self, op, code):
         row = {"id": 1, "name": "a"}
-        ev = row_event(op, SCHEMA, before=row if op is Op.DELETE else None, after=row if op in (Op.INSERT, Op.READ) else None)
+        ev = row_event(
+            op, SCHEMA, before=row if op is Op.DELETE else None, after=row if op in (Op.INSERT, Op.READ) else None
+        )
         doc = value_of(ev, tombstones_on_delete=False)
         assert doc["op"] == code
         if op is Op.READ:
@@ -346,7 +457,12 @@ class TestEnvelope:
         assert orjson.loads(encode(ev)[0].key) == {"id": 42}
         key = orjson.loads(encode(ev, schemas_enable=True)[0].key)
         assert key["payload"] == {"id": 42}
-        assert key["schema"] == {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}], "optional": False, "name": "cdc_smt.shop.t.Key"}
+        assert key["schema"] == {
+            "type": "struct",
+            "fields": [{"type": "int32", "optional": False, "field": "id"}],
+            "optional": False,
+            "name": "cdc_smt.shop.t.Key",
+        }
 
     def test_schema_part(self):
         doc = value_of(insert(SCHEMA, {"id": 1, "name": "a"}), schemas_enable=True, topic_prefix="dbserver1")
@@ -356,7 +472,10 @@ class TestEnvelope:
         assert names == ["before", "after", "source", "op", "ts_ms", "transaction"]
         after = schema["fields"][1]
         assert after["name"] == "dbserver1.shop.t.Value"
-        assert after["fields"] == [{"type": "int32", "optional": False, "field": "id"}, {"type": "string", "optional": True, "field": "name"}]
+        assert after["fields"] == [
+            {"type": "int32", "optional": False, "field": "id"},
+            {"type": "string", "optional": True, "field": "name"},
+        ]
         assert schema["fields"][2]["name"] == "io.debezium.connector.mysql.Source"
 
     def test_tombstone_after_delete(self):
@@ -413,7 +532,11 @@ class TestDecodeShapes:
         dec = codec()
         (d,) = dec.decode(Record(value=b'{"before":{"id":1},"after":null,"op":"d"}'))
         (t,) = dec.decode(Record(value=b'{"before":null,"after":null,"source":{"db":"shop","table":"t"},"op":"t"}'))
-        (m,) = dec.decode(Record(value=b'{"source":{"db":"","table":"","commit_ts":3,"connector":"TiCDC"},"op":"m","ts_ms":1,"transaction":null}'))
+        (m,) = dec.decode(
+            Record(
+                value=b'{"source":{"db":"","table":"","commit_ts":3,"connector":"TiCDC"},"op":"m","ts_ms":1,"transaction":null}'
+            )
+        )
         assert (d.op, t.op, m.op) == (Op.DELETE, Op.TRUNCATE, Op.WATERMARK)
         assert m.source.commit_ts == 3 and m.source.db_type == "tidb"
         # an `m` message read from Debezium is reproduced
@@ -439,10 +562,25 @@ class TestDecodeShapes:
             "ts_ms": 1669796261933,
             "after": {"col1": "11", "col2": "11", "col_pk": "11"},
             "before": {},
-            "source": {"ts_ms": 1669796261933, "db": "db_test", "table": "table_test", "connector": "MySQL", "gtid": None, "file": "mysql-bin.000003", "pos": 154, "server_id": 223344},
+            "source": {
+                "ts_ms": 1669796261933,
+                "db": "db_test",
+                "table": "table_test",
+                "connector": "MySQL",
+                "gtid": None,
+                "file": "mysql-bin.000003",
+                "pos": 154,
+                "server_id": 223344,
+            },
         }
         (e,) = codec().decode(Record(value=orjson.dumps(msg)))
-        assert (e.op, e.before, e.after, e.source.db_type, e.source.server_id) == (Op.INSERT, None, msg["after"], "mysql", 223344)
+        assert (e.op, e.before, e.after, e.source.db_type, e.source.server_id) == (
+            Op.INSERT,
+            None,
+            msg["after"],
+            "mysql",
+            223344,
+        )
         assert orjson.loads(codec().encode(e)[0].value) == msg
 
     @pytest.mark.parametrize(
@@ -452,7 +590,10 @@ class TestDecodeShapes:
             (b'{"before":null,"after":{"id":1},"op":"x"}', "unknown op 'x'"),
             (b'{"before":null,"after":null,"op":"c"}', "insert event without an 'after' image"),
             (b'{"id":1,"name":"flat"}', "no 'op'"),
-            (b'{"data":[{"id":"1"}],"database":"d","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1}', "no 'op'"),
+            (
+                b'{"data":[{"id":"1"}],"database":"d","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1}',
+                "no 'op'",
+            ),
             (b'{"status":"MAYBE","id":"1"}', "unknown transaction status"),
             (b"[1,2]", "expected a JSON object"),
         ],
@@ -476,7 +617,10 @@ class TestDecodeShapes:
 
     def test_schemaless_values_keep_json_types(self):
         # Without a schema part or a catalog, a DATE stays its epoch-day int (documented loss).
-        msg = b'{"before":null,"after":{"id":1,"d":18263,"price":"BNI=","w":1.5,"ok":true},"source":{"db":"shop","table":"t"},"op":"c"}'
+        msg = (
+            b'{"before":null,"after":{"id":1,"d":18263,"price":"BNI=","w":1.5,"ok":true},'
+            b'"source":{"db":"shop","table":"t"},"op":"c"}'
+        )
         (e,) = codec().decode(Record(value=msg))
         assert e.typed().after == {"id": 1, "d": 18263, "price": "BNI=", "w": 1.5, "ok": True}
 
@@ -501,7 +645,14 @@ class TestDecodeShapes:
         assert [c.type for c in stale.schema.columns] == ["int", "smallint", "varchar"]
 
     def test_transaction_block_gives_txid_and_reproduces(self):
-        msg = {"before": None, "after": {"id": 1}, "source": {"connector": "mysql", "db": "d", "table": "t"}, "op": "c", "ts_ms": 1, "transaction": {"id": "571:53195832", "total_order": 1, "data_collection_order": 1}}
+        msg = {
+            "before": None,
+            "after": {"id": 1},
+            "source": {"connector": "mysql", "db": "d", "table": "t"},
+            "op": "c",
+            "ts_ms": 1,
+            "transaction": {"id": "571:53195832", "total_order": 1, "data_collection_order": 1},
+        }
         (e,) = codec().decode(Record(value=orjson.dumps(msg)))
         assert e.source.txid == "571:53195832"
         assert orjson.loads(codec().encode(e)[0].value) == msg
@@ -509,11 +660,27 @@ class TestDecodeShapes:
     def test_source_column_type_parameters_give_exact_types(self):
         fields = [
             {"type": "int32", "optional": False, "field": "id"},
-            {"type": "int16", "optional": True, "parameters": {"__debezium.source.column.type": "TINYINT", "__debezium.source.column.length": "1"}, "field": "flag"},
-            {"type": "string", "optional": True, "parameters": {"__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "255"}, "field": "v"},
+            {
+                "type": "int16",
+                "optional": True,
+                "parameters": {"__debezium.source.column.type": "TINYINT", "__debezium.source.column.length": "1"},
+                "field": "flag",
+            },
+            {
+                "type": "string",
+                "optional": True,
+                "parameters": {"__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "255"},
+                "field": "v",
+            },
         ]
-        schema = {"type": "struct", "fields": [{"type": "struct", "fields": fields, "optional": True, "field": "after"}], "optional": False}
-        msg = orjson.dumps({"schema": schema, "payload": {"before": None, "after": {"id": 1, "flag": 1, "v": "x"}, "op": "c"}})
+        schema = {
+            "type": "struct",
+            "fields": [{"type": "struct", "fields": fields, "optional": True, "field": "after"}],
+            "optional": False,
+        }
+        msg = orjson.dumps(
+            {"schema": schema, "payload": {"before": None, "after": {"id": 1, "flag": 1, "v": "x"}, "op": "c"}}
+        )
         (e,) = codec().decode(Record(value=msg))
         assert [c.type for c in e.schema.columns] == ["int", "tinyint(1)", "varchar(255)"]
 
@@ -551,7 +718,23 @@ def test_raw_values_survive_a_column_rename():
 # ---------------------------------------------------------------------------
 
 DDL_MESSAGE = {
-    "source": {"version": "2.4.0.Final", "connector": "mysql", "name": "dbserver1", "ts_ms": 1701326309000, "snapshot": "false", "db": "inventory", "sequence": None, "table": "customers", "server_id": 223344, "gtid": None, "file": "mysql-bin.000003", "pos": 4577, "row": 0, "thread": None, "query": None},
+    "source": {
+        "version": "2.4.0.Final",
+        "connector": "mysql",
+        "name": "dbserver1",
+        "ts_ms": 1701326309000,
+        "snapshot": "false",
+        "db": "inventory",
+        "sequence": None,
+        "table": "customers",
+        "server_id": 223344,
+        "gtid": None,
+        "file": "mysql-bin.000003",
+        "pos": 4577,
+        "row": 0,
+        "thread": None,
+        "query": None,
+    },
     "ts_ms": 1701326309123,
     "databaseName": "inventory",
     "schemaName": None,
@@ -564,10 +747,74 @@ DDL_MESSAGE = {
                 "defaultCharsetName": "utf8mb4",
                 "primaryKeyColumnNames": ["id"],
                 "columns": [
-                    {"name": "id", "jdbcType": 4, "nativeType": None, "typeName": "INT", "typeExpression": "INT", "charsetName": None, "length": 11, "scale": None, "position": 1, "optional": False, "autoIncremented": True, "generated": True, "comment": None, "defaultValueExpression": None, "enumValues": None},
-                    {"name": "first_name", "jdbcType": 12, "nativeType": None, "typeName": "VARCHAR", "typeExpression": "VARCHAR", "charsetName": "utf8mb4", "length": 255, "scale": None, "position": 2, "optional": False, "autoIncremented": False, "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": None},
-                    {"name": "price", "jdbcType": 3, "nativeType": None, "typeName": "DECIMAL UNSIGNED", "typeExpression": "DECIMAL UNSIGNED", "charsetName": None, "length": 10, "scale": 2, "position": 3, "optional": True, "autoIncremented": False, "generated": False, "comment": "in EUR", "defaultValueExpression": "0.00", "enumValues": None},
-                    {"name": "size", "jdbcType": 1, "nativeType": None, "typeName": "ENUM", "typeExpression": "ENUM", "charsetName": "utf8mb4", "length": 1, "scale": None, "position": 4, "optional": True, "autoIncremented": False, "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": ["'S'", "'M'"]},
+                    {
+                        "name": "id",
+                        "jdbcType": 4,
+                        "nativeType": None,
+                        "typeName": "INT",
+                        "typeExpression": "INT",
+                        "charsetName": None,
+                        "length": 11,
+                        "scale": None,
+                        "position": 1,
+                        "optional": False,
+                        "autoIncremented": True,
+                        "generated": True,
+                        "comment": None,
+                        "defaultValueExpression": None,
+                        "enumValues": None,
+                    },
+                    {
+                        "name": "first_name",
+                        "jdbcType": 12,
+                        "nativeType": None,
+                        "typeName": "VARCHAR",
+                        "typeExpression": "VARCHAR",
+                        "charsetName": "utf8mb4",
+                        "length": 255,
+                        "scale": None,
+                        "position": 2,
+                        "optional": False,
+                        "autoIncremented": False,
+                        "generated": False,
+                        "comment": None,
+                        "defaultValueExpression": None,
+                        "enumValues": None,
+                    },
+                    {
+                        "name": "price",
+                        "jdbcType": 3,
+                        "nativeType": None,
+                        "typeName": "DECIMAL UNSIGNED",
+                        "typeExpression": "DECIMAL UNSIGNED",
+                        "charsetName": None,
+                        "length": 10,
+                        "scale": 2,
+                        "position": 3,
+                        "optional": True,
+                        "autoIncremented": False,
+                        "generated": False,
+                        "comment": "in EUR",
+                        "defaultValueExpression": "0.00",
+                        "enumValues": None,
+                    },
+                    {
+                        "name": "size",
+                        "jdbcType": 1,
+                        "nativeType": None,
+                        "typeName": "ENUM",
+                        "typeExpression": "ENUM",
+                        "charsetName": "utf8mb4",
+                        "length": 1,
+                        "scale": None,
+                        "position": 4,
+                        "optional": True,
+                        "autoIncremented": False,
+                        "generated": False,
+                        "comment": None,
+                        "defaultValueExpression": None,
+                        "enumValues": ["'S'", "'M'"],
+                    },
                 ],
                 "comment": None,
             },
@@ -599,13 +846,31 @@ class TestDDL:
         assert orjson.loads(r.key) == {"databaseName": "inventory"}
 
     def test_encode_from_another_format_round_trips(self):
-        schema = table(("id", "bigint unsigned"), ("name", "varchar(64)"), ("amount", "decimal(12,3)"), ("at", "datetime(6)"), ("kind", "enum('a','b c')"))
-        ev = ChangeEvent(op=Op.DDL, source=SourcePosition(db_type="mysql", database="shop", table="orders"), schema=schema, pk=("id",), ddl="CREATE TABLE orders (...)", ddl_kind="CREATE", ts_ms=5)
+        schema = table(
+            ("id", "bigint unsigned"),
+            ("name", "varchar(64)"),
+            ("amount", "decimal(12,3)"),
+            ("at", "datetime(6)"),
+            ("kind", "enum('a','b c')"),
+        )
+        ev = ChangeEvent(
+            op=Op.DDL,
+            source=SourcePosition(db_type="mysql", database="shop", table="orders"),
+            schema=schema,
+            pk=("id",),
+            ddl="CREATE TABLE orders (...)",
+            ddl_kind="CREATE",
+            ts_ms=5,
+        )
         (r,) = codec(schemas_enable=True).encode(ev)
         doc = orjson.loads(r.value)
         assert doc["schema"]["name"] == "io.debezium.connector.mysql.SchemaChangeValue"
         change = doc["payload"]["tableChanges"][0]
-        assert (change["type"], change["id"], change["table"]["primaryKeyColumnNames"]) == ("CREATE", '"shop"."orders"', ["id"])
+        assert (change["type"], change["id"], change["table"]["primaryKeyColumnNames"]) == (
+            "CREATE",
+            '"shop"."orders"',
+            ["id"],
+        )
         validator(NAME).validate(doc)
         (back,) = codec().decode(Record(value=r.value))
         assert back.schema == schema and back.ddl == ev.ddl and back.source.table == "orders"
@@ -613,7 +878,9 @@ class TestDDL:
     def test_ddl_records_go_to_the_schema_change_topic(self):
         # Debezium writes schema changes to `<topic.prefix>`, never to a table's data topic:
         # Flink's debezium-json fails on a DDL payload ("Corrupt Debezium JSON message").
-        ev = ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int)")
+        ev = ChangeEvent(
+            op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int)"
+        )
         assert codec(topic_prefix="dbserver1").encode(ev)[0].topic == "dbserver1"
         assert codec().encode(ev)[0].topic == "cdc_smt"  # the topic_prefix default
         ev.topic = "shop.t"  # routed like the table's rows
@@ -636,7 +903,12 @@ class TestDDL:
         assert [r.topic for e in (hb, begin) for r in c.encode(e)] == ["hb", "tx"]
 
     def test_change_type_from_statement_when_kind_unknown(self):
-        ev = ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="t"), schema=SCHEMA, ddl="create table t (id int primary key, name varchar(20))")
+        ev = ChangeEvent(
+            op=Op.DDL,
+            source=SourcePosition(database="shop", table="t"),
+            schema=SCHEMA,
+            ddl="create table t (id int primary key, name varchar(20))",
+        )
         (r,) = codec().encode(ev)
         assert orjson.loads(r.value)["tableChanges"][0]["type"] == "CREATE"
 
@@ -646,13 +918,34 @@ class TestDDL:
             "databaseName": "db_test",
             "ddl": "alter table table_test add col2 varchar(22) null",
             "ts_ms": 1669797213247,
-            "source": {"ts_ms": 1669796261933, "db": "db_test", "table": "table_test", "connector": "MySQL", "gtid": None, "file": "mysql-bin.000003", "pos": 154, "server_id": 223344},
+            "source": {
+                "ts_ms": 1669796261933,
+                "db": "db_test",
+                "table": "table_test",
+                "connector": "MySQL",
+                "gtid": None,
+                "file": "mysql-bin.000003",
+                "pos": 154,
+                "server_id": 223344,
+            },
             "tableChanges": {
                 "type": "ALTER",
                 "table": {
                     "columns": [
-                        {"jdbcType": 12, "name": "col1", "position": 0, "typeExpression": "varchar(22)", "typeName": "varchar"},
-                        {"jdbcType": 12, "name": "col_pk", "position": 2, "typeExpression": "varchar(22)", "typeName": "varchar"},
+                        {
+                            "jdbcType": 12,
+                            "name": "col1",
+                            "position": 0,
+                            "typeExpression": "varchar(22)",
+                            "typeName": "varchar",
+                        },
+                        {
+                            "jdbcType": 12,
+                            "name": "col_pk",
+                            "position": 2,
+                            "typeExpression": "varchar(22)",
+                            "typeName": "varchar",
+                        },
                     ],
                     "primaryKeyColumnNames": ["col_pk"],
                 },
@@ -665,8 +958,23 @@ class TestDDL:
 
 
 class TestTransactionsAndHeartbeats:
-    BEGIN = {"status": "BEGIN", "id": "571:53195829", "ts_ms": 1486500577125, "event_count": None, "data_collections": None}
-    END = {"status": "END", "id": "571:53195832", "ts_ms": 1486500577691, "event_count": 2, "data_collections": [{"data_collection": "s1.a", "event_count": 1}, {"data_collection": "s2.a", "event_count": 1}]}
+    BEGIN = {
+        "status": "BEGIN",
+        "id": "571:53195829",
+        "ts_ms": 1486500577125,
+        "event_count": None,
+        "data_collections": None,
+    }
+    END = {
+        "status": "END",
+        "id": "571:53195832",
+        "ts_ms": 1486500577691,
+        "event_count": 2,
+        "data_collections": [
+            {"data_collection": "s1.a", "event_count": 1},
+            {"data_collection": "s2.a", "event_count": 1},
+        ],
+    }
 
     def test_transaction_markers(self):
         dec = codec()
@@ -676,15 +984,27 @@ class TestTransactionsAndHeartbeats:
         assert (e.op, e.source.txid) == (Op.COMMIT, "571:53195832")
         assert orjson.loads(codec().encode(e)[0].value) == self.END
         (r,) = codec().encode(ChangeEvent(op=Op.BEGIN, source=SourcePosition(txid="tx-1"), ts_ms=3))
-        assert orjson.loads(r.value) == {"status": "BEGIN", "id": "tx-1", "ts_ms": 3, "event_count": None, "data_collections": None}
+        assert orjson.loads(r.value) == {
+            "status": "BEGIN",
+            "id": "tx-1",
+            "ts_ms": 3,
+            "event_count": None,
+            "data_collections": None,
+        }
         assert orjson.loads(r.key) == {"id": "tx-1"}
 
     def test_mysql_transaction_id_is_the_gtid(self):
         # Debezium's MySQL connector names transactions by GTID (binlog file:position without GTIDs).
         gtid = "35be190b-d019-11e7-ab7a-a0423f32c225:469"
         (b,) = codec().encode(ChangeEvent(op=Op.BEGIN, source=SourcePosition(db_type="mysql", gtid=gtid)))
-        (c,) = codec().encode(ChangeEvent(op=Op.COMMIT, source=SourcePosition(db_type="mysql", gtid=gtid, txid="11866")))
-        (f,) = codec().encode(ChangeEvent(op=Op.BEGIN, source=SourcePosition(db_type="mysql", binlog_file="mysql-bin.000003", binlog_pos=154)))
+        (c,) = codec().encode(
+            ChangeEvent(op=Op.COMMIT, source=SourcePosition(db_type="mysql", gtid=gtid, txid="11866"))
+        )
+        (f,) = codec().encode(
+            ChangeEvent(
+                op=Op.BEGIN, source=SourcePosition(db_type="mysql", binlog_file="mysql-bin.000003", binlog_pos=154)
+            )
+        )
         assert orjson.loads(b.value)["id"] == orjson.loads(c.value)["id"] == gtid
         assert orjson.loads(f.value)["id"] == "mysql-bin.000003:154"
 
@@ -695,7 +1015,20 @@ class TestTransactionsAndHeartbeats:
         assert (orjson.loads(r.value), orjson.loads(r.key)) == ({"ts_ms": 1700000000000}, {"serverName": "dbserver1"})
 
     def test_postgres_logical_message_round_trips(self):
-        msg = {"op": "m", "ts_ms": 1, "source": {"connector": "postgresql", "db": "p", "schema": "s", "table": "", "txId": 5, "lsn": 8, "ts_ms": 1}, "message": {"prefix": "foo", "content": "YmFy"}}
+        msg = {
+            "op": "m",
+            "ts_ms": 1,
+            "source": {
+                "connector": "postgresql",
+                "db": "p",
+                "schema": "s",
+                "table": "",
+                "txId": 5,
+                "lsn": 8,
+                "ts_ms": 1,
+            },
+            "message": {"prefix": "foo", "content": "YmFy"},
+        }
         (e,) = codec().decode(Record(value=orjson.dumps(msg)))
         assert e.op is Op.HEARTBEAT and e.source.txid == "5"
         assert orjson.loads(codec().encode(e)[0].value) == msg
@@ -714,7 +1047,21 @@ def test_json_schema_accepts_outputs_and_rejects_canal():
     v.validate({"ts_ms": 1})
     v.validate(TestTransactionsAndHeartbeats.END)
     v.validate(DDL_MESSAGE)
-    canal = {"data": [{"id": "1"}], "database": "d", "es": 1, "id": 1, "isDdl": False, "mysqlType": {"id": "int"}, "old": None, "pkNames": ["id"], "sql": "", "sqlType": {"id": 4}, "table": "t", "ts": 2, "type": "INSERT"}
+    canal = {
+        "data": [{"id": "1"}],
+        "database": "d",
+        "es": 1,
+        "id": 1,
+        "isDdl": False,
+        "mysqlType": {"id": "int"},
+        "old": None,
+        "pkNames": ["id"],
+        "sql": "",
+        "sqlType": {"id": 4},
+        "table": "t",
+        "ts": 2,
+        "type": "INSERT",
+    }
     assert not v.is_valid(canal)
     assert not v.is_valid({"before": None, "after": {"id": 1}, "op": "x"})
     assert not v.is_valid({"before": None, "after": None, "op": "c"})
@@ -767,10 +1114,24 @@ def expected_events(events: list[ChangeEvent], opts: dict[str, Any], typed_by_ca
     for e in events:
         by_name = e.schema.by_name
 
-        def image(row):
-            return None if row is None else {n: expected_value(by_name[n], v, opts, typed_by_catalog) for n, v in row.items()}
+        def image(row, by_name=by_name):
+            return (
+                None
+                if row is None
+                else {n: expected_value(by_name[n], v, opts, typed_by_catalog) for n, v in row.items()}
+            )
 
-        out.append(ChangeEvent(op=e.op, source=e.source, before=image(e.before), after=image(e.after), schema=e.schema, pk=e.pk, timezone=e.timezone))
+        out.append(
+            ChangeEvent(
+                op=e.op,
+                source=e.source,
+                before=image(e.before),
+                after=image(e.after),
+                schema=e.schema,
+                pk=e.pk,
+                timezone=e.timezone,
+            )
+        )
     return out
 
 
@@ -789,8 +1150,18 @@ def through(events: list[ChangeEvent], opts: dict[str, Any], tz: str, catalog: A
 
 OPTION_SETS = [
     {"schemas_enable": True},
-    {"schemas_enable": True, "decimal_handling_mode": "string", "time_precision_mode": "connect", "binary_handling_mode": "hex"},
-    {"schemas_enable": True, "decimal_handling_mode": "double", "bigint_unsigned_handling_mode": "precise", "decimal_format": "numeric"},
+    {
+        "schemas_enable": True,
+        "decimal_handling_mode": "string",
+        "time_precision_mode": "connect",
+        "binary_handling_mode": "hex",
+    },
+    {
+        "schemas_enable": True,
+        "decimal_handling_mode": "double",
+        "bigint_unsigned_handling_mode": "precise",
+        "decimal_format": "numeric",
+    },
     {"schemas_enable": True, "binary_handling_mode": "base64", "tombstones_on_delete": False},
 ]
 
@@ -809,12 +1180,18 @@ def test_roundtrip_with_schema_part(opts, data):
 
 CATALOG_OPTION_SETS = [
     {},
-    {"bigint_unsigned_handling_mode": "precise", "time_precision_mode": "connect", "binary_handling_mode": "base64-url-safe"},
+    {
+        "bigint_unsigned_handling_mode": "precise",
+        "time_precision_mode": "connect",
+        "binary_handling_mode": "base64-url-safe",
+    },
     {"decimal_handling_mode": "string", "decimal_format": "numeric", "binary_handling_mode": "hex"},
 ]
 
 
-@pytest.mark.parametrize("opts", CATALOG_OPTION_SETS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults")
+@pytest.mark.parametrize(
+    "opts", CATALOG_OPTION_SETS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults"
+)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_roundtrip_without_schema_part_typed_by_catalog(opts, data):

@@ -12,17 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.messages import Catalog
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import DtsAvro
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.types import InvalidTemporal
+from tests.messages import Catalog
+from tests.strategies import change_streams, essence
 
 NS = "com.alibaba.dts.formats.avro."
 SCHEMA = fastavro.parse_schema(schemas.load_avro("dts-avro"))
-
 
 
 def codec(catalog=None, **options):
@@ -112,7 +111,15 @@ def test_update_and_delete_images():
 def test_object_names_with_escaped_dots_and_schemas():
     (e,) = decode(codec(), record(fields=[("id", 3)], after=[I(1)], objectName="my\\u002Edb.t\\u002E1"))
     assert (e.database, e.table) == ("my.db", "t.1")
-    (e,) = decode(codec(), record(fields=[("id", 3)], after=[I(1)], objectName="db.sch.tbl", source={"sourceType": "PostgreSQL", "version": "13"}))
+    (e,) = decode(
+        codec(),
+        record(
+            fields=[("id", 3)],
+            after=[I(1)],
+            objectName="db.sch.tbl",
+            source={"sourceType": "PostgreSQL", "version": "13"},
+        ),
+    )
     assert (e.database, e.source.schema, e.table, e.source.db_type) == ("db", "sch", "tbl", "postgres")
 
 
@@ -139,7 +146,7 @@ def test_value_kinds():
         C(b"caf\xe9", "latin1"),
         C("数据".encode("gbk"), "gbk"),
         C(b"\x00\x01", "binary"),
-        (NS + "BinaryObject", {"type": "TEXT", "value": "长文本".encode("utf-8")}),
+        (NS + "BinaryObject", {"type": "TEXT", "value": "长文本".encode()}),
         (NS + "BinaryObject", {"type": "BLOB", "value": b"\xff\x00"}),
         (NS + "TextObject", {"type": "JSON", "value": '{"a": 1}'}),
         (NS + "TextObject", {"type": "ENUM", "value": "small"}),
@@ -188,8 +195,18 @@ def test_timestamps_are_shown_in_source_timezone():
 
 
 def test_timestamp_with_time_zone_and_non_mysql_sources():
-    tz = (NS + "TimestampWithTimeZone", {"value": DT(year=2020, month=1, day=1, hour=8, minute=0, second=0, millis=500_000_000)[1], "timezone": "+08:00"})
-    obj = record(fields=[("n", 2), ("t", 93), ("s", 12)], after=[I(7), tz, C("x")], source={"sourceType": "Oracle", "version": "19"})
+    tz = (
+        NS + "TimestampWithTimeZone",
+        {
+            "value": DT(year=2020, month=1, day=1, hour=8, minute=0, second=0, millis=500_000_000)[1],
+            "timezone": "+08:00",
+        },
+    )
+    obj = record(
+        fields=[("n", 2), ("t", 93), ("s", 12)],
+        after=[I(7), tz, C("x")],
+        source={"sourceType": "Oracle", "version": "19"},
+    )
     (e,) = decode(codec(), obj)
     # Oracle codes are not MySQL's: types come from the values; DateTime.millis is nanoseconds there
     assert [c.type for c in e.schema.columns] == ["bigint", "timestamp(6)", "longtext"]
@@ -202,8 +219,13 @@ def test_missing_columns_make_a_partial_image():
 
 
 def test_catalog_types_win():
-    schema = TableSchema((Column("id", "int unsigned", False, True), Column("flag", "bit(1)"), Column("doc", "json")), ("id",))
-    obj = record(fields=[("id", 3), ("flag", 16), ("doc", 245)], after=[I(3_000_000_000), I(1, 1), (NS + "TextObject", {"type": "JSON", "value": "[]"})])
+    schema = TableSchema(
+        (Column("id", "int unsigned", False, True), Column("flag", "bit(1)"), Column("doc", "json")), ("id",)
+    )
+    obj = record(
+        fields=[("id", 3), ("flag", 16), ("doc", 245)],
+        after=[I(3_000_000_000), I(1, 1), (NS + "TextObject", {"type": "JSON", "value": "[]"})],
+    )
     (e,) = decode(codec(Catalog({("shop", "items"): schema})), obj)
     assert e.schema == schema and e.typed().after == {"id": 3_000_000_000, "flag": True, "doc": "[]"}
     (e,) = decode(codec(), obj)
@@ -216,7 +238,13 @@ def test_ddl_truncate_and_control_records():
     assert ddl.op is Op.DDL and ddl.ddl == "ALTER TABLE items ADD c int" and ddl.database == "shop"
     (t,) = decode(c, record("DDL", afterImages="truncate table items"))
     assert t.op is Op.TRUNCATE and t.table == "items"
-    for operation, op in [("BEGIN", Op.BEGIN), ("COMMIT", Op.COMMIT), ("HEARTBEAT", Op.HEARTBEAT), ("CHECKPOINT", Op.HEARTBEAT), ("ROLLBACK", Op.HEARTBEAT)]:
+    for operation, op in [
+        ("BEGIN", Op.BEGIN),
+        ("COMMIT", Op.COMMIT),
+        ("HEARTBEAT", Op.HEARTBEAT),
+        ("CHECKPOINT", Op.HEARTBEAT),
+        ("ROLLBACK", Op.HEARTBEAT),
+    ]:
         obj = record(operation, objectName=None, tags={})
         raw = avro(obj)
         (e,) = c.decode(Record(value=raw))
@@ -231,7 +259,10 @@ def test_ddl_truncate_and_control_records():
 def test_reencoding_reproduces_the_bytes(born):
     c = codec()
     objs = [
-        record(fields=[("id", 3), ("n", 253), ("ts", 7)], after=[I(1), C("é", "utf8"), (NS + "Timestamp", {"timestamp": 5, "millis": 7})]),
+        record(
+            fields=[("id", 3), ("n", 253), ("ts", 7)],
+            after=[I(1), C("é", "utf8"), (NS + "Timestamp", {"timestamp": 5, "millis": 7})],
+        ),
         record("UPDATE", [("id", 3), ("n", 253)], before=[I(1, 99), "NONE"], after=[I(1, 99), C("b", "gbk")]),
         record("DDL", afterImages="CREATE TABLE t (id int)", tags={"x": "y"}),
     ]
@@ -264,7 +295,17 @@ def test_encoding_typed_values_uses_mysql_codes_and_union_branches():
     e = ChangeEvent(
         op=Op.INSERT,
         source=SourcePosition(database="db", table="t", binlog_file="mysql-bin.000004", binlog_pos=2196),
-        after={"id": 2**64 - 1, "name": "n", "body": "b", "bin": b"\x01", "price": Decimal("1.5"), "ts": dt.datetime(2020, 1, 1, 8, 0, 0, 1), "dur": dt.timedelta(hours=-1, seconds=-1), "flag": True, "kind": "b"},
+        after={
+            "id": 2**64 - 1,
+            "name": "n",
+            "body": "b",
+            "bin": b"\x01",
+            "price": Decimal("1.5"),
+            "ts": dt.datetime(2020, 1, 1, 8, 0, 0, 1),
+            "dur": dt.timedelta(hours=-1, seconds=-1),
+            "flag": True,
+            "kind": "b",
+        },
         schema=schema,
         pk=("id",),
         ts_ms=1_600_000_000_250,
@@ -277,7 +318,8 @@ def test_encoding_typed_values_uses_mysql_codes_and_union_branches():
     assert obj["sourcePosition"] == "2196@4"
     assert orjson.loads(obj["tags"]["pk_uk_info"]) == {"PRIMARY": ["id"]}
     assert [(f["name"], f["dataTypeNumber"]) for f in obj["fields"]] == [
-        ("id", 8), ("name", 253), ("body", 250), ("bin", 253), ("price", 246), ("ts", 7), ("dur", 11), ("flag", 16), ("kind", 247),
+        ("id", 8), ("name", 253), ("body", 250), ("bin", 253), ("price", 246), ("ts", 7), ("dur", 11), ("flag", 16),
+        ("kind", 247),
     ]  # fmt: skip
     assert obj["afterImages"] == [
         I(2**64 - 1, 20),
@@ -402,6 +444,15 @@ def test_timestamps_survive_a_zone_change(events):
     for e in events:
         (back,) = dec.decode(enc.encode(e)[0])
         assert back.timezone == "America/New_York"
-        rebased = ChangeEvent(op=back.op, source=back.source, before=back.before, after=back.after, schema=back.schema, pk=back.pk, values=back.values, timezone=back.timezone)
+        rebased = ChangeEvent(
+            op=back.op,
+            source=back.source,
+            before=back.before,
+            after=back.after,
+            schema=back.schema,
+            pk=back.pk,
+            values=back.values,
+            timezone=back.timezone,
+        )
         (again,) = codec(source_timezone="Asia/Shanghai").decode(codec().encode(rebased)[0])
         assert essence(again) == essence(e)

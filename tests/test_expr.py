@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from tests.test_smt_base import TextForm, ev, row
 from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.expr import compile_expr, tokenize
 from cdc_smt.transforms.model import ChangeEvent, Op, Record, SourcePosition
+from tests.test_smt_base import TextForm, ev, row
 
 
 def E(**kw) -> ChangeEvent:

@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import change_streams
 from cdc_smt.transforms.errors import EncodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats._connect import ConnectOptions, make_encoder, repr_for_type, target_for
@@ -27,6 +26,7 @@ from cdc_smt.transforms.formats.canal_json import CANAL_TEXT
 from cdc_smt.transforms.formats.ticdc_canal_json import TICDC_TEXT
 from cdc_smt.transforms.model import TYPED, ChangeEvent, Column, Op, Record, SourcePosition, TableSchema, Target
 from cdc_smt.transforms.types import InvalidTemporal, parse_type, text_converter
+from tests.strategies import change_streams
 
 #: One column per type family the fast path handles (and some it hands back).
 TYPES: dict[str, str] = {
@@ -67,35 +67,105 @@ EDGES: dict[str, list[Any]] = {
     "i": ["0", "-2147483648", "2147483647", "+5", "007", "1_0"],
     "ti": ["0", "1", "-128", "127"],
     "y": ["0000", "1901", "2155", "0"],
-    "d2": ["0.00", "-0.00", "1.50", "1.5", "1", "-1", "-0.05", ".5", "-.5", "5.", "9999999999.99", "-9999999999.99",
-           "1.555", "1.545", "1.234e2", "+1.25", "NaN", " 1.25", "1_0.25"],
+    "d2": [
+        "0.00",
+        "-0.00",
+        "1.50",
+        "1.5",
+        "1",
+        "-1",
+        "-0.05",
+        ".5",
+        "-.5",
+        "5.",
+        "9999999999.99",
+        "-9999999999.99",
+        "1.555",
+        "1.545",
+        "1.234e2",
+        "+1.25",
+        "NaN",
+        " 1.25",
+        "1_0.25",
+    ],
     "d0": ["0", "-0", "99999", "-99999", "12.5", "13.5", "7.0"],
-    "dw": ["0.000000000000000000000000000000", "-12345678901234567890123456789012345.123456789012345678901234567890",
-           "1.1", "-0.000000000000000000000000000001", "0.0000000000000000000000000000001"],
+    "dw": [
+        "0.000000000000000000000000000000",
+        "-12345678901234567890123456789012345.123456789012345678901234567890",
+        "1.1",
+        "-0.000000000000000000000000000001",
+        "0.0000000000000000000000000000001",
+    ],
     "f": ["1.5", "0.1", "3.4028235E38", "-0.0", "1.0E-45", "NaN", "Infinity"],
-    "db": ["0.0", "-0.0", "1.0E10", "10000000000.0", "4.9E-324", "-1.7976931348623157E308", "NaN", "-Infinity", "1_0.5"],
+    "db": [
+        "0.0",
+        "-0.0",
+        "1.0E10",
+        "10000000000.0",
+        "4.9E-324",
+        "-1.7976931348623157E308",
+        "NaN",
+        "-Infinity",
+        "1_0.5",
+    ],
     "v": ["", "héllo", "数据库", "🎉", "line\nbreak"],
     "e": ["0", "1", "2", "3", "4", "NEW", "PAID", "", "01"],
     "s": ["0", "1", "5", "7", "a,c", ""],
     "b1": ["0", "1", "2"],
     "b8": ["0", "255", "128"],
-    "dt0": ["2023-11-14 22:13:20", "1970-01-01 00:00:00", "1969-12-31 23:59:59", "1000-01-01 00:00:00",
-            "9999-12-31 23:59:59", "0000-00-00 00:00:00", "2023-02-30 00:00:00", "2020-02-29 12:00:00",
-            "2023-11-14T22:13:20", "2023-11-14 24:00:00", "2023-11-14 22:13:20+08:00", "2020-W01-1 00:00:00"],
+    "dt0": [
+        "2023-11-14 22:13:20",
+        "1970-01-01 00:00:00",
+        "1969-12-31 23:59:59",
+        "1000-01-01 00:00:00",
+        "9999-12-31 23:59:59",
+        "0000-00-00 00:00:00",
+        "2023-02-30 00:00:00",
+        "2020-02-29 12:00:00",
+        "2023-11-14T22:13:20",
+        "2023-11-14 24:00:00",
+        "2023-11-14 22:13:20+08:00",
+        "2020-W01-1 00:00:00",
+    ],
     "dt1": ["2023-11-14 22:13:20.1", "1969-12-31 23:59:59.9", "2023-11-14 22:13:20.0"],
     "dt2": ["2023-11-14 22:13:20.12", "1900-01-01 00:00:00.01"],
-    "dt3": ["2023-11-14 22:13:20.123", "2023-11-14 22:13:20.000", "1969-12-31 23:59:59.999", "0000-00-00 00:00:00.000",
-            "2023-11-14 22:13:20.12"],
+    "dt3": [
+        "2023-11-14 22:13:20.123",
+        "2023-11-14 22:13:20.000",
+        "1969-12-31 23:59:59.999",
+        "0000-00-00 00:00:00.000",
+        "2023-11-14 22:13:20.12",
+    ],
     "dt4": ["2023-11-14 22:13:20.1234", "1969-12-31 23:59:59.0001"],
     "dt5": ["2023-11-14 22:13:20.12345"],
-    "dt6": ["2023-11-14 22:13:20.123456", "2023-11-14 22:13:20.000001", "2023-11-14 22:13:20.100000",
-            "1969-12-31 23:59:59.999999", "2023-11-14 22:13:20.1234567"],
-    "ts0": ["2023-11-14 22:13:20", "1970-01-01 00:00:01", "2038-01-19 03:14:07", "0000-00-00 00:00:00",
-            "2023-03-26 02:30:00", "2023-10-29 02:30:00"],
+    "dt6": [
+        "2023-11-14 22:13:20.123456",
+        "2023-11-14 22:13:20.000001",
+        "2023-11-14 22:13:20.100000",
+        "1969-12-31 23:59:59.999999",
+        "2023-11-14 22:13:20.1234567",
+    ],
+    "ts0": [
+        "2023-11-14 22:13:20",
+        "1970-01-01 00:00:01",
+        "2038-01-19 03:14:07",
+        "0000-00-00 00:00:00",
+        "2023-03-26 02:30:00",
+        "2023-10-29 02:30:00",
+    ],
     "ts3": ["2023-11-14 22:13:20.120", "2023-11-14 22:13:20.000", "2023-11-14 22:13:20.001"],
     "ts6": ["2023-11-14 22:13:20.123456", "2023-11-14 22:13:20.100000", "2023-11-14 22:13:20,5"],
-    "da": ["2023-11-14", "1970-01-01", "1969-12-31", "1000-01-01", "9999-12-31", "0000-00-00", "2023-02-29",
-           "20231114", "2020-W01-1"],
+    "da": [
+        "2023-11-14",
+        "1970-01-01",
+        "1969-12-31",
+        "1000-01-01",
+        "9999-12-31",
+        "0000-00-00",
+        "2023-02-29",
+        "20231114",
+        "2020-W01-1",
+    ],
     "tm": ["00:00:00.000", "838:59:59.000", "-838:59:59.000", "12:34:56.789", "-00:00:01.500"],
     "j": ['{"a": 1}', "[]", "null"],
     "bl": ["", "abc", "\x00\xff\x7f"],
@@ -259,12 +329,17 @@ def test_the_event_stays_raw_and_reusable() -> None:
     assert event.values is CANAL_TEXT and event.after == BASE_ROW  # the fast path leaves the event alone
     assert [r.value for r in enc.encode(event)] == [r.value for r in first]
     assert [r.value for r in get_codec("canal-json").encode(event)] == [
-        r.value for r in get_codec("canal-json").encode(dec.decode(Record(value=canal_message("INSERT", [BASE_ROW])))[0])
+        r.value
+        for r in get_codec("canal-json").encode(dec.decode(Record(value=canal_message("INSERT", [BASE_ROW])))[0])
     ]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(stream=change_streams(), sink=st.sampled_from(OPTION_SETS[:6]), tz=st.sampled_from(["UTC", "Asia/Shanghai", "America/New_York"]))
+@given(
+    stream=change_streams(),
+    sink=st.sampled_from(OPTION_SETS[:6]),
+    tz=st.sampled_from(["UTC", "Asia/Shanghai", "America/New_York"]),
+)
 def test_random_streams_through_canal_text(stream: list[ChangeEvent], sink: dict[str, Any], tz: str) -> None:
     canal = get_codec("canal-json", {"source_timezone": tz})
     for event in stream:
@@ -303,7 +378,14 @@ def test_typed_converters_agree_with_to_python(form: Any) -> None:
     assert checked > 100
 
 
-@pytest.mark.parametrize("opts", [ConnectOptions(), ConnectOptions(time_precision_mode="connect"), ConnectOptions(bigint_unsigned_handling_mode="precise")])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        ConnectOptions(),
+        ConnectOptions(time_precision_mode="connect"),
+        ConnectOptions(bigint_unsigned_handling_mode="precise"),
+    ],
+)
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
 def test_target_converters_agree_with_the_encoders(opts: ConnectOptions, tz: str) -> None:
     checked = 0
@@ -330,7 +412,10 @@ def test_target_converters_agree_with_the_encoders(opts: ConnectOptions, tz: str
     assert checked > 50
 
 
-@given(st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-(10**12), max_value=10**12), st.integers(0, 6))
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-(10**12), max_value=10**12),
+    st.integers(0, 6),
+)
 def test_decimal_texts_to_unscaled_base64(value: Decimal, scale: int) -> None:
     mt = parse_type(f"decimal(30,{scale})")
     fn = text_converter(mt, Target("unscaled_b64", scale=scale))
@@ -339,7 +424,11 @@ def test_decimal_texts_to_unscaled_base64(value: Decimal, scale: int) -> None:
         try:
             got = fn(text)
         except Exception:  # noqa: BLE001
-            assert "E" in text or len(text.partition(".")[2]) > scale or not text.replace("-", "").replace(".", "").isdigit()
+            assert (
+                "E" in text
+                or len(text.partition(".")[2]) > scale
+                or not text.replace("-", "").replace(".", "").isdigit()
+            )
             continue
         assert got == reference(Decimal(text))
 
@@ -378,15 +467,22 @@ def test_unsigned_bigint_wraps_like_a_java_long() -> None:
 
 
 def test_zero_dates_follow_debeziums_rule_in_both_paths() -> None:
-    row = dict(BASE_ROW, dt0="0000-00-00 00:00:00", dt3="0000-00-00 00:00:00.000", da="0000-00-00", ts0="0000-00-00 00:00:00")
+    row = dict(
+        BASE_ROW, dt0="0000-00-00 00:00:00", dt3="0000-00-00 00:00:00.000", da="0000-00-00", ts0="0000-00-00 00:00:00"
+    )
     fast, slow = both_ways(canal_message("INSERT", [row]))
     assert fast == slow
     after = orjson.loads(fast[0][0])["after"]
-    assert after["dt0"] is None and after["dt3"] is None and after["da"] is None and after["ts0"] is None  # nullable: null
+    assert (
+        after["dt0"] is None and after["dt3"] is None and after["da"] is None and after["ts0"] is None
+    )  # nullable: null
     # Not-null columns get the epoch instead (a schema from a catalog/DDL can say NOT NULL).
     types = {"id": "bigint(20) unsigned", "dt3": "datetime(3)", "da": "date", "ts0": "timestamp"}
     raw = {"id": "1", "dt3": "0000-00-00 00:00:00.000", "da": "0000-00-00", "ts0": "0000-00-00 00:00:00"}
-    schema = TableSchema(columns=tuple(Column(n, t, nullable=False, primary_key=n == "id") for n, t in types.items()), primary_key=("id",))
+    schema = TableSchema(
+        columns=tuple(Column(n, t, nullable=False, primary_key=n == "id") for n, t in types.items()),
+        primary_key=("id",),
+    )
     results = []
     for typed_first in (False, True):
         event = ChangeEvent(op=Op.INSERT, after=dict(raw), schema=schema, pk=("id",), values=CANAL_TEXT, ts_ms=1)
@@ -416,7 +512,12 @@ def test_source_blocks_of_other_formats() -> None:
     for src, snapshot in (
         (SourcePosition(db_type="mysql", database="a", table="t"), Op.INSERT),
         (SourcePosition(db_type="tidb", database="a", table="t", commit_ts=42, row=3), Op.READ),
-        (SourcePosition(db_type="mysql", database="a", table="t", server_id=7, gtid="g:1", binlog_file="f.1", binlog_pos=9), Op.INSERT),
+        (
+            SourcePosition(
+                db_type="mysql", database="a", table="t", server_id=7, gtid="g:1", binlog_file="f.1", binlog_pos=9
+            ),
+            Op.INSERT,
+        ),
         (SourcePosition(db_type="mysql", database=None, table=None), Op.INSERT),
     ):
         event = ChangeEvent(op=snapshot, source=src, after={"id": 1}, schema=schema, pk=("id",), ts_ms=5)
@@ -430,7 +531,14 @@ def test_source_blocks_of_other_formats() -> None:
         }  # fmt: skip
 
 
-@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.floats(1e-3, 1e7), st.floats(-1e7, -1e-3), st.integers(-(10**7), 10**7).map(float)))
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(1e-3, 1e7),
+        st.floats(-1e7, -1e-3),
+        st.integers(-(10**7), 10**7).map(float),
+    )
+)
 def test_java_double_text_shortcut_matches_the_decimal_formula(v: float) -> None:
     from cdc_smt.transforms.formats.canal_json import _shortest, java_float_text
 
@@ -471,7 +579,17 @@ def test_text_writers_agree_with_to_text(form: Any, data: Any) -> None:
     write = form.text_writer(col)
     for _ in range(5):
         _same_outcome(write, lambda x: form.to_text(col, x), data.draw(value_strategy(type_text)))
-    for odd in (True, 1, 1.5, Decimal("1.5"), "1", b"x", None, InvalidTemporal("0000-00-00"), dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)):
+    for odd in (
+        True,
+        1,
+        1.5,
+        Decimal("1.5"),
+        "1",
+        b"x",
+        None,
+        InvalidTemporal("0000-00-00"),
+        dt.datetime(2020, 1, 1, tzinfo=dt.UTC),
+    ):
         _same_outcome(write, lambda x: form.to_text(col, x), odd)
 
 

@@ -21,7 +21,9 @@ from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.transforms.errors import ConfigError
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "job.schema.json").read_text())["properties"]["kafka"]
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "job.schema.json").read_text())["properties"][
+    "kafka"
+]
 MECHANISMS = SCHEMA["properties"]["sasl_mechanism"]["enum"]
 PROTOCOLS = SCHEMA["properties"]["security_protocol"]["enum"]
 SASL_PROTOCOLS = [p for p in PROTOCOLS if p.startswith("SASL_")]
@@ -57,7 +59,9 @@ def test_spark_options_use_the_mechanisms_login_module(mechanism: str, protocol:
     assert opts["kafka.bootstrap.servers"] == "k1:9093,k2:9093"
     assert opts["kafka.security.protocol"] == protocol
     assert opts["kafka.sasl.mechanism"] == mechanism
-    assert opts["kafka.sasl.jaas.config"] == f'{JAVA_LOGIN_MODULE[mechanism]} required username="alice" password="s3cret";'
+    assert (
+        opts["kafka.sasl.jaas.config"] == f'{JAVA_LOGIN_MODULE[mechanism]} required username="alice" password="s3cret";'
+    )
 
 
 def test_plain_is_the_default_mechanism_everywhere() -> None:
@@ -78,7 +82,11 @@ def test_aiokafka_kwargs_per_protocol_and_mechanism_are_accepted_by_aiokafka(mec
     assert kw["bootstrap_servers"] == ["k1:9093", "k2:9093"]
     assert ("ssl_context" in kw) == protocol.endswith("SSL")
     if sasl:
-        assert (kw["sasl_mechanism"], kw["sasl_plain_username"], kw["sasl_plain_password"]) == (mechanism, "alice", "s3cret")
+        assert (kw["sasl_mechanism"], kw["sasl_plain_username"], kw["sasl_plain_password"]) == (
+            mechanism,
+            "alice",
+            "s3cret",
+        )
     else:
         assert not any(key.startswith("sasl_") for key in kw)
 
@@ -131,12 +139,23 @@ def test_the_worker_app_gets_the_credentials() -> None:
     job = load_job(doc, env={})
     app = build_app(job)
     creds = app.conf.broker_credentials
-    assert (creds.mechanism.value, creds.username, creds.password, creds.protocol.value) == ("SCRAM-SHA-512", "alice", "s3cret", "SASL_SSL")
+    assert (creds.mechanism.value, creds.username, creds.password, creds.protocol.value) == (
+        "SCRAM-SHA-512",
+        "alice",
+        "s3cret",
+        "SASL_SSL",
+    )
     assert app.conf.producer_linger == pytest.approx(0.007)
 
 
 def test_ssl_maps_to_pem_stores_for_spark(tmp_path: Path) -> None:
-    k = job_kafka(security_protocol="SSL", ssl_cafile="/etc/ca.pem", ssl_certfile="/etc/client.pem", ssl_password="kp", ssl_check_hostname=False)
+    k = job_kafka(
+        security_protocol="SSL",
+        ssl_cafile="/etc/ca.pem",
+        ssl_certfile="/etc/client.pem",
+        ssl_password="kp",
+        ssl_check_hostname=False,
+    )
     opts = k.spark_options()
     assert opts["kafka.security.protocol"] == "SSL"
     assert (opts["kafka.ssl.truststore.type"], opts["kafka.ssl.truststore.location"]) == ("PEM", "/etc/ca.pem")
@@ -149,14 +168,18 @@ def test_ssl_maps_to_pem_stores_for_spark(tmp_path: Path) -> None:
 
 
 def test_a_separate_key_file_is_refused_for_spark_not_dropped() -> None:
-    k = job_kafka(security_protocol="SASL_SSL", sasl_username="u", sasl_password="p", ssl_certfile="/c.pem", ssl_keyfile="/k.pem")
+    k = job_kafka(
+        security_protocol="SASL_SSL", sasl_username="u", sasl_password="p", ssl_certfile="/c.pem", ssl_keyfile="/k.pem"
+    )
     with pytest.raises(ConfigError, match="one PEM file") as info:
         k.spark_options()
     assert info.value.path == "kafka.ssl_keyfile"
 
 
 def test_a_mechanism_without_a_mapping_is_refused_by_every_client() -> None:
-    k = K.KafkaSettings(("k:9092",), security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI", sasl_username="u", sasl_password="p")
+    k = K.KafkaSettings(
+        ("k:9092",), security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI", sasl_username="u", sasl_password="p"
+    )
     for translate in (k.spark_options, k.aiokafka_kwargs, k.faust_credentials):
         with pytest.raises(ConfigError, match="'GSSAPI' is not supported"):
             translate()
@@ -170,16 +193,27 @@ def test_the_schema_refuses_mechanisms_it_does_not_list() -> None:
 
 
 def test_settings_travel_as_json_unchanged() -> None:
-    k = job_kafka(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256", sasl_username="u", sasl_password='p"\\', ssl_check_hostname=False)
+    k = job_kafka(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_username="u",
+        sasl_password='p"\\',
+        ssl_check_hostname=False,
+    )
     assert K.settings_from_json(K.connection_json(k)) == k
     assert K.settings_from_json(json.loads(K.connection_json(k))) == k
 
 
 def test_client_kwargs_of_each_kind_of_connection() -> None:
-    k = job_kafka(security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", sasl_username="u", sasl_password="p")
+    k = job_kafka(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", sasl_username="u", sasl_password="p"
+    )
     assert K.client_kwargs("h:1") == {"bootstrap_servers": "h:1"}
     assert K.client_kwargs(k) == k.aiokafka_kwargs()
-    assert K.client_kwargs({"bootstrap_servers": "h:1", "client_id": "c"}) == {"bootstrap_servers": "h:1", "client_id": "c"}
+    assert K.client_kwargs({"bootstrap_servers": "h:1", "client_id": "c"}) == {
+        "bootstrap_servers": "h:1",
+        "client_id": "c",
+    }
 
 
 def test_producer_section_maps_to_aiokafka() -> None:
@@ -238,7 +272,10 @@ def test_jaas_values_read_back_exactly(username: str, password: str) -> None:
 
 
 def test_jaas_quotes_and_backslashes_are_escaped() -> None:
-    assert K.jaas_config("PLAIN", 'a"b', "c\\d") == f'{JAVA_LOGIN_MODULE["PLAIN"]} required username="a\\"b" password="c\\\\d";'
+    assert (
+        K.jaas_config("PLAIN", 'a"b', "c\\d")
+        == f'{JAVA_LOGIN_MODULE["PLAIN"]} required username="a\\"b" password="c\\\\d";'
+    )
 
 
 def _kafka_clients_classpath() -> str | None:
@@ -264,7 +301,8 @@ public class ReadJaas {
             cfg.put("sasl.jaas.config", new Password(text));
             AppConfigurationEntry e = JaasContext.loadClientContext(cfg).configurationEntries().get(0);
             Map<String, ?> o = e.getOptions();
-            System.out.println(e.getLoginModuleName() + " " + enc.encodeToString(((String) o.get("username")).getBytes("UTF-8"))
+            System.out.println(e.getLoginModuleName()
+                + " " + enc.encodeToString(((String) o.get("username")).getBytes("UTF-8"))
                 + " " + enc.encodeToString(((String) o.get("password")).getBytes("UTF-8")));
         }
     }
@@ -280,10 +318,25 @@ def test_the_java_client_reads_our_jaas_config_back(tmp_path: Path) -> None:
         pytest.skip("needs javac/java and kafka-clients + slf4j-api in the local Maven repository")
     (tmp_path / "ReadJaas.java").write_text(JAVA_READER)
     subprocess.run(["javac", "-cp", classpath, "ReadJaas.java"], cwd=tmp_path, check=True, capture_output=True)
-    values = [("alice", "plain"), ('al"ice', 'p"w\\d\\"x'), ("u\\", "\\"), ("ü ñ", "a\nb\rc\td"), ("", ""), ("x", "a b;c = 'q' // d /* e */"), ("x", "\\n\\0\\101")]
+    values = [
+        ("alice", "plain"),
+        ('al"ice', 'p"w\\d\\"x'),
+        ("u\\", "\\"),
+        ("ü ñ", "a\nb\rc\td"),
+        ("", ""),
+        ("x", "a b;c = 'q' // d /* e */"),
+        ("x", "\\n\\0\\101"),
+    ]
     cases = [(m, u, p) for m in MECHANISMS for u, p in values]
     lines = "".join(base64.b64encode(K.jaas_config(m, u, p).encode()).decode() + "\n" for m, u, p in cases)
-    out = subprocess.run(["java", "-cp", f"{classpath}{os.pathsep}.", "ReadJaas"], cwd=tmp_path, input=lines, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["java", "-cp", f"{classpath}{os.pathsep}.", "ReadJaas"],
+        cwd=tmp_path,
+        input=lines,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     got = [line.split(" ") for line in out.stdout.splitlines() if not line.startswith("SLF4J")]
     decoded = [(mod, base64.b64decode(u).decode(), base64.b64decode(p).decode()) for mod, u, p in got]
     assert decoded == [(JAVA_LOGIN_MODULE[m], u, p) for m, u, p in cases]

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.messages import Catalog
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.types import InvalidTemporal
-
+from tests.messages import Catalog
+from tests.strategies import change_streams, essence
 
 
 def codec(catalog=None, **options):
@@ -130,7 +129,11 @@ def test_ddl_carries_statement_kind_and_table_definition():
     (e,) = decode(codec(), msg)
     assert e.op is Op.DDL and e.ddl_kind == "table-create" and e.ddl.startswith("create table")
     assert e.ts_ms == 1477053126000  # DDL messages carry milliseconds
-    assert [(c.name, c.type) for c in e.schema.columns] == [("id", "int unsigned"), ("c", "timestamp(6)"), ("size", "enum('s','m')")]
+    assert [(c.name, c.type) for c in e.schema.columns] == [
+        ("id", "int unsigned"),
+        ("c", "timestamp(6)"),
+        ("size", "enum('s','m')"),
+    ]
     assert e.schema.primary_key == ("id",)
     assert encoded(codec(), e) == [msg]
 
@@ -139,7 +142,15 @@ def test_types_are_inferred_from_json_values_without_a_catalog():
     msg = dict(INSERT, data={"id": 1, "f": 1.5, "s": "x", "j": {"a": [1]}, "b": True, "n": None, "big": 2**64 - 1})
     (e,) = decode(codec(), msg)
     types = {c.name: c.type for c in e.schema.columns}
-    assert types == {"id": "bigint", "f": "double", "s": "longtext", "j": "json", "b": "bit(1)", "n": "longtext", "big": "bigint unsigned"}
+    assert types == {
+        "id": "bigint",
+        "f": "double",
+        "s": "longtext",
+        "j": "json",
+        "b": "bit(1)",
+        "n": "longtext",
+        "big": "bigint unsigned",
+    }
     e.typed()
     assert e.after["j"] == '{"a":[1]}' and e.after["b"] is True
 
@@ -195,8 +206,19 @@ def test_catalog_types_convert_maxwell_value_forms():
 
 
 def _event(op, before=None, after=None, **kw) -> ChangeEvent:
-    schema = TableSchema((Column("id", "int", False, True), Column("v", "varchar(10)"), Column("ts", "timestamp")), ("id",))
-    return ChangeEvent(op=op, source=SourcePosition(database="d", table="t"), before=before, after=after, schema=schema, pk=("id",), ts_ms=1_600_000_000_999, **kw)
+    schema = TableSchema(
+        (Column("id", "int", False, True), Column("v", "varchar(10)"), Column("ts", "timestamp")), ("id",)
+    )
+    return ChangeEvent(
+        op=op,
+        source=SourcePosition(database="d", table="t"),
+        before=before,
+        after=after,
+        schema=schema,
+        pk=("id",),
+        ts_ms=1_600_000_000_999,
+        **kw,
+    )
 
 
 def test_old_holds_only_changed_columns_when_encoding_other_formats():
@@ -256,7 +278,11 @@ def test_ddl_from_other_formats_is_written_only_when_asked_and_to_the_ddl_topic(
 
 def test_reencoding_reproduces_the_message():
     c = codec()
-    for msg in (INSERT, dict(INSERT, type="update", old={"note": None}), dict(INSERT, type="delete", xoffset=3, commit=None)):
+    for msg in (
+        INSERT,
+        dict(INSERT, type="update", old={"note": None}),
+        dict(INSERT, type="delete", xoffset=3, commit=None),
+    ):
         msg = {k: v for k, v in msg.items() if v is not None}
         raw = orjson.dumps(msg)
         (e,) = c.decode(Record(value=raw))
@@ -282,7 +308,10 @@ def test_reencoding_reproduces_the_message():
         (orjson.dumps({"type": "insert", "data": {}, "position": "nowhere"}), "field 'position'"),
         (orjson.dumps({"type": "insert", "data": {}, "primary_key_columns": [1]}), "primary_key_columns"),
         (orjson.dumps({"type": "insert", "encrypted": {"iv": "x", "bytes": "y"}}), "encrypted"),
-        (orjson.dumps({"type": "table-create", "def": {"columns": [{"name": "a"}]}, "sql": "x"}), "'name' and a 'type'"),
+        (
+            orjson.dumps({"type": "table-create", "def": {"columns": [{"name": "a"}]}, "sql": "x"}),
+            "'name' and a 'type'",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_decode_error(value, reason):
@@ -338,26 +367,31 @@ def test_reencoding_decoded_messages_is_exact(events):
 
 def test_numbers_a_double_cannot_hold_are_exact_both_ways():
     """Maxwell writes DECIMAL as a JSON number; a decimal(24,4) amount has 24 digits."""
-    text = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"amt":12345678901234567890.1234,"j":{"x":0.10000000000000000001}}}'
+    text = (
+        b'{"database":"shop","table":"t","type":"insert","ts":1,'
+        b'"data":{"id":1,"amt":12345678901234567890.1234,"j":{"x":0.10000000000000000001}}}'
+    )
     schema = TableSchema(
-        columns=(Column("id", "int", primary_key=True), Column("amt", "decimal(24,4)"), Column("j", "json")), primary_key=("id",)
+        columns=(Column("id", "int", primary_key=True), Column("amt", "decimal(24,4)"), Column("j", "json")),
+        primary_key=("id",),
     )
     c = get_codec("maxwell-json", catalog=Catalog({("shop", "t"): schema}))
     (e,) = c.decode(Record(value=text))
     assert [r.value for r in c.encode(e)] == [text]
     after = e.typed().after
     assert after["amt"] == Decimal("12345678901234567890.1234")
-    assert after["j"] == "{\"x\":0.10000000000000000001}"  # JSON documents keep them too
+    assert after["j"] == '{"x":0.10000000000000000001}'  # JSON documents keep them too
     debezium = get_codec("debezium-json", {"decimal_handling_mode": "string", "schemas_enable": False})
     assert orjson.loads(debezium.encode(e)[0].value)["after"]["amt"] == "12345678901234567890.1234"
-
 
 
 def test_decimal65_values_written_as_bare_integers_round_trip_exactly():
     """orjson reads a 65-digit JSON integer as a float (1e+65) and cannot write one back."""
     big = 10**65 - 1
     text = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"n":%d}}' % big
-    schema = TableSchema(columns=(Column("id", "int", primary_key=True), Column("n", "decimal(65,0)")), primary_key=("id",))
+    schema = TableSchema(
+        columns=(Column("id", "int", primary_key=True), Column("n", "decimal(65,0)")), primary_key=("id",)
+    )
     c = get_codec("maxwell-json", catalog=Catalog({("shop", "t"): schema}))
     (e,) = c.decode(Record(value=text))
     assert [r.value for r in c.encode(e)] == [text]

@@ -20,22 +20,23 @@ import datetime as dt
 import math
 import os
 import struct
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.corpus import read_messages
-from tests.strategies import change_streams
-from tests.test_fastpath import EDGES, TYPES
 from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult
 from cdc_smt.transforms.config import build_chain, load_config
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
+from tests.corpus import read_messages
+from tests.strategies import change_streams
+from tests.test_fastpath import EDGES, TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = os.environ.get("CDC_SMT_REQUIRE_NATIVE") == "1"
@@ -64,7 +65,9 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     for folder in ("transforms", "connector", "schemas", "native"):
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
     bare = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CARGO", "RUSTUP"))}
-    bare["PATH"] = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "cargo").exists())
+    bare["PATH"] = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "cargo").exists()
+    )
     bare["HOME"] = str(tmp_path)  # no ~/.cargo either
     assert shutil.which("cargo", path=bare["PATH"]) is None
     dist = tmp_path / "dist"
@@ -101,7 +104,7 @@ pytestmark = pytest.mark.skipif(
 SINKS: list[dict[str, Any]] = [
     {},
     {"schemas_enable": True},
-    {"schemas_enable": True, "tombstones_on_delete": False, "topic_prefix": "srv \"1\"", "source_timezone": "Asia/Tokyo"},
+    {"schemas_enable": True, "tombstones_on_delete": False, "topic_prefix": 'srv "1"', "source_timezone": "Asia/Tokyo"},
     {"time_precision_mode": "connect"},
     {"decimal_handling_mode": "string"},
     {"binary_handling_mode": "hex"},
@@ -110,7 +113,9 @@ SINKS: list[dict[str, Any]] = [
 ZONES = ["UTC", "Asia/Shanghai", "America/New_York", "Europe/London", "Australia/Lord_Howe"]
 
 
-def chains(source: dict[str, Any] | None = None, sink: dict[str, Any] | None = None, tolerance: str = "all") -> tuple[Chain, Chain]:
+def chains(
+    source: dict[str, Any] | None = None, sink: dict[str, Any] | None = None, tolerance: str = "all"
+) -> tuple[Chain, Chain]:
     """(native chain, Python chain) of canal-json -> debezium-json with these options."""
     make = lambda: Chain(get_codec("canal-json", source or {}), get_codec("debezium-json", sink or {}), [], tolerance)  # noqa: E731
     fast = make()
@@ -148,7 +153,15 @@ def assert_same(records: list[Record], source: dict[str, Any] | None = None, sin
 def records_of(values: Iterable[bytes | None]) -> list[Record]:
     """Records with coordinates and headers, so that both are seen to be carried alike."""
     return [
-        Record(value=v, key=b"k", topic="in", partition=0, offset=i, timestamp=1_700_000_000_000 + i, headers=[("h", str(i).encode())] if i % 2 else [])
+        Record(
+            value=v,
+            key=b"k",
+            topic="in",
+            partition=0,
+            offset=i,
+            timestamp=1_700_000_000_000 + i,
+            headers=[("h", str(i).encode())] if i % 2 else [],
+        )
         for i, v in enumerate(values)
     ]
 
@@ -187,7 +200,10 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
     assert "native core" in capsys.readouterr().out
     assert main(["formats", "--json", "canal-json", "maxwell-json"]) == 0
     canal, maxwell = orjson.loads(capsys.readouterr().out)
-    assert canal["native"] == {"active": native.enabled(), "plans": [native.CANAL_TO_DEBEZIUM] if native.enabled() else []}
+    assert canal["native"] == {
+        "active": native.enabled(),
+        "plans": [native.CANAL_TO_DEBEZIUM] if native.enabled() else [],
+    }
     assert maxwell["native"]["plans"] == []
 
 
@@ -197,7 +213,12 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
 
 
 @settings(max_examples=2000, deadline=None)
-@given(v=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(0, 2**64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0])))
+@given(
+    v=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(0, 2**64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0]),
+    )
+)
 def test_floats_render_as_orjson_renders_them(v: float) -> None:
     assume(math.isfinite(v))
     from cdc_smt import _native
@@ -228,7 +249,12 @@ def canal_stream(events: list[ChangeEvent], tz: str, merge: list[bool]) -> list[
         for record in canal.encode(event):
             msg = orjson.loads(record.value)
             prev = messages[-1] if messages else None
-            if prev is not None and merge[i % len(merge)] and prev["type"] == msg["type"] and (prev["old"] is None) == (msg["old"] is None):
+            if (
+                prev is not None
+                and merge[i % len(merge)]
+                and prev["type"] == msg["type"]
+                and (prev["old"] is None) == (msg["old"] is None)
+            ):
                 prev["data"] += msg["data"]
                 if msg["old"] is not None:
                     prev["old"] += msg["old"]
@@ -244,7 +270,9 @@ def canal_stream(events: list[ChangeEvent], tz: str, merge: list[bool]) -> list[
     tz=st.sampled_from(ZONES),
     merge=st.lists(st.booleans(), min_size=1, max_size=5),
 )
-def test_random_streams_are_byte_identical(stream: list[ChangeEvent], sink: dict[str, Any], tz: str, merge: list[bool]) -> None:
+def test_random_streams_are_byte_identical(
+    stream: list[ChangeEvent], sink: dict[str, Any], tz: str, merge: list[bool]
+) -> None:
     values = canal_stream(stream, tz, merge)
     assert_same(records_of(values), {"source_timezone": tz}, sink)
 
@@ -263,12 +291,15 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
 
 
 def _example(seed: int) -> list[ChangeEvent]:
-    from hypothesis import Phase, seed as hseed
+    from hypothesis import Phase
+    from hypothesis import seed as hseed
 
     found: list[list[ChangeEvent]] = []
 
     @hseed(seed)
-    @settings(max_examples=1, phases=[Phase.generate], database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=1, phases=[Phase.generate], database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     @given(change_streams(max_events=10))
     def draw(stream: list[ChangeEvent]) -> None:
         found.append(stream)
@@ -285,7 +316,11 @@ def _example(seed: int) -> list[ChangeEvent]:
 )
 def test_timestamps_in_every_zone_including_dst_changes(wall: dt.datetime, tz: str, fsp: int) -> None:
     text = wall.isoformat(" ", "seconds") + (f".{wall.microsecond:06d}"[: fsp + 1] if fsp else "")
-    types = {"id": "int", "ts": f"timestamp({fsp})" if fsp else "timestamp", "dt": f"datetime({fsp})" if fsp else "datetime"}
+    types = {
+        "id": "int",
+        "ts": f"timestamp({fsp})" if fsp else "timestamp",
+        "dt": f"datetime({fsp})" if fsp else "datetime",
+    }
     message = _message("INSERT", [{"id": "1", "ts": text, "dt": text}], types=types)
     assert_same(records_of([message]), {"source_timezone": tz})
 
@@ -304,7 +339,9 @@ def test_zone_databases_are_compared_before_zones_are_used() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _message(kind: str, data: list[dict], old: list[dict] | None = None, types: dict[str, str] = TYPES, **more: Any) -> bytes:
+def _message(
+    kind: str, data: list[dict], old: list[dict] | None = None, types: dict[str, str] = TYPES, **more: Any
+) -> bytes:
     msg = {
         "data": data,
         "database": "shop",
@@ -328,7 +365,9 @@ def _message(kind: str, data: list[dict], old: list[dict] | None = None, types: 
 BASE = {n: values[0] if n != "f" else None for n, values in EDGES.items()}
 
 
-@pytest.mark.parametrize("sink", SINKS[:2] + SINKS[3:], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults")
+@pytest.mark.parametrize(
+    "sink", SINKS[:2] + SINKS[3:], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults"
+)
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
 def test_every_edge_value(sink: dict[str, Any], tz: str) -> None:
     values = []
@@ -346,7 +385,10 @@ def test_every_edge_value(sink: dict[str, Any], tz: str) -> None:
 def test_regular_rows_are_all_handled_natively() -> None:
     """A row of each type's regular value (not the edges) in every op: all native."""
     row = BASE
-    values = [_message(k, [row, {**row, "id": "2"}], old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None) for k in ("INSERT", "UPDATE", "DELETE", "INIT")]
+    values = [
+        _message(k, [row, {**row, "id": "2"}], old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None)
+        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
+    ]
     for sink in SINKS[:3]:
         assert assert_same(records_of(values), {}, sink) == len(values)
     assert assert_same(records_of(values), {"source_timezone": "Asia/Shanghai"}) == len(values)
@@ -415,7 +457,9 @@ MALFORMED: list[bytes | None] = [
     GOOD.replace(b'"table":"t"', b'"table":""'),
     GOOD.replace(b'"database":"shop"', b'"database":null'),
     b" \n" + GOOD + b"\n",
-    _message("INSERT", [{**BASE, "s": "1"}], mysqlType={**TYPES, "s": "set(" + ",".join(f"'l{i}'" for i in range(70)) + ")"}),
+    _message(
+        "INSERT", [{**BASE, "s": "1"}], mysqlType={**TYPES, "s": "set(" + ",".join(f"'l{i}'" for i in range(70)) + ")"}
+    ),
 ]
 
 
@@ -516,8 +560,14 @@ def test_example_chains(chain_file: Path) -> None:
     assert chain.native is None
     if config.source_format != "canal-json":
         return
-    data = {"pii-masking": "chains-pii.jsonl", "shard-merge": "chains-shards.jsonl", "unwrap-for-lakehouse": "chains-lakehouse.jsonl"}
-    lines = [line for line in (ROOT / "examples" / "data" / data[chain_file.stem]).read_bytes().splitlines() if line.strip()]
+    data = {
+        "pii-masking": "chains-pii.jsonl",
+        "shard-merge": "chains-shards.jsonl",
+        "unwrap-for-lakehouse": "chains-lakehouse.jsonl",
+    }
+    lines = [
+        line for line in (ROOT / "examples" / "data" / data[chain_file.stem]).read_bytes().splitlines() if line.strip()
+    ]
     assert assert_same(records_of(lines), dict(config.source_options), {"topic_prefix": "x"}) > 0
 
 
@@ -527,7 +577,11 @@ def test_the_shop_job_runs_natively() -> None:
     job = load_job(ROOT / "examples" / "jobs" / "shop-canal-to-debezium.yaml")
     chain = job.build_chain(catalog=job.new_catalog())
     assert chain.native is not None
-    lines = [line for line in (ROOT / "examples" / "data" / "demo-shop.canal.jsonl").read_bytes().splitlines() if line.strip()]
+    lines = [
+        line
+        for line in (ROOT / "examples" / "data" / "demo-shop.canal.jsonl").read_bytes().splitlines()
+        if line.strip()
+    ]
     slow = job.build_chain(catalog=job.new_catalog())
     slow.native = None
     records = records_of(lines)

@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.messages import Catalog
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-
+from tests.messages import Catalog
+from tests.strategies import change_streams, essence
 
 
 def codec(catalog=None, **options):
@@ -55,11 +54,21 @@ def test_update_maps_images_names_keys_and_position():
 
 def test_timestamps_are_read_as_utc():
     # The values Flink's OggJsonSerDeSchemaTest expects for its metadata (SOURCES.md).
-    (e,) = decode(codec(), {"op_type": "I", "after": {"id": 1}, "op_ts": "2020-05-13 15:40:06.000000", "current_ts": "2020-05-13T13:39:35.766000"})
+    (e,) = decode(
+        codec(),
+        {
+            "op_type": "I",
+            "after": {"id": 1},
+            "op_ts": "2020-05-13 15:40:06.000000",
+            "current_ts": "2020-05-13T13:39:35.766000",
+        },
+    )
     assert e.ts_ms == 1589384406000
     assert e.processing_ts_ms == 1589377175766
     # source_timezone is about row values, not OGG's own timestamps
-    (e,) = decode(codec(source_timezone="Asia/Shanghai"), {"op_type": "I", "after": {"id": 1}, "op_ts": "2020-05-13 15:40:06"})
+    (e,) = decode(
+        codec(source_timezone="Asia/Shanghai"), {"op_type": "I", "after": {"id": 1}, "op_ts": "2020-05-13 15:40:06"}
+    )
     assert e.ts_ms == 1589384406000
 
 
@@ -91,23 +100,39 @@ def test_update_without_before_image_is_accepted():
 
 
 def test_catalog_types_convert_values():
-    schema = TableSchema((Column("ID", "bigint", False, True), Column("PRICE", "decimal(8,2)"), Column("AT", "datetime(6)")), ("ID",))
+    schema = TableSchema(
+        (Column("ID", "bigint", False, True), Column("PRICE", "decimal(8,2)"), Column("AT", "datetime(6)")), ("ID",)
+    )
     c = codec(Catalog({("INV", "PRODUCTS"): schema}))
-    (e,) = decode(c, {"table": "INV.PRODUCTS", "op_type": "I", "after": {"ID": 1, "PRICE": "3.10", "AT": "2020-01-01 00:00:00.000001"}})
+    (e,) = decode(
+        c,
+        {
+            "table": "INV.PRODUCTS",
+            "op_type": "I",
+            "after": {"ID": 1, "PRICE": "3.10", "AT": "2020-01-01 00:00:00.000001"},
+        },
+    )
     e.typed()
     assert e.after == {"ID": 1, "PRICE": Decimal("3.10"), "AT": dt.datetime(2020, 1, 1, 0, 0, 0, 1)}
 
 
 def test_reencoding_reproduces_the_message_exactly():
     c = codec()
-    for msg in (UPDATE, dict(UPDATE, op_type="D", after=None), {"before": None, "after": {"id": 1}, "op_type": "I"}, dict(UPDATE, source={"x": 1})):
+    for msg in (
+        UPDATE,
+        dict(UPDATE, op_type="D", after=None),
+        {"before": None, "after": {"id": 1}, "op_type": "I"},
+        dict(UPDATE, source={"x": 1}),
+    ):
         raw = orjson.dumps(msg)
         (e,) = c.decode(Record(value=raw))
         assert [r.value for r in c.encode(e)] == [raw]
 
 
 def test_encoding_other_formats():
-    schema = TableSchema((Column("id", "int", False, True), Column("p", "decimal(5,2)"), Column("ts", "timestamp(3)")), ("id",))
+    schema = TableSchema(
+        (Column("id", "int", False, True), Column("p", "decimal(5,2)"), Column("ts", "timestamp(3)")), ("id",)
+    )
     e = ChangeEvent(
         op=Op.UPDATE,
         source=SourcePosition(database="db", table="t"),
@@ -129,7 +154,9 @@ def test_encoding_other_formats():
         "before": {"id": 1, "p": 1.5, "ts": "2020-01-01 00:00:00.123"},
         "after": {"id": 1, "p": None, "ts": None},
     }
-    assert b'"p":1.50,' in codec().encode(e)[0].value  # DECIMAL as a JSON number with its scale, as GoldenGate writes it
+    assert (
+        b'"p":1.50,' in codec().encode(e)[0].value
+    )  # DECIMAL as a JSON number with its scale, as GoldenGate writes it
     schemas.validator("ogg-json").validate(out)
 
 
@@ -197,7 +224,9 @@ def test_numbers_a_double_cannot_hold_are_exact_both_ways():
         b'"after":{"ID":1,"PRICE":12345678901234567890.1234,"RATE":1.5}}'
     )
     price = Column("PRICE", "decimal(24,4)")
-    schema = TableSchema(columns=(Column("ID", "int", primary_key=True), price, Column("RATE", "double")), primary_key=("ID",))
+    schema = TableSchema(
+        columns=(Column("ID", "int", primary_key=True), price, Column("RATE", "double")), primary_key=("ID",)
+    )
     c = codec(Catalog({("INV", "PRODUCTS"): schema}))
     (e,) = c.decode(Record(value=text))
     assert [r.value for r in c.encode(e)] == [text]  # raw values: the same number text

@@ -99,7 +99,9 @@ def test_wheel_ships_every_module_and_schema_and_loads_them(tmp_path: Path) -> N
     assert "cdc_smt/connector/cli.py" in shipped and "cdc_smt/connector/commands/convert.py" in shipped
     assert "cdc-smt = cdc_smt.connector.cli:main" in entry_points
     # Nothing at the top level but the namespace and the metadata: no claim on PyPI's `transforms`/`schemas`.
-    assert {n.split("/", 1)[0] for n in names} - {"cdc_smt"} == {wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
+    assert {n.split("/", 1)[0] for n in names} - {"cdc_smt"} == {
+        wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"
+    }
 
     venv = tmp_path / "venv"
     vpy = install_wheel(wheel, venv)

@@ -11,15 +11,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.test_smt_base import build, ev, row
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.smt import names, plugins, refresh, transform_class
 from cdc_smt.transforms.smt.filter import Filter
+from tests.test_smt_base import build, ev, row
 
 PLUGIN_SRC = Path(__file__).parent / "plugin_pkg"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_smt_base import control, ev, run
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Op, Record
 from cdc_smt.transforms.predicates import build_predicate, build_predicates, builtins, predicate_class
 from cdc_smt.transforms.smt.base import tombstone_for
+from tests.test_smt_base import control, ev, run
 
 
 def p(spec):

@@ -8,10 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from tests.test_smt_base import SCHEMA, TextForm, config_error, control, ev, row, run
 from cdc_smt.transforms.errors import TransformError
 from cdc_smt.transforms.model import Op, Record
 from cdc_smt.transforms.smt.base import tombstone_for
+from tests.test_smt_base import SCHEMA, TextForm, config_error, control, ev, row, run
 
 # -- replace_field -----------------------------------------------------------------
 

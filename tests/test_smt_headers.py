@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from tests.test_smt_base import config_error, control, ev, row, run
 from cdc_smt.transforms.model import Record
+from tests.test_smt_base import config_error, control, ev, row, run
 
 
 def with_headers(*headers: tuple[str, bytes]):

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.test_smt_base import ev, row
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.config import build_chain, build_transforms, load_config
 from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.smt.base import Transform, missing_columns
+from tests.test_smt_base import ev, row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,8 +173,12 @@ def test_on_missing_is_validated_and_only_taken_by_transforms_that_name_columns(
 
 
 def test_chain_file_accepts_top_level_on_missing() -> None:
-    doc = {"source": "canal-json", "sink": "canal-json", "on_missing": "error",
-           "transforms": [{"type": "cast", "spec": {"ammount": "int"}}]}
+    doc = {
+        "source": "canal-json",
+        "sink": "canal-json",
+        "on_missing": "error",
+        "transforms": [{"type": "cast", "spec": {"ammount": "int"}}],
+    }
     chain = build_chain(load_config(doc))
     assert chain.transforms[0].on_missing == "error"
     with pytest.raises(ConfigError, match="on_missing"):
@@ -222,8 +226,7 @@ def test_load_check_follows_renames_and_needs_a_schema() -> None:
 def test_convert_summary_lists_missing_columns(tmp_path: Path) -> None:
     chain = tmp_path / "c.yaml"
     chain.write_text(
-        "source: canal-json\nsink: canal-json\n"
-        "transforms:\n  - {type: filter, condition: 'after.ammount > 100'}\n"
+        "source: canal-json\nsink: canal-json\ntransforms:\n  - {type: filter, condition: 'after.ammount > 100'}\n"
     )
     data = tmp_path / "in.jsonl"
     line = (
@@ -233,7 +236,10 @@ def test_convert_summary_lists_missing_columns(tmp_path: Path) -> None:
     data.write_text("".join(line % i for i in range(3)))
     proc = subprocess.run(
         [sys.executable, "-m", "cdc_smt.connector.cli", "convert", "-c", str(chain), str(data)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert "warnings: filter: 3 rows missing column 'ammount' in shop.orders" in proc.stderr, proc.stderr
 
@@ -257,9 +263,20 @@ def test_the_issue_repro_with_the_example_chain(tmp_path: Path) -> None:
     chain = tmp_path / "t.yaml"
     chain.write_text(text)
     proc = subprocess.run(
-        [sys.executable, "-m", "cdc_smt.connector.cli", "convert", "-c", str(chain),
-         str(ROOT / "examples/data/chains-pii.jsonl")],
-        capture_output=True, text=True, cwd=ROOT, timeout=120, env={"CDC_SMT_PII_SALT": "x", "PATH": ""},
+        [
+            sys.executable,
+            "-m",
+            "cdc_smt.connector.cli",
+            "convert",
+            "-c",
+            str(chain),
+            str(ROOT / "examples/data/chains-pii.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={"CDC_SMT_PII_SALT": "x", "PATH": ""},
     )
     assert proc.returncode != 0
     assert "no column 'emial'" in proc.stderr
@@ -291,4 +308,6 @@ def test_load_check_knows_columns_insert_field_adds() -> None:
     )
     build_chain(load_config(doc), catalog=_catalog())
     with pytest.raises(ConfigError, match="'regoin'"):
-        build_chain(load_config(_doc(*doc["transforms"][:2], {"type": "route", "topic": "t.{row.regoin}"})), catalog=_catalog())
+        build_chain(
+            load_config(_doc(*doc["transforms"][:2], {"type": "route", "topic": "t.{row.regoin}"})), catalog=_catalog()
+        )

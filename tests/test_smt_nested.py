@@ -7,9 +7,9 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from tests.test_smt_base import config_error, control, ev, run
 from cdc_smt.transforms.errors import TransformError
 from cdc_smt.transforms.model import Column, TableSchema
+from tests.test_smt_base import config_error, control, ev, run
 
 SCHEMA = TableSchema(
     (

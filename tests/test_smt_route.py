@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from tests.test_smt_base import config_error, control, ev, row, run
 from cdc_smt.transforms.model import Op, Record
 from cdc_smt.transforms.smt.base import tombstone_for
+from tests.test_smt_base import config_error, control, ev, row, run
 
 
 def topics(events):

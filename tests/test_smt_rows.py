@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.test_smt_base import TextForm, config_error, control, ev, row, run
 from cdc_smt.transforms.model import Op
 from cdc_smt.transforms.smt.base import ROW_GROUP, TOMBSTONE, tombstone_for
+from tests.test_smt_base import TextForm, config_error, control, ev, row, run
 
 
 def test_split_always_gives_delete_then_insert() -> None:

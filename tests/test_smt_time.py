@@ -6,10 +6,10 @@ import datetime as dt
 
 import pytest
 
-from tests.test_smt_base import config_error, control, ev, row, run
 from cdc_smt.transforms.errors import TransformError
 from cdc_smt.transforms.model import Column, TableSchema
 from cdc_smt.transforms.types import InvalidTemporal
+from tests.test_smt_base import config_error, control, ev, row, run
 
 T0 = dt.datetime(2024, 3, 1, 9, 15, 2, 120000)
 

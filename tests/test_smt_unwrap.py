@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.test_smt_base import config_error, control, ev, row, run
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.smt.base import TOMBSTONE, UNWRAPPED, tombstone_for
+from tests.test_smt_base import config_error, control, ev, row, run
 
 
 def test_inserts_and_updates_become_their_after_image() -> None:

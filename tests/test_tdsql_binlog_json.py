@@ -11,14 +11,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence, table_schemas, value_strategy, COLUMN_TYPES
-from tests.messages import tdsql_message
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.errors import DecodeError
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
-from cdc_smt.transforms.sqltext import LiteralError, LiteralKind, literal_value, parse_literal, scan_literals, to_literal
+from cdc_smt.transforms.sqltext import (
+    LiteralError,
+    LiteralKind,
+    literal_value,
+    parse_literal,
+    scan_literals,
+    to_literal,
+)
 from cdc_smt.transforms.types import InvalidTemporal, parse_type
+from tests.messages import tdsql_message
+from tests.strategies import COLUMN_TYPES, change_streams, essence, table_schemas, value_strategy
 
 FMT = "tdsql-binlog-json"
 
@@ -66,7 +73,9 @@ def test_parse_literal(text, kind, value):
     assert (lit.kind, lit.value) == (kind, value)
 
 
-@pytest.mark.parametrize("text", ["'open", "X'0'", "X'zz'", "b'102'", "1.2.3", "12abc", "frob", "", "'a' 'b'", "1e", "-"])
+@pytest.mark.parametrize(
+    "text", ["'open", "X'0'", "X'zz'", "b'102'", "1.2.3", "12abc", "frob", "", "'a' 'b'", "1e", "-"]
+)
 def test_bad_literals(text):
     with pytest.raises(LiteralError):
         parse_literal(text)
@@ -74,7 +83,7 @@ def test_bad_literals(text):
 
 def test_scan_a_values_list():
     lits = list(scan_literals("1, 'a,b', NULL,X'FF' , -2.5"))
-    assert [l.value for l in lits] == ["1", "a,b", None, b"\xff", "-2.5"]
+    assert [lit.value for lit in lits] == ["1", "a,b", None, b"\xff", "-2.5"]
     with pytest.raises(LiteralError):
         list(scan_literals("1 2"))
     with pytest.raises(LiteralError):
@@ -136,7 +145,7 @@ def test_to_literal_round_trips_every_type(data):
 
 
 def test_string_literals_escape_what_mysql_escapes():
-    assert to_literal("it's \\ \n \0 \x1a \"q\"", parse_type("text")) == "'it\\'s \\\\ \\n \\0 \\Z \\\"q\\\"'"
+    assert to_literal('it\'s \\ \n \0 \x1a "q"', parse_type("text")) == "'it\\'s \\\\ \\n \\0 \\Z \\\"q\\\"'"
     assert to_literal(b"\x00\xff", parse_type("blob")) == "X'00FF'"
     assert to_literal(True, parse_type("bit(1)")) == "b'1'"
     assert to_literal(None, parse_type("int")) == "NULL"
@@ -147,7 +156,11 @@ def test_string_literals_escape_what_mysql_escapes():
 # ---------------------------------------------------------------------------
 
 SCHEMA = TableSchema(
-    (Column("id", "int", nullable=False, primary_key=True), Column("name", "varchar(20)"), Column("price", "decimal(10,2)")),
+    (
+        Column("id", "int", nullable=False, primary_key=True),
+        Column("name", "varchar(20)"),
+        Column("price", "decimal(10,2)"),
+    ),
     ("id",),
 )
 
@@ -215,14 +228,19 @@ def test_unknown_table_is_an_error_by_default():
 
 
 def test_unknown_table_positional():
-    [e] = decode(codec(unknown_table="positional"), message("insert", 23, table="other", where=[], field=["1", "'x'", "2.5", "NULL", "0x0A"]))
+    [e] = decode(
+        codec(unknown_table="positional"),
+        message("insert", 23, table="other", where=[], field=["1", "'x'", "2.5", "NULL", "0x0A"]),
+    )
     assert e.after == {"@1": 1, "@2": "x", "@3": Decimal("2.5"), "@4": None, "@5": b"\n"}
     assert e.schema is None and e.values is None
 
 
 def test_ddl_in_the_stream_names_later_rows_without_a_catalog():
     c = get_codec(FMT)
-    decode(c, message("query", 2, table="statustableforhb", sql="create table items (id int primary key,name varchar(20))"))
+    decode(
+        c, message("query", 2, table="statustableforhb", sql="create table items (id int primary key,name varchar(20))")
+    )
     [e] = decode(c, message("insert", 23, where=[], field=["1", "'name1'"]))
     assert e.typed().after == {"id": 1, "name": "name1"} and e.pk == ("id",)
 
@@ -270,7 +288,10 @@ def test_a_literal_that_does_not_fit_its_column_names_the_column_when_typed():
 @pytest.mark.parametrize(
     "msg,reason",
     [
-        (message("update", 24, where=["1", "'a'", "NULL"], field=["1", "'b'"]), "as many values in 'where' as in 'field'"),
+        (
+            message("update", 24, where=["1", "'a'", "NULL"], field=["1", "'b'"]),
+            "as many values in 'where' as in 'field'",
+        ),
         (message("delete", 25, where=[], field=["1", "'b'", "NULL"]), "a delete needs values in 'where'"),
         (message("xid", 16), "missing field 'xid'"),
         (message("query", 2), "missing field 'sql'"),
@@ -295,7 +316,16 @@ def test_update_decodes_with_missing_eventtype_reports_it():
 
 
 def foreign(op: Op, before=None, after=None, **kw) -> ChangeEvent:
-    return ChangeEvent(op=op, source=SourcePosition(database="shop", table="items", gtid="g:1"), before=before, after=after, schema=SCHEMA, pk=("id",), ts_ms=1_600_000_000_999, **kw)
+    return ChangeEvent(
+        op=op,
+        source=SourcePosition(database="shop", table="items", gtid="g:1"),
+        before=before,
+        after=after,
+        schema=SCHEMA,
+        pk=("id",),
+        ts_ms=1_600_000_000_999,
+        **kw,
+    )
 
 
 def test_encode_typed_events_in_column_order():
@@ -303,7 +333,12 @@ def test_encode_typed_events_in_column_order():
     [rec] = c.encode(foreign(Op.INSERT, after={"price": Decimal("1.50"), "name": "o'k", "id": 7}))
     obj = orjson.loads(rec.value)
     assert obj["field"] == ["7", "'o\\'k'", "1.50"] and obj["where"] == []
-    assert (obj["eventtype"], obj["eventtypestr"], obj["begintime"], obj["gtid"]) == (23, "insert", 1_600_000_000, "g:1")
+    assert (obj["eventtype"], obj["eventtypestr"], obj["begintime"], obj["gtid"]) == (
+        23,
+        "insert",
+        1_600_000_000,
+        "g:1",
+    )
     assert "localip" not in obj  # not invented for events from elsewhere
     assert not list(schemas.validator(FMT).iter_errors(obj))
 
@@ -312,9 +347,15 @@ def test_encode_row_event_version_2_and_controls():
     c = codec(row_event_version=2)
     obj = orjson.loads(c.encode(foreign(Op.DELETE, before={"id": 1, "name": None, "price": None}))[0].value)
     assert (obj["eventtype"], obj["where"], obj["field"]) == (32, ["1", "NULL", "NULL"], [])
-    obj = orjson.loads(c.encode(ChangeEvent(op=Op.COMMIT, source=SourcePosition(database="shop", table="items", txid="99")))[0].value)
+    obj = orjson.loads(
+        c.encode(ChangeEvent(op=Op.COMMIT, source=SourcePosition(database="shop", table="items", txid="99")))[0].value
+    )
     assert (obj["eventtype"], obj["eventtypestr"], obj["xid"]) == (16, "xid", "99")
-    obj = orjson.loads(c.encode(ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="items"), ddl="drop table items"))[0].value)
+    obj = orjson.loads(
+        c.encode(ChangeEvent(op=Op.DDL, source=SourcePosition(database="shop", table="items"), ddl="drop table items"))[
+            0
+        ].value
+    )
     assert (obj["eventtype"], obj["sql"]) == (2, "drop table items")
     assert c.encode(ChangeEvent(op=Op.HEARTBEAT)) == []
 
@@ -329,7 +370,13 @@ def test_encode_update_with_changed_columns_only_fills_the_rest_from_after():
 def test_encode_timestamp_in_the_encoder_zone():
     schema = TableSchema((Column("id", "int"), Column("at", "timestamp")), ("id",))
     c = get_codec(FMT, {"source_timezone": "Asia/Shanghai"})
-    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"), after={"id": 1, "at": dt.datetime(2020, 1, 1)}, schema=schema, timezone="UTC")
+    e = ChangeEvent(
+        op=Op.INSERT,
+        source=SourcePosition(database="d", table="t"),
+        after={"id": 1, "at": dt.datetime(2020, 1, 1)},
+        schema=schema,
+        timezone="UTC",
+    )
     assert orjson.loads(c.encode(e)[0].value)["field"] == ["1", "'2020-01-01 08:00:00'"]
 
 

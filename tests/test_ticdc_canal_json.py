@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from cdc_smt import schemas
-from tests.strategies import change_streams, essence
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats.ticdc_canal_json import TICDC_TEXT, TicdcCanalJson, ticdc_type_name
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.types import Kind, parse_type, set_bits_from_labels
+from tests.strategies import change_streams, essence
 
 VALIDATOR = schemas.validator("ticdc-canal-json")
 TSO = 429918007904436226
@@ -36,8 +36,8 @@ def message(**fields) -> dict:
         "es": 1639633141221, "ts": 1639633142960, "sql": "",
         "sqlType": {"c_bigint": -5, "c_int": 4, "c_mediumint": 4, "c_smallint": 5, "c_tinyint": -6, "id": 4},
         "mysqlType": {
-            "c_bigint": "bigint", "c_int": "int", "c_mediumint": "mediumint", "c_smallint": "smallint", "c_tinyint": "tinyint",
-            "id": "int",
+            "c_bigint": "bigint", "c_int": "int", "c_mediumint": "mediumint", "c_smallint": "smallint",
+            "c_tinyint": "tinyint", "id": "int",
         },
         "old": None, "data": [row],
     }  # fmt: skip
@@ -45,7 +45,14 @@ def message(**fields) -> dict:
     return base
 
 
-UPDATED = {"c_bigint": "9223372036854775807", "c_int": "0", "c_mediumint": "8388607", "c_smallint": "32767", "c_tinyint": "0", "id": "2"}
+UPDATED = {
+    "c_bigint": "9223372036854775807",
+    "c_int": "0",
+    "c_mediumint": "8388607",
+    "c_smallint": "32767",
+    "c_tinyint": "0",
+    "id": "2",
+}
 
 
 def decode(obj: dict, codec: TicdcCanalJson | None = None) -> list[ChangeEvent]:
@@ -131,7 +138,11 @@ def _paramless(**row) -> dict:
 
 
 def test_parameterless_types_are_typed_without_guessing():
-    [e] = decode(_paramless(id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"))
+    [e] = decode(
+        _paramless(
+            id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"
+        )
+    )
     assert e.schema.column("b").type == "bit(64)"  # BIT alone would read as BIT(1): a boolean
     assert e.schema.column("d").type == "decimal(65,30)"  # DECIMAL alone would be DECIMAL(10,0): rounded
     assert e.schema.column("du").type == "decimal(65,30) unsigned"
@@ -149,7 +160,8 @@ def test_parameterless_temporal_types_keep_their_fractional_seconds():
 
     types = {"id": "int", "ts": "datetime", "at": "timestamp", "t": "time"}
     obj = message(mysqlType=types, sqlType={"id": 4, "ts": 93, "at": 93, "t": 92},
-                  data=[{"id": "1", "ts": "2022-10-14 23:55:31.989360", "at": "2022-10-14 23:55:31.5", "t": "23:55:31.989360"}])  # fmt: skip
+                  data=[{"id": "1", "ts": "2022-10-14 23:55:31.989360", "at": "2022-10-14 23:55:31.5",
+                         "t": "23:55:31.989360"}])  # fmt: skip
     [e] = decode(obj)
     assert [e.schema.column(n).type for n in ("ts", "at", "t")] == ["datetime(6)", "timestamp(6)", "time(6)"]
     [r] = DebeziumJsonCodec({"schemas_enable": True}).encode(e)
@@ -181,7 +193,9 @@ def test_parameterless_types_take_the_catalog_types_when_the_base_type_matches()
 
 
 def test_parameterless_values_are_written_back_as_tidb_prints_them():
-    obj = _paramless(id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615")
+    obj = _paramless(
+        id="1", e="2", s="5", b="65", d="123.4560", du="1", bin="\x00\xff", f="0.1", y="0", u="18446744073709551615"
+    )
     [e] = decode(obj)
     e.typed()
     [out] = encoded(TicdcCanalJson(), [e])
@@ -207,9 +221,9 @@ SCHEMA = TableSchema(
         Column(n, t, nullable=n != "id", primary_key=n == "id")
         for n, t in [
             ("id", "int(11)"), ("tu", "tinyint unsigned"), ("su", "smallint(5) unsigned"), ("mu", "mediumint unsigned"),
-            ("iu", "int unsigned zerofill"), ("bu", "bigint(20) unsigned"), ("dec", "decimal(10,4)"), ("e", "enum('a','b','c')"),
-            ("s", "set('a','b','c')"), ("bit", "bit(1)"), ("y", "year(4)"), ("txt", "text"), ("blb", "blob"), ("bin", "binary(2)"),
-            ("j", "json"), ("c", "char(3)"), ("f", "float"), ("d", "double"),
+            ("iu", "int unsigned zerofill"), ("bu", "bigint(20) unsigned"), ("dec", "decimal(10,4)"),
+            ("e", "enum('a','b','c')"), ("s", "set('a','b','c')"), ("bit", "bit(1)"), ("y", "year(4)"), ("txt", "text"),
+            ("blb", "blob"), ("bin", "binary(2)"), ("j", "json"), ("c", "char(3)"), ("f", "float"), ("d", "double"),
         ]
     ),
     primary_key=("id",),
@@ -225,13 +239,14 @@ def _event(op: Op = Op.INSERT, **values) -> ChangeEvent:
 
 
 def test_mysql_type_without_parameters_and_sql_type_by_value():
-    e = _event(tu=200, su=40000, mu=16777215, iu=2147483648, bu=2**63, dec=Decimal("1.5"), e="c", s="a,c", bit=True, y=2023,
-               txt="t", blb=b"b", bin=b"\x01\x02", j="{}", c="abc", f=0.1, d=1e21)  # fmt: skip
+    e = _event(tu=200, su=40000, mu=16777215, iu=2147483648, bu=2**63, dec=Decimal("1.5"), e="c", s="a,c", bit=True,
+               y=2023, txt="t", blb=b"b", bin=b"\x01\x02", j="{}", c="abc", f=0.1, d=1e21)  # fmt: skip
     [out] = encoded(TicdcCanalJson(), [e])
     assert out["mysqlType"] == {
-        "id": "int", "tu": "tinyint unsigned", "su": "smallint unsigned", "mu": "mediumint unsigned", "iu": "int unsigned zerofill",
-        "bu": "bigint unsigned", "dec": "decimal", "e": "enum", "s": "set", "bit": "bit", "y": "year", "txt": "text",
-        "blb": "blob", "bin": "binary", "j": "json", "c": "char", "f": "float", "d": "double",
+        "id": "int", "tu": "tinyint unsigned", "su": "smallint unsigned", "mu": "mediumint unsigned",
+        "iu": "int unsigned zerofill", "bu": "bigint unsigned", "dec": "decimal", "e": "enum", "s": "set", "bit": "bit",
+        "y": "year", "txt": "text", "blb": "blob", "bin": "binary", "j": "json", "c": "char", "f": "float",
+        "d": "double",
     }  # fmt: skip
     # The doc's tables: unsigned integers above the signed range move up; TEXT 2005, BLOB/BINARY 2004, SET -7, JSON 12.
     assert out["sqlType"] == {
@@ -240,8 +255,8 @@ def test_mysql_type_without_parameters_and_sql_type_by_value():
     }  # fmt: skip
     assert out["data"] == [
         {"id": "1", "tu": "200", "su": "40000", "mu": "16777215", "iu": "2147483648", "bu": "9223372036854775808",
-         "dec": "1.5", "e": "3", "s": "5", "bit": "1", "y": "2023", "txt": "t", "blb": "b", "bin": "\x01\x02", "j": "{}",
-         "c": "abc", "f": "0.1", "d": "1000000000000000000000"}
+         "dec": "1.5", "e": "3", "s": "5", "bit": "1", "y": "2023", "txt": "t", "blb": "b", "bin": "\x01\x02",
+         "j": "{}", "c": "abc", "f": "0.1", "d": "1000000000000000000000"}
     ]  # fmt: skip
     assert (out["id"], out["isDdl"], out["old"], out["es"], out["sql"]) == (0, False, None, 1700000000000, "")
     assert "_tidb" not in out
@@ -291,7 +306,8 @@ def test_snapshot_reads_are_written_as_inserts():
 
 def test_timestamps_are_written_in_the_changefeed_zone():
     schema = TableSchema(columns=(Column("id", "int"), Column("ts", "timestamp(6)")), primary_key=("id",))
-    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"), after={"id": 1, "ts": dt.datetime(2024, 1, 1, 0, 0, 0, 5)},
+    e = ChangeEvent(op=Op.INSERT, source=SourcePosition(database="d", table="t"),
+                    after={"id": 1, "ts": dt.datetime(2024, 1, 1, 0, 0, 0, 5)},
                     schema=schema, pk=("id",), ts_ms=1, timezone="UTC")  # fmt: skip
     [out] = encoded(TicdcCanalJson({"source_timezone": "Asia/Shanghai"}), [e])
     assert out["data"] == [{"id": "1", "ts": "2024-01-01 08:00:00.000005"}]
@@ -301,7 +317,8 @@ def test_timestamps_are_written_in_the_changefeed_zone():
 
 def test_ticdc_type_name():
     for text, name in [("int(8) unsigned zerofill", "int unsigned zerofill"), ("bit(3)", "bit"), ("year(4)", "year"),
-                       ("decimal(10,2) unsigned", "decimal unsigned"), ("BOOL", "tinyint"), ("varchar(20)", "varchar")]:  # fmt: skip
+                       ("decimal(10,2) unsigned", "decimal unsigned"), ("BOOL", "tinyint"),
+                       ("varchar(20)", "varchar")]:  # fmt: skip
         assert ticdc_type_name(parse_type(text)) == name
 
 
@@ -310,8 +327,9 @@ def test_ticdc_type_name():
 # ---------------------------------------------------------------------------
 
 WATERMARK = {
-    "id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK", "es": 1640007049196,
-    "ts": 1640007050284, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None, "_tidb": {"watermarkTs": TSO},
+    "id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False, "type": "TIDB_WATERMARK",
+    "es": 1640007049196, "ts": 1640007050284, "sql": "", "sqlType": None, "mysqlType": None, "data": None, "old": None,
+    "_tidb": {"watermarkTs": TSO},
 }  # fmt: skip
 
 

@@ -82,7 +82,9 @@ def test_boolean_rule(dialect: str, boolean: str) -> None:
     assert python_type(False, RULES[dialect]) == boolean
 
 
-@pytest.mark.parametrize("dialect,wide", [("typed", True), ("debezium-json", False), ("canal-json", False), ("typed-json", True)])
+@pytest.mark.parametrize(
+    "dialect,wide", [("typed", True), ("debezium-json", False), ("canal-json", False), ("typed-json", True)]
+)
 def test_wide_int_rule(dialect: str, wide: bool) -> None:
     rules = RULES[dialect]
     assert json_type(-(1 << 63), rules) == "bigint"
@@ -91,12 +93,18 @@ def test_wide_int_rule(dialect: str, wide: bool) -> None:
     assert python_type(1 << 63, rules) == ("bigint unsigned" if wide else "bigint")
 
 
-@pytest.mark.parametrize("dialect,string", [("typed", "longtext"), ("debezium-json", "longtext"), ("canal-json", "longtext"), ("typed-json", "longtext")])
+@pytest.mark.parametrize(
+    "dialect,string",
+    [("typed", "longtext"), ("debezium-json", "longtext"), ("canal-json", "longtext"), ("typed-json", "longtext")],
+)
 def test_string_rule(dialect: str, string: str) -> None:
     assert json_type("x", RULES[dialect]) == string
 
 
-@pytest.mark.parametrize("dialect,structure", [("typed", "json"), ("debezium-json", "json"), ("canal-json", "longtext"), ("typed-json", "json")])
+@pytest.mark.parametrize(
+    "dialect,structure",
+    [("typed", "json"), ("debezium-json", "json"), ("canal-json", "longtext"), ("typed-json", "json")],
+)
 def test_structure_rule(dialect: str, structure: str) -> None:
     rules = RULES[dialect]
     assert json_type({"a": 1}, rules) == structure
@@ -129,7 +137,10 @@ def test_int_and_double_images_make_a_double(dialect: str) -> None:
     assert json_columns([{"a": 1.5}, {"a": 1}], rules) == (("a", "double"),)
 
 
-@pytest.mark.parametrize("dialect,conflict", [("typed", "bigint"), ("debezium-json", "bigint"), ("canal-json", "longtext"), ("typed-json", "bigint")])
+@pytest.mark.parametrize(
+    "dialect,conflict",
+    [("typed", "bigint"), ("debezium-json", "bigint"), ("canal-json", "longtext"), ("typed-json", "bigint")],
+)
 def test_conflict_rule(dialect: str, conflict: str) -> None:
     assert json_columns([{"a": None, "b": 1}, {"a": 7, "b": "x"}], RULES[dialect]) == (("a", "bigint"), ("b", conflict))
 
@@ -152,7 +163,9 @@ def test_decimal_rule(dialect: str, types: tuple[str, str]) -> None:
     cols = python_columns([{"d": Decimal("12.50")}, {"d": Decimal("1.125")}], RULES[dialect])
     assert cols == (("d", types[0]),)
     if dialect == "canal-json":
-        assert python_columns([{"d": Decimal("123")}, {"d": Decimal("0.125")}], RULES[dialect]) == (("d", "decimal(6,3)"),)
+        assert python_columns([{"d": Decimal("123")}, {"d": Decimal("0.125")}], RULES[dialect]) == (
+            ("d", "decimal(6,3)"),
+        )
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -47,7 +47,14 @@ def test_parse_type(text, base, kind, attrs):
 
 
 def test_parse_type_round_trips_through_text():
-    for text in ["varchar(255)", "decimal(10,4) unsigned", "enum('x','y''z')", "datetime(6)", "bit(3)", "int(8) unsigned zerofill"]:
+    for text in [
+        "varchar(255)",
+        "decimal(10,4) unsigned",
+        "enum('x','y''z')",
+        "datetime(6)",
+        "bit(3)",
+        "int(8) unsigned zerofill",
+    ]:
         assert parse_type(parse_type(text).text()) == parse_type(text)
 
 
@@ -112,8 +119,11 @@ def test_jdbc_codes_follow_ticdc_table(text, value, code):
     [
         ("int", "-5", -5),
         ("bigint unsigned", "18446744073709551615", 18446744073709551615),
-        ("decimal(65,30)", "12345678901234567890123456789012345.123456789012345678901234567890",
-         Decimal("12345678901234567890123456789012345.123456789012345678901234567890")),
+        (
+            "decimal(65,30)",
+            "12345678901234567890123456789012345.123456789012345678901234567890",
+            Decimal("12345678901234567890123456789012345.123456789012345678901234567890"),
+        ),
         ("double", "1.5", 1.5),
         ("datetime(6)", "2023-03-23 14:30:05.123456", dt.datetime(2023, 3, 23, 14, 30, 5, 123456)),
         ("date", "9999-12-31", dt.date(9999, 12, 31)),

@@ -24,21 +24,23 @@ CKAFKA_INSERT = {
 }  # fmt: skip
 CANAL_DDL = {
     "data": None, "database": "test", "es": 1655782153, "id": 0, "isDdl": True, "mysqlType": None, "old": None,
-    "pkNames": None, "sql": "ALTER TABLE `user` ADD COLUMN `c` int", "sqlType": None, "table": "user", "ts": 1655782153, "type": "ALTER",
+    "pkNames": None, "sql": "ALTER TABLE `user` ADD COLUMN `c` int", "sqlType": None, "table": "user", "ts": 1655782153,
+    "type": "ALTER",
 }  # fmt: skip
 TDSQL_GTID = {
     "logtype": "mysqlbinlog", "eventtype": 33, "eventtypestr": "gtid", "db": "sysdb", "table": "statustableforhb",
     "localip": "10.231.23.241", "localport": 8810, "begintime": 1511419963, "gtid": "35be190b:469", "event_index": "1",
 }  # fmt: skip
 CLOUDCANAL_INSERT = {
-    "action": "INSERT", "before": [], "bid": 0, "data": [{"a": "1"}], "db": "d", "dbValType": {"a": "int"}, "isDdl": False,
-    "entryType": "ROWDATA", "execTs": 1, "jdbcType": {"a": 4}, "pks": [], "schema": "d", "sendTs": 2, "sql": "", "table": "t",
+    "action": "INSERT", "before": [], "bid": 0, "data": [{"a": "1"}], "db": "d", "dbValType": {"a": "int"},
+    "isDdl": False, "entryType": "ROWDATA", "execTs": 1, "jdbcType": {"a": 4}, "pks": [], "schema": "d", "sendTs": 2,
+    "sql": "", "table": "t",
 }  # fmt: skip
 
 
 def jsonl(tmp_path, *lines) -> str:
     path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join((l if isinstance(l, bytes) else orjson.dumps(l)) + b"\n" for l in lines))
+    path.write_bytes(b"".join((line if isinstance(line, bytes) else orjson.dumps(line)) + b"\n" for line in lines))
     return str(path)
 
 
@@ -88,9 +90,11 @@ def test_validate_a_pretty_printed_document(tmp_path, capsys):
 
 
 def test_validate_all_errors_and_messages_of_another_format(tmp_path, capsys):
-    code, out, _ = run(capsys, "validate", "-f", "cloudcanal-json", "--all-errors", "-q", jsonl(tmp_path, CKAFKA_INSERT))
+    code, out, _ = run(
+        capsys, "validate", "-f", "cloudcanal-json", "--all-errors", "-q", jsonl(tmp_path, CKAFKA_INSERT)
+    )
     assert code == 3  # completed, with errors
-    assert {l.split(": ", 2)[2] for l in out.splitlines()} >= {
+    assert {line.split(": ", 2)[2] for line in out.splitlines()} >= {
         "'action' is a required property",
         "'db' is a required property",
         "'entryType' is a required property",
@@ -139,7 +143,10 @@ def test_detect_names_the_formats_of_each_message(tmp_path, capsys):
     # Canal-shaped DDL is both a canal-json message and a CKafka DDL message.
     assert set(lines[3].split(": ", 1)[1].split(", ")) >= {"ckafka-json"}
     assert lines[4] == f"{path}:5: no format"
-    assert lines[5] == f"{path}:5:   looks like ckafka-json but fails its schema at /TIME: '1' does not match '^[0-9]{{14}}$'"
+    assert (
+        lines[5]
+        == f"{path}:5:   looks like ckafka-json but fails its schema at /TIME: '1' does not match '^[0-9]{{14}}$'"
+    )
     assert lines[6].startswith(f"{path}:6: no format (malformed JSON")
     assert "6 messages" in err and "ckafka-json 2/6" in err
 

@@ -74,7 +74,7 @@ SCHEMAS = {"customers": CUSTOMERS, "orders": ORDERS}
 def _customer(i: int, **over: Any) -> dict[str, Any]:
     row = {
         "id": i,
-        "name": ["Ada", "Lin Wei 林伟", "Zoë 🎉", "O'Brien \"Bob\""][i % 4],
+        "name": ["Ada", "Lin Wei 林伟", "Zoë 🎉", 'O\'Brien "Bob"'][i % 4],
         "email": None if i % 3 == 0 else f"user{i}@example.com",
         "vip": i % 2,
         "balance": Decimal("1234567890.12") if i == 2 else Decimal(f"{i * 10}.05"),
@@ -104,7 +104,9 @@ def _order(i: int, **over: Any) -> dict[str, Any]:
         "payload": '{"a": 1, "b": [true, null]}' if i % 2 else None,
         "photo": bytes(range(i * 7 % 256, i * 7 % 256 + 8)) if i != 3 else b"\x00\xff\x00",
         "ship_date": InvalidTemporal("0000-00-00") if i == 2 else dt.date(9999, 12, 31),
-        "slot": dt.timedelta(hours=-838, minutes=-59, seconds=-59) if i == 1 else dt.timedelta(hours=i, microseconds=250),
+        "slot": dt.timedelta(hours=-838, minutes=-59, seconds=-59)
+        if i == 1
+        else dt.timedelta(hours=i, microseconds=250),
         "made": 2155 if i == 1 else 1901 + i,
         "placed": dt.datetime(1000, 1, 1, 0, 0, 0) if i == 1 else dt.datetime(2023, 12, 31, 23, 59, 59),
     }
@@ -140,8 +142,14 @@ def events(timezone: str = "UTC") -> list[ChangeEvent]:
     def ddl(table: str) -> ChangeEvent:
         ts[0] += 1000
         return ChangeEvent(
-            op=Op.DDL, source=src(table), ddl=DDL[table], ddl_kind="CREATE", schema=SCHEMAS[table],
-            pk=SCHEMAS[table].primary_key, ts_ms=ts[0], timezone=timezone,
+            op=Op.DDL,
+            source=src(table),
+            ddl=DDL[table],
+            ddl_kind="CREATE",
+            schema=SCHEMAS[table],
+            pk=SCHEMAS[table].primary_key,
+            ts_ms=ts[0],
+            timezone=timezone,
         )
 
     c = {i: _customer(i) for i in range(1, 5)}

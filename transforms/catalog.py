@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from cdc_smt.transforms.ddl import apply_ddl, keyed_schema, split_statements
 from cdc_smt.transforms.errors import ConfigError
@@ -278,7 +279,7 @@ class SchemaCatalog:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, max_versions: int = 64) -> "SchemaCatalog":
+    def from_dict(cls, data: Mapping[str, Any], *, max_versions: int = 64) -> SchemaCatalog:
         cat = cls(max_versions=max_versions)
         cat.restore(data)
         return cat
@@ -401,7 +402,7 @@ def _types_exact(origin: str | None) -> bool:
     """Does the format named ``origin`` carry exact MySQL column types?"""
     if origin is None:
         return True
-    return _EXACT.get(origin) if origin in _EXACT else _lookup_exact(origin)
+    return _EXACT[origin] if origin in _EXACT else _lookup_exact(origin)
 
 
 _EXACT: dict[str, bool] = {}

@@ -11,8 +11,9 @@ silently. With ``tolerance="none"`` the first failure raises
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from cdc_smt.transforms import native
 from cdc_smt.transforms.errors import CdcSmtError
@@ -26,7 +27,8 @@ TOLERANCES = ("none", "all")
 class Transform(Protocol):
     """What the chain needs of a transform (see ``transforms.smt.base``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def apply_batch(self, events: list[ChangeEvent]) -> list[ChangeEvent]: ...
 
@@ -84,7 +86,7 @@ class ChainResult:
     outputs: list[Record] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
-    def extend(self, other: "ChainResult") -> None:
+    def extend(self, other: ChainResult) -> None:
         self.outputs.extend(other.outputs)
         self.dead_letters.extend(other.dead_letters)
 
@@ -134,7 +136,11 @@ class Chain:
         """Equal for equal :meth:`state` and cheap: the catalog's version counter (it counts
         every change) instead of the catalog, and the codecs' held-back state."""
         catalog = self.catalog
-        return (None if catalog is None else catalog.version, self.decoder.pending_state(), self.encoder.pending_state())
+        return (
+            None if catalog is None else catalog.version,
+            self.decoder.pending_state(),
+            self.encoder.pending_state(),
+        )
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state` snapshot: the catalog is restored in place

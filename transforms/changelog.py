@@ -7,7 +7,8 @@ check a conversion on their own data.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from cdc_smt.transforms.model import ChangeEvent, Op
 

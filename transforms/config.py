@@ -27,10 +27,11 @@ schema reuses the chain's, and its ``backfill`` section): one YAML reader
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -134,7 +135,7 @@ def check_document(doc: Any, schema: str, prefix: str = "") -> None:
         raise _explain(error, prefix)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(uri: str) -> Any:
     import jsonschema
 

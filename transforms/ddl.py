@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
@@ -96,7 +97,10 @@ def _create(catalog: SchemaCatalog, database: str | None, tree: exp.Create, sql:
         catalog.put(db, name, keyed_schema(columns, pk), origin="ddl", **stamp)
         return []
     db, name = _table_name(target, database)
-    like = next((p for p in (tree.args.get("properties") or exp.Properties()).expressions if isinstance(p, exp.LikeProperty)), None)
+    like = next(
+        (p for p in (tree.args.get("properties") or exp.Properties()).expressions if isinstance(p, exp.LikeProperty)),
+        None,
+    )
     if like is not None:
         src = catalog.get(*_table_name(like.this, database))
         if src is None:
@@ -198,7 +202,13 @@ def _drop(catalog: SchemaCatalog, database: str | None, tree: exp.Drop, stamp: d
     return []
 
 
-def _rename(catalog: SchemaCatalog, database: str | None, pairs: list[tuple[tuple[str | None, str], tuple[str | None, str]]], sql: str, ts_ms: int | None) -> list[str]:
+def _rename(
+    catalog: SchemaCatalog,
+    database: str | None,
+    pairs: list[tuple[tuple[str | None, str], tuple[str | None, str]]],
+    sql: str,
+    ts_ms: int | None,
+) -> list[str]:
     warnings = []
     for (odb, old), (ndb, new) in pairs:
         src_db, dst_db = odb or database, ndb or database
@@ -261,9 +271,11 @@ def _parse(sql: str) -> exp.Expression | None:
 
 def _try_parse(sql: str) -> exp.Expression | None:
     try:
-        return sqlglot.parse_one(sql, read="mysql")
+        tree = sqlglot.parse_one(sql, read="mysql")
     except (ParseError, TokenError, ValueError):
         return None
+    # sqlglot >= 30 types parse_one as its Expression's base class; a statement is an Expression.
+    return tree if isinstance(tree, exp.Expression) else None
 
 
 def _cut_after_column_list(sql: str) -> str:

@@ -75,10 +75,10 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.model import ChangeEvent, SourcePosition

@@ -12,9 +12,10 @@ field of :data:`RULES`, with the vendor behaviour that makes it right.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 #: The type of a column no value says anything about (all nulls), and of values no rule knows.
 UNKNOWN = "longtext"
@@ -143,7 +144,9 @@ def _decimal_digits(v: Decimal) -> tuple[int, int]:
     return min(30, max(0, -exp)), max(1, len(digits) + exp)
 
 
-def python_columns(images: Iterable[Mapping[str, Any] | None], rules: Rules = RULES["typed"]) -> tuple[tuple[str, str], ...]:
+def python_columns(
+    images: Iterable[Mapping[str, Any] | None], rules: Rules = RULES["typed"]
+) -> tuple[tuple[str, str], ...]:
     """``(name, type)`` for the union of typed images' columns: the first non-null value's
     type; decimals as :attr:`Rules.decimals` says (``widest``: over all values)."""
     found: dict[str, str | None] = {}

@@ -18,9 +18,10 @@ Canal strings); anything that needs real values calls :meth:`ChangeEvent.typed`
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -70,7 +71,7 @@ class Column:
     comment: str | None = None
 
     @property
-    def mysql(self) -> "MySQLType":
+    def mysql(self) -> MySQLType:
         from cdc_smt.transforms.types import parse_type
 
         return parse_type(self.type)
@@ -211,7 +212,7 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
     topic: str | None = None
     key: dict[str, Any] | None = None
     headers: list[tuple[str, bytes]] | None = None
-    record: "Record | None" = None
+    record: Record | None = None
 
     # -- convenience -----------------------------------------------------
     @property
@@ -227,7 +228,7 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
         """The image that identifies the row now: after, else before."""
         return self.after if self.after is not None else self.before
 
-    def typed(self) -> "ChangeEvent":
+    def typed(self) -> ChangeEvent:
         """Convert raw row values to typed Python values in place; return self."""
         form = self.values
         if form is None:
@@ -258,7 +259,9 @@ class ChangeEvent(msgspec.Struct, kw_only=True):
                         raise ValueError(f"column {name!r} ({col.type}): {exc}") from None
                     except (TypeError, ArithmeticError, LookupError, AttributeError, RecursionError) as exc:
                         # the value-form contract: a raw value that does not read is a ValueError naming the column
-                        raise ValueError(f"column {name!r} ({col.type}): cannot read {type(raw).__name__} value: {exc}") from None
+                        raise ValueError(
+                            f"column {name!r} ({col.type}): cannot read {type(raw).__name__} value: {exc}"
+                        ) from None
         self.values = None
         return self
 

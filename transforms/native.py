@@ -22,15 +22,19 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
 
 import orjson
 
 from cdc_smt.transforms.model import Record
 
+_native: ModuleType | None  # the extension (typed by native/typing/_native.pyi), or None
 try:  # the extension is optional: a build without Rust has none
-    from cdc_smt import _native
+    from cdc_smt import _native as _extension
 
+    _native = _extension
     _MISSING = ""
 except ImportError as exc:  # pragma: no cover - depends on the build
     _native = None
@@ -69,14 +73,14 @@ def describe() -> str:
 
 def plans_of(format_name: str) -> list[str]:
     """The native plans a format takes part in (empty when the core is inactive)."""
-    if not enabled():
+    if _native is None or not enabled():
         return []
     return [p for p in _native.PLANS if format_name in p.split(" -> ")]
 
 
-def plan_for(chain: Any) -> "NativePlan | None":
+def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
-    if not enabled() or chain.transforms or chain.catalog is not None:
+    if _native is None or not enabled() or chain.transforms or chain.catalog is not None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
@@ -108,7 +112,7 @@ class NativePlan:
         counts, values, keys = self.plan.convert([r.value for r in records])
         append = result.outputs.append
         start = 0
-        for record, n in zip(records, counts):
+        for record, n in zip(records, counts, strict=True):
             if n == 1:  # the usual case, kept to one step
                 headers = record.headers
                 append(Record(value=values[start], key=keys[start], headers=list(headers) if headers else []))
@@ -134,7 +138,9 @@ class _CanalTables:
         self.encoder = encoder
         self.timezone = decoder.opts.source_timezone
 
-    def compile(self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None) -> Any:
+    def compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
         from cdc_smt.transforms.formats._connect import repr_for_type
 
         try:
@@ -156,7 +162,10 @@ class _CanalTables:
             names = {c.name for c in schema.columns}
             if any(k not in names for k in schema.primary_key):
                 return None
-            columns = [(c.name, *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone)) for c in schema.columns]
+            columns = [
+                (c.name, *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone))
+                for c in schema.columns
+            ]
             key_schema = envelope_schema = None
             if self.encoder.schemas_enable:
                 out = self.encoder.encode(events[0])
@@ -218,30 +227,41 @@ def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
     return ("python", None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def zones_agree(name: str) -> bool:
     """Do Python's ``zoneinfo`` and the zone database compiled into the extension give
     ``name`` the same UTC offsets, day by day over 1900-2037 (where the plan converts
     TIMESTAMPs natively)? Zones they disagree on are converted in Python."""
     if name == "UTC":
         return True
+    if _native is None:
+        return False
     from cdc_smt.transforms.types import zone
 
-    start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.timezone.utc).timestamp())
-    end = int(dt.datetime(2038, 1, 1, tzinfo=dt.timezone.utc).timestamp())
+    start = int(dt.datetime(1900, 1, 1, 12, tzinfo=dt.UTC).timestamp())
+    end = int(dt.datetime(2038, 1, 1, tzinfo=dt.UTC).timestamp())
     instants = list(range(start, end, 86_400))
     native_offsets = _native.zone_offsets(name, instants)
     if native_offsets is None:
         return False
     tz = zone(name)
-    fromtimestamp = dt.datetime.fromtimestamp
-    return all(fromtimestamp(t, tz).utcoffset().total_seconds() == o for t, o in zip(instants, native_offsets))
+
+    def offset(t: int) -> float:
+        off = dt.datetime.fromtimestamp(t, tz).utcoffset()
+        assert off is not None  # an aware datetime always has one
+        return off.total_seconds()
+
+    return all(offset(t) == o for t, o in zip(instants, native_offsets, strict=True))
 
 
 def _enum_table(column: Any, form: Any) -> dict[str, str]:
     """The labels of an ENUM's usual texts (its indexes, ``0``, its non-numeric labels),
     as the Canal value form reads them; other texts go to Python."""
-    texts = ["0", *map(str, range(1, len(column.mysql.values) + 1)), *(v for v in column.mysql.values if not v.isdigit())]
+    texts = [
+        "0",
+        *map(str, range(1, len(column.mysql.values) + 1)),
+        *(v for v in column.mysql.values if not v.isdigit()),
+    ]
     table = {}
     for text in texts:
         try:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import zoneinfo
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError
 

@@ -13,10 +13,10 @@ transforms; third-party predicates register through the entry-point group
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import metadata
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import ChangeEvent, Op

@@ -19,8 +19,8 @@ import argparse
 import inspect
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from cdc_smt.transforms.options import Option
 
@@ -193,13 +193,23 @@ BLOCKS = {"yaml-reference": generate, "formats": _formats, "capabilities": _capa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cdc_smt.transforms.reference", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m cdc_smt.transforms.reference", description=__doc__.split("\n\n")[0]
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
-        "--write", nargs="?", const=DEFAULT_FILE, metavar="FILE", help=f"regenerate every marked block in FILE (default: {DEFAULT_FILE})"
+        "--write",
+        nargs="?",
+        const=DEFAULT_FILE,
+        metavar="FILE",
+        help=f"regenerate every marked block in FILE (default: {DEFAULT_FILE})",
     )
     group.add_argument(
-        "--check", nargs="?", const=DEFAULT_FILE, metavar="FILE", help=f"exit 1 if a marked block in FILE is stale (default: {DEFAULT_FILE})"
+        "--check",
+        nargs="?",
+        const=DEFAULT_FILE,
+        metavar="FILE",
+        help=f"exit 1 if a marked block in FILE is stale (default: {DEFAULT_FILE})",
     )
     args = parser.parse_args(argv)
     if not (args.write or args.check):
@@ -217,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         new = replace_block(new, name)
     if args.check:
         if new != text:
-            print(f"{path}: generated blocks are stale; run python -m cdc_smt.transforms.reference --write {path}", file=sys.stderr)
+            print(
+                f"{path}: generated blocks are stale; run python -m cdc_smt.transforms.reference --write {path}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if new != text:
@@ -229,4 +242,17 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
-__all__ = ["BEGIN", "BLOCKS", "DEFAULT_FILE", "END", "block", "markers", "current_block", "generate", "has_markers", "main", "option_table", "replace_block"]
+__all__ = [
+    "BEGIN",
+    "BLOCKS",
+    "DEFAULT_FILE",
+    "END",
+    "block",
+    "markers",
+    "current_block",
+    "generate",
+    "has_markers",
+    "main",
+    "option_table",
+    "replace_block",
+]

@@ -24,9 +24,10 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterator
+from typing import Any
 
 from cdc_smt.transforms.model import Column
 from cdc_smt.transforms.types import (
@@ -72,7 +73,19 @@ class LiteralError(ValueError):
 
 # MySQL backslash escapes (manual, "String Literals", table 9.1). ``\%`` and
 # ``\_`` keep their backslash; any other escaped character stands for itself.
-_UNESCAPE = {"0": "\0", "'": "'", '"': '"', "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\", "%": "\\%", "_": "\\_"}
+_UNESCAPE = {
+    "0": "\0",
+    "'": "'",
+    '"': '"',
+    "b": "\b",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "Z": "\x1a",
+    "\\": "\\",
+    "%": "\\%",
+    "_": "\\_",
+}
 _HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 _NUMBER_START = frozenset("0123456789+-.")
 
@@ -154,7 +167,7 @@ def _scan_one(text: str, pos: int) -> tuple[Literal, int]:
         return Literal(LiteralKind.NULL, None), end
     if word in ("TRUE", "FALSE"):
         return Literal(LiteralKind.BOOL, 1 if word == "TRUE" else 0), end
-    raise LiteralError(f"not a SQL literal: {text[pos:pos + 20]!r}")
+    raise LiteralError(f"not a SQL literal: {text[pos : pos + 20]!r}")
 
 
 def _scan_quoted_body(text: str, pos: int) -> tuple[str, int]:
@@ -480,9 +493,7 @@ def passthrough(event: Any, form_name: str, target_tz: str) -> bool:
     is ``form_name`` and whose zone is ``target_tz``?"""
     form = event.values
     return (
-        form is not None
-        and form.name == form_name
-        and (event.timezone == target_tz or not has_timestamp(event.schema))
+        form is not None and form.name == form_name and (event.timezone == target_tz or not has_timestamp(event.schema))
     )
 
 

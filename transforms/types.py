@@ -39,10 +39,11 @@ import enum
 import math
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 from zoneinfo import ZoneInfo
 
 
@@ -270,7 +271,8 @@ class MySQLType:
 
 
 _TYPE_RE = re.compile(
-    r"""^\s*(?P<base>[a-z][a-z0-9_ ]*?)\s*(?:\((?P<params>.*)\))?\s*(?P<mods>(?:\s+(?:unsigned|signed|zerofill|binary|character\s+set\s+\w+|charset\s+\w+|collate\s+\w+))*)\s*$""",
+    r"""^\s*(?P<base>[a-z][a-z0-9_ ]*?)\s*(?:\((?P<params>.*)\))?\s*"""
+    r"""(?P<mods>(?:\s+(?:unsigned|signed|zerofill|binary|character\s+set\s+\w+|charset\s+\w+|collate\s+\w+))*)\s*$""",
     re.IGNORECASE | re.DOTALL,
 )
 _LABEL_RE = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")
@@ -773,7 +775,7 @@ def to_json_value(mtype: MySQLType, v: Any) -> Any:
 # CONTRIBUTING.md, "Time zones"); these are the only conversions codecs use.
 # ---------------------------------------------------------------------------
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=_UTC)
 _US = dt.timedelta(microseconds=1)

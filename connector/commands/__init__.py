@@ -18,7 +18,7 @@ exit 2); diagnostics go to stderr, data to stdout.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from cdc_smt.transforms.errors import ConfigError
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 #: Seconds between redraws: often enough to look alive, rarely enough to cost nothing.
 REFRESH_SECONDS = 0.25
@@ -58,7 +59,7 @@ class Progress:
         self._drawn = False
 
     @classmethod
-    def for_terminal(cls, out: TextIO = sys.stderr, total_bytes: int | None = None) -> "Progress | None":
+    def for_terminal(cls, out: TextIO = sys.stderr, total_bytes: int | None = None) -> Progress | None:
         """A progress line when ``out`` is a terminal, else ``None`` (nothing extra in pipes and logs)."""
         try:
             tty = out.isatty()

@@ -21,7 +21,8 @@ import base64
 import binascii
 import logging
 import os
-from typing import Any, Iterator, Union
+from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import orjson
@@ -34,8 +35,8 @@ from cdc_smt.transforms.model import Record
 #: ``--bootstrap`` when neither the flag nor ``$CDC_SMT_BOOTSTRAP`` is given (as the example jobs).
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
-_Payload = Union[str, dict[str, Any], list[Any], None]
-_Headers = Union[list[tuple[str, Union[str, None]]], dict[str, Union[str, None]], None]
+_Payload = str | dict[str, Any] | list[Any] | None
+_Headers = list[tuple[str, str | None]] | dict[str, str | None] | None
 
 
 class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -50,7 +51,7 @@ class RecordLine(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     value: _Payload = None
     value_base64: str | None = None
     headers: _Headers = None
-    headers_base64: list[tuple[str, Union[str, None]]] | None = None
+    headers_base64: list[tuple[str, str | None]] | None = None
 
 
 def bootstrap_argument(parser: Any) -> None:
@@ -171,7 +172,7 @@ def record_line(record: Record, force_base64: bool = False) -> bytes:
     _put(out, "value", record.value, force_base64)
     texts = None if force_base64 else _texts([v for _, v in record.headers])
     if texts is not None:
-        out["headers"] = [[k, t] for (k, _), t in zip(record.headers, texts)]
+        out["headers"] = [[k, t] for (k, _), t in zip(record.headers, texts, strict=True)]
     else:
         out["headers_base64"] = [[k, base64.b64encode(v).decode("ascii")] for k, v in record.headers]
     return orjson.dumps(out)
@@ -196,6 +197,12 @@ def _texts(items: list[bytes]) -> list[str] | None:
 
 
 __all__ = [
-    "DEFAULT_BOOTSTRAP", "RecordLine", "bootstrap_argument", "quiet_client_logs", "read_record_lines", "record_line",
-    "require_kafka_client", "wait_for_broker",
+    "DEFAULT_BOOTSTRAP",
+    "RecordLine",
+    "bootstrap_argument",
+    "quiet_client_logs",
+    "read_record_lines",
+    "record_line",
+    "require_kafka_client",
+    "wait_for_broker",
 ]

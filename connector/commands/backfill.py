@@ -34,38 +34,75 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "an interrupted backfill resume after its last finished micro-batch."
         ),
     )
-    p.add_argument("-c", "--config", required=True, metavar="JOB_YAML", help="job file (the worker's, plus an optional backfill: section)")
+    p.add_argument(
+        "-c",
+        "--config",
+        required=True,
+        metavar="JOB_YAML",
+        help="job file (the worker's, plus an optional backfill: section)",
+    )
     rng = p.add_argument_group("range (Kafka sources)")
     start = rng.add_mutually_exclusive_group()
     start.add_argument(
         "--from-offsets",
         metavar="earliest|latest|JSON",
-        help='where to start: earliest (default), latest, or {"topic": {"partition": offset}}; unlisted partitions start at the earliest',
+        help='where to start: earliest (default), latest, or {"topic": {"partition": offset}}; '
+        "unlisted partitions start at the earliest",
     )
-    start.add_argument("--from-time", metavar="TIME", help="start at the first record at or after TIME (ISO 8601, naive = UTC, or epoch ms)")
+    start.add_argument(
+        "--from-time",
+        metavar="TIME",
+        help="start at the first record at or after TIME (ISO 8601, naive = UTC, or epoch ms)",
+    )
     rng.add_argument(
         "--until",
         metavar="latest|TIME|JSON",
         help="where to stop (exclusive): latest when the run starts (default), a TIME, or JSON offsets",
     )
-    rng.add_argument("--max-records-per-batch", type=_positive, metavar="N", help="records per micro-batch, all partitions together")
+    rng.add_argument(
+        "--max-records-per-batch", type=_positive, metavar="N", help="records per micro-batch, all partitions together"
+    )
     io = p.add_argument_group("input and output")
-    io.add_argument("--source", dest="source_type", choices=("kafka", "spark-kafka", "jsonl", "avro"), help="source type (default: the job file's, else kafka)")
-    io.add_argument("--source-path", metavar="PATH", help="JSON Lines / Avro file or directory (implies --source jsonl unless set)")
+    io.add_argument(
+        "--source",
+        dest="source_type",
+        choices=("kafka", "spark-kafka", "jsonl", "avro"),
+        help="source type (default: the job file's, else kafka)",
+    )
+    io.add_argument(
+        "--source-path", metavar="PATH", help="JSON Lines / Avro file or directory (implies --source jsonl unless set)"
+    )
     io.add_argument("--max-files-per-batch", type=_positive, metavar="N", help="files per micro-batch (file sources)")
-    io.add_argument("--sink", dest="sink_type", choices=("kafka", "jsonl", "parquet"), help="sink type (default: the job file's, else kafka)")
-    io.add_argument("--sink-path", metavar="DIR", help="output directory for jsonl/parquet (implies --sink jsonl unless set)")
-    io.add_argument("--dead-letter-path", metavar="DIR", help="write dead letters as JSON Lines under DIR instead of the dead-letter topic")
+    io.add_argument(
+        "--sink",
+        dest="sink_type",
+        choices=("kafka", "jsonl", "parquet"),
+        help="sink type (default: the job file's, else kafka)",
+    )
+    io.add_argument(
+        "--sink-path", metavar="DIR", help="output directory for jsonl/parquet (implies --sink jsonl unless set)"
+    )
+    io.add_argument(
+        "--dead-letter-path",
+        metavar="DIR",
+        help="write dead letters as JSON Lines under DIR instead of the dead-letter topic",
+    )
     run = p.add_argument_group("Spark")
     run.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (required here or in the job file)")
     run.add_argument("--master", metavar="URL", help="Spark master (default: the job file's, else local[*])")
-    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark configuration (repeatable)")
+    run.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark configuration (repeatable)"
+    )
     run.add_argument(
         "--spark-kafka-connector",
         metavar="auto|GROUP:ARTIFACT:VERSION",
         help="read Kafka with Spark's own connector (downloaded by Spark; 'auto' picks the one for this pyspark)",
     )
-    p.add_argument("--dry-run", action="store_true", help="print the resolved plan (partitions and offset ranges, or files) and exit")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved plan (partitions and offset ranges, or files) and exit",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the final summary")
     p.set_defaults(func=handler)
 
@@ -159,6 +196,8 @@ def _describe(job, spec, plan) -> dict:
         out["from"] = offsets_to_json(plan.starts)
         out["until"] = offsets_to_json(plan.targets)
     out["records"] = plan.total if not plan.files else None
-    out["sink_path" if not spec.sink.is_kafka else "sink_topic"] = spec.sink.path if not spec.sink.is_kafka else job.sink.topic
+    out["sink_path" if not spec.sink.is_kafka else "sink_topic"] = (
+        spec.sink.path if not spec.sink.is_kafka else job.sink.topic
+    )
     out["dead_letters"] = spec.dead_letters.path if not spec.dead_letters.is_kafka else job.errors.dead_letter_topic
     return out

@@ -86,10 +86,20 @@ def run(args: argparse.Namespace) -> int:
                 from cdc_smt.connector.apache_kafka import USERS
 
                 users = ", ".join(f"{u}/{p}" for u, p in USERS.items())
-                print(f"sasl bootstrap: {broker.sasl_bootstrap} (SASL_PLAINTEXT; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users {users})", flush=True)
+                print(
+                    f"sasl bootstrap: {broker.sasl_bootstrap} "
+                    f"(SASL_PLAINTEXT; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users {users})",
+                    flush=True,
+                )
             for name, n in topics.items():
                 print(f"topic: {name} ({n} partition{'s' if n != 1 else ''})", flush=True)
-            kept = f"data in {broker.data_dir}" if args.apache_kafka and args.data_dir else "memory only" if not args.apache_kafka else "temporary data"
+            kept = (
+                f"data in {broker.data_dir}"
+                if args.apache_kafka and args.data_dir
+                else "memory only"
+                if not args.apache_kafka
+                else "temporary data"
+            )
             print(f"broker running ({kept}); Ctrl-C to stop", file=sys.stderr, flush=True)
             while not stop.wait(0.5):
                 if not broker.running:

@@ -17,7 +17,8 @@ import argparse
 import asyncio
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cdc_smt.connector.commands._records import (
     bootstrap_argument,
@@ -76,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
             emit = lambda r: writer.write(Record(value=record_line(r, args.base64)))  # noqa: E731
         count = asyncio.run(
             read_topics(
-                args.bootstrap, args.topics, args.from_beginning, args.max_messages, args.timeout, emit,
+                args.bootstrap,
+                args.topics,
+                args.from_beginning,
+                args.max_messages,
+                args.timeout,
+                emit,
                 connect_timeout=args.connect_timeout,
             )
         )

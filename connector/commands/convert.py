@@ -27,9 +27,10 @@ import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -431,7 +432,12 @@ class Converter:
     """
 
     def __init__(
-        self, chain: Chain, writer: Any, dlq: DeadLetterFile | None, binary_input: bool, progress: Progress | None = None
+        self,
+        chain: Chain,
+        writer: Any,
+        dlq: DeadLetterFile | None,
+        binary_input: bool,
+        progress: Progress | None = None,
     ) -> None:
         self.chain = chain
         self.writer = writer
@@ -512,9 +518,11 @@ def run(args: argparse.Namespace) -> int:
     check_files(args.input, args.output, on_error.path)
     dlq = DeadLetterFile(on_error.path, binary_in) if on_error.mode == "dlq" and on_error.path else None
     progress = Progress.for_terminal(sys.stderr, None if binary_in else input_size(args.input))
-    log_handlers = logging.getLogger().handlers if progress is not None else []
-    for handler in log_handlers:  # a codec's warning gets a line of its own
-        handler.addFilter(progress)
+    log_handlers: list[logging.Handler] = []
+    if progress is not None:
+        log_handlers = logging.getLogger().handlers
+        for handler in log_handlers:  # a codec's warning gets a line of its own
+            handler.addFilter(progress)
     converter: Converter | None = None
     output: DataTopicOutput | TopicFiles | None = None
     try:
@@ -540,8 +548,8 @@ def run(args: argparse.Namespace) -> int:
             dlq.close()
         if progress is not None:
             progress.clear()
-        for handler in log_handlers:
-            handler.removeFilter(progress)
+            for handler in log_handlers:
+                handler.removeFilter(progress)
         if converter is not None and output is not None:
             output.account(converter.counts)
             print(converter.counts.summary(), file=sys.stderr)

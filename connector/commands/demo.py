@@ -16,8 +16,9 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -83,7 +84,10 @@ async def _demo(args: argparse.Namespace) -> int:
         source = job.source.topics[0]
         print(f"broker    {broker.bootstrap} (embedded Tansu, memory only)")
         print(f"job       {_rel(args.job)} (consumer group {job.id})")
-        print(f"chain     {source} [{job.source.format}] -> {job.sink.topic} [{job.sink.format}], dead letters -> {job.errors.dead_letter_topic}")
+        print(
+            f"chain     {source} [{job.source.format}] -> {job.sink.topic} [{job.sink.format}], "
+            f"dead letters -> {job.errors.dead_letter_topic}"
+        )
 
         # The start-up probe every host runs: a broker that answered its own check but not the
         # client (or died since) is one line naming the address and the cause.
@@ -93,8 +97,10 @@ async def _demo(args: argparse.Namespace) -> int:
         records = [inp.record(SOURCE_PARTITIONS) for inp in inputs]
         await K.produce_records(broker.bootstrap, source, records)
         kinds = _count(inp.kind for inp in inputs)
-        print(f"\n1. produced {len(lines)} Canal JSON messages to {source} ({SOURCE_PARTITIONS} partitions): "
-              + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+        print(
+            f"\n1. produced {len(lines)} Canal JSON messages to {source} ({SOURCE_PARTITIONS} partitions): "
+            + ", ".join(f"{n} {k}" for k, n in kinds.items())
+        )
 
         runtime = WorkerRuntime(job)
         started = time.monotonic()
@@ -114,15 +120,19 @@ async def _demo(args: argparse.Namespace) -> int:
             runtime.request_stop()
             code = await asyncio.wait_for(task, timeout=30)
         counts = ", ".join(f"{sum(r.topic == t for r in outputs)} on {t}" for t in written)
-        print(f"2. the worker converted them in {elapsed:.1f}s (start-up and group join included): "
-              f"{counts}, {len(dead)} on {dlq}")
+        print(
+            f"2. the worker converted them in {elapsed:.1f}s (start-up and group join included): "
+            f"{counts}, {len(dead)} on {dlq}"
+        )
         if metrics_url:
             print(f"   (metrics were at {metrics_url})")
         print("\n3. what went in, and what came out\n")
         _show(inputs, outputs, dead, job.sink.topic)
         committed = await K.committed_offsets(broker.bootstrap, job.id, [source])
         done = sum(committed.values())
-        print(f"\n4. consumer group {job.id} committed {done} of {len(records)} source offsets; worker exit code {code}")
+        print(
+            f"\n4. consumer group {job.id} committed {done} of {len(records)} source offsets; worker exit code {code}"
+        )
         if code != 0 or done != len(records):
             raise CdcSmtError("the demo did not complete: not every input record was committed")
     _rule("done: every input record was converted or dead-lettered")
@@ -259,7 +269,9 @@ def _show(inputs: list[_Input], outputs: list[Any], dead: list[Any], sink: str) 
         print(f"  #{inp.index + 1:<2} in  {_describe_input(inp)}")
         if inp.msg is None:
             dl = next(dead_iter, None)
-            print(f"      out {_describe_dead(dl) if dl is not None else '(nothing: not found on the dead-letter topic)'}")
+            print(
+                f"      out {_describe_dead(dl) if dl is not None else '(nothing: not found on the dead-letter topic)'}"
+            )
             continue
         if inp.kind == "DDL":
             groups = [ddl.pop(0)] if ddl else []

@@ -15,8 +15,9 @@ import argparse
 import os
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -36,8 +37,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each message of INPUT, list the formats it matches (their JSON Schema, else their "
         "codec's sniff test) and near misses: messages that look like a format but fail its schema.",
     )
-    p.add_argument("input", nargs="?", default="-", metavar="INPUT", help="JSON Lines file or Avro container (default: - for stdin)")
-    p.add_argument("--binary", action="store_true", help="INPUT is an Avro container of Kafka records (auto-detected for files)")
+    p.add_argument(
+        "input",
+        nargs="?",
+        default="-",
+        metavar="INPUT",
+        help="JSON Lines file or Avro container (default: - for stdin)",
+    )
+    p.add_argument(
+        "--binary", action="store_true", help="INPUT is an Avro container of Kafka records (auto-detected for files)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per message on stdout")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.set_defaults(func=run)
@@ -124,10 +133,16 @@ def run(args: argparse.Namespace) -> int:
         found = ", ".join(verdict.matches) if verdict.matches else f"no format ({problem})" if problem else "no format"
         print(f"{where}:{pos}: {found}")
         for name, failure in verdict.near.items():
-            print(f"{where}:{pos}:   looks like {name} but fails its schema at {failure.pointer or '(root)'}: {failure.message}")
+            print(
+                f"{where}:{pos}:   looks like {name} "
+                f"but fails its schema at {failure.pointer or '(root)'}: {failure.message}"
+            )
     if not args.quiet:
         parts = [f"{name} {n}/{total}" for name, n in counts.most_common()]
         summary = "; ".join(parts) if parts else "no format matched"
-        print(f"cdc-smt detect: {total} message{'s' if total != 1 else ''}: {summary}"
-              + (f"; {unmatched} matched none" if unmatched and parts else ""), file=sys.stderr)
+        print(
+            f"cdc-smt detect: {total} message{'s' if total != 1 else ''}: {summary}"
+            + (f"; {unmatched} matched none" if unmatched and parts else ""),
+            file=sys.stderr,
+        )
     return 0 if total and not unmatched else 1

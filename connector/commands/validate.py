@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from cdc_smt import schemas
 from cdc_smt.connector.commands._positions import split_column
 from cdc_smt.connector.exitcodes import ExitCode, completed
-from cdc_smt.connector.framing import STDIO, check_readable, display_name, read_records
+from cdc_smt.connector.framing import STDIO, check_readable, display_name, read_lines
 from cdc_smt.transforms.errors import ConfigError
 
 #: Schema errors shown per message without ``--all-errors``.
@@ -43,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "JSON pointer of every failure. Exit status 1 when any message is invalid.",
     )
     p.add_argument("input", nargs="?", default="-", metavar="INPUT", help="JSON Lines file (default: - for stdin)")
-    p.add_argument("-f", "--format", required=True, metavar="FMT", help=f"schema to check against: {', '.join(schemas.names())}")
+    p.add_argument(
+        "-f", "--format", required=True, metavar="FMT", help=f"schema to check against: {', '.join(schemas.names())}"
+    )
     p.add_argument(
         "--all-errors",
         action="store_true",
@@ -94,7 +97,6 @@ def check(name: str, obj: Any, all_errors: bool = False) -> list[Failure]:
 
 def _leaves(errors: list[Any]) -> list[Any]:
     """The errors with their ``oneOf``/``anyOf`` failures replaced by those of the closest branch."""
-    import jsonschema
 
     out: list[Any] = []
     for error in errors:
@@ -154,25 +156,25 @@ def messages(source: Any) -> Iterator[tuple[int, Any, str | None]]:
     JSON Lines first; when the first line is not JSON but the whole input is
     one JSON document (pretty-printed), that document is the only message.
     """
-    records = read_records(source, binary=False)
-    first = next(records, None)
+    lines = read_lines(source)
+    first = next(lines, None)
     if first is None:
         return
-    lineno, record = first
+    lineno, line = first
     try:
-        yield lineno, orjson.loads(record.value), None
+        yield lineno, orjson.loads(line), None
     except orjson.JSONDecodeError as exc:
-        rest = list(records)
-        whole = b"\n".join([record.value, *(r.value for _, r in rest)])
+        rest = list(lines)
+        whole = b"\n".join([line, *(r for _, r in rest)])
         try:
             yield lineno, orjson.loads(whole), None
             return
         except orjson.JSONDecodeError:
             yield lineno, NOT_JSON, _malformed(exc)
-            records = iter(rest)
-    for lineno, record in records:
+            lines = iter(rest)
+    for lineno, line in lines:
         try:
-            yield lineno, orjson.loads(record.value), None
+            yield lineno, orjson.loads(line), None
         except orjson.JSONDecodeError as exc:
             yield lineno, NOT_JSON, _malformed(exc)
 
@@ -195,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     others: dict[str, int] = {}
     for lineno, obj, problem in messages(args.input):
         total += 1
-        failures = [Failure("", problem, "")] if obj is NOT_JSON else check(name, obj, args.all_errors)
+        failures = [Failure("", problem, "")] if problem is not None else check(name, obj, args.all_errors)
         if not failures:
             continue
         invalid += 1
@@ -203,7 +205,11 @@ def run(args: argparse.Namespace) -> int:
         for other in similar:
             others[other] = others.get(other, 0) + 1
         if args.json:
-            print(orjson.dumps({"line": lineno, "errors": [f.as_dict() for f in failures], "looks_like": similar}).decode())
+            print(
+                orjson.dumps(
+                    {"line": lineno, "errors": [f.as_dict() for f in failures], "looks_like": similar}
+                ).decode()
+            )
             continue
         if similar:
             print(f"{where}:{lineno}: (root): looks like {' or '.join(similar)}, not {name}")
@@ -214,7 +220,10 @@ def run(args: argparse.Namespace) -> int:
         if others:
             ranked = sorted(others.items(), key=lambda kv: -kv[1])
             verdict += " (" + ", ".join(f"{n} look{'s' if n == 1 else ''} like {fmt}" for fmt, n in ranked) + ")"
-        print(f"cdc-smt validate: {total} message{'s' if total != 1 else ''} checked against {name}: {verdict}", file=sys.stderr)
+        print(
+            f"cdc-smt validate: {total} message{'s' if total != 1 else ''} checked against {name}: {verdict}",
+            file=sys.stderr,
+        )
     return completed(invalid)
 
 
@@ -224,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
 def validate_config(source: str, name: str, as_json: bool, quiet: bool) -> int:
     """Check a whole job or chain file as ``worker -c`` / ``convert -c`` read it (not line by line)."""
     where = display_name(source)
+    problem: str | None
     try:
         _load_config(source, name)
     except ConfigError as exc:
@@ -235,7 +245,10 @@ def validate_config(source: str, name: str, as_json: bool, quiet: bool) -> int:
     elif problem is not None:
         print(f"{where}: {problem}")
     if not quiet:
-        print(f"cdc-smt validate: {where} checked as a {name} file: {'valid' if problem is None else 'invalid'}", file=sys.stderr)
+        print(
+            f"cdc-smt validate: {where} checked as a {name} file: {'valid' if problem is None else 'invalid'}",
+            file=sys.stderr,
+        )
     return ExitCode.OK if problem is None else ExitCode.COMPLETED_WITH_ERRORS
 
 

@@ -27,9 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true", help="validate the job file and build the chain, then exit")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="override kafka.bootstrap_servers")
     p.add_argument(
-        "--connect-timeout", type=float, metavar="SECONDS", help="override kafka.connect_timeout_s (start-up wait for the cluster)"
+        "--connect-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="override kafka.connect_timeout_s (start-up wait for the cluster)",
     )
-    p.add_argument("--metrics-port", type=int, metavar="PORT", help="override worker.metrics_port (0: pick a free port)")
+    p.add_argument(
+        "--metrics-port", type=int, metavar="PORT", help="override worker.metrics_port (0: pick a free port)"
+    )
     p.add_argument("--log-format", choices=("text", "json"), help="override worker.log_format")
     p.set_defaults(func=run)
 
@@ -54,7 +59,9 @@ def import_worker() -> Any:
     except ImportError as exc:
         from cdc_smt.transforms.errors import CdcSmtError
 
-        raise CdcSmtError(f"the worker needs the worker extra: pip install 'cdc-smt[worker]' (cannot import {exc.name})") from None
+        raise CdcSmtError(
+            f"the worker needs the worker extra: pip install 'cdc-smt[worker]' (cannot import {exc.name})"
+        ) from None
     return worker
 
 

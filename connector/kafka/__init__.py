@@ -14,7 +14,13 @@ The public names are re-exported here (``from cdc_smt.connector import kafka as 
 K.produce_records(...)``). aiokafka and Faust are imported only when a client is made.
 """
 
-from cdc_smt.connector.kafka.admin import bootstrap_addresses, create_topics, list_topics, partition_counts, wait_until_ready
+from cdc_smt.connector.kafka.admin import (
+    bootstrap_addresses,
+    create_topics,
+    list_topics,
+    partition_counts,
+    wait_until_ready,
+)
 from cdc_smt.connector.kafka.consume import consume_all
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.offsets import committed_offsets

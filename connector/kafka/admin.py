@@ -1,4 +1,7 @@
-"""Cluster metadata and topic administration: readiness (the start-up probe), topic lists, partition counts, creation."""
+"""Cluster metadata and topic administration.
+
+Readiness (the start-up probe), topic lists, partition counts, creation.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ import re
 import socket
 import ssl
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S, Conn, KafkaSettings, client_kwargs
@@ -117,19 +121,23 @@ def _budget(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.05)
 
 
-async def _reach(host: str, port: int, tls: ssl.SSLContext | None, budget: float, address_setting: str) -> _Failure | None:
+async def _reach(
+    host: str, port: int, tls: ssl.SSLContext | None, budget: float, address_setting: str
+) -> _Failure | None:
     """The name resolves, a TCP connection opens and (with TLS) the handshake succeeds; else why not."""
     try:
         await asyncio.wait_for(asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM), budget)
     except socket.gaierror as exc:
         final = exc.errno in _NO_SUCH_NAME
         detail = "" if final else f": {str(exc.strerror or exc).lower()}"
-        return _Failure(f"host name {host} does not resolve{detail}", final, f"check {address_setting}" if final else None)
-    except asyncio.TimeoutError:
+        return _Failure(
+            f"host name {host} does not resolve{detail}", final, f"check {address_setting}" if final else None
+        )
+    except TimeoutError:
         return _Failure(f"looking up host name {host} timed out")
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), budget)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return _Failure("connection timed out")
     except ConnectionRefusedError:
         return _Failure("connection refused")
@@ -149,7 +157,7 @@ async def _handshake(writer: asyncio.StreamWriter, tls: ssl.SSLContext, host: st
     hint = "check kafka.security_protocol and the kafka.ssl_* settings"
     try:
         await asyncio.wait_for(writer.start_tls(tls, server_hostname=host), budget)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return _Failure("TLS handshake timed out")
     except ssl.SSLCertVerificationError as exc:
         return _Failure(f"TLS handshake failed: {exc.verify_message or _ssl_reason(exc)}", True, hint)
@@ -177,8 +185,10 @@ async def _metadata(kwargs: dict[str, Any], budget: float, held: _HeldClientLogs
     try:
         await asyncio.wait_for(ask(), budget)
         return None
-    except asyncio.TimeoutError:
-        return _silent_cluster(admin) if started else _Failure("connected, but no Kafka answer (is it a Kafka listener?)")
+    except TimeoutError:
+        return (
+            _silent_cluster(admin) if started else _Failure("connected, but no Kafka answer (is it a Kafka listener?)")
+        )
     except Exception as exc:  # noqa: BLE001 - classified below; the probe never lets a client error through
         return _kafka_failure(exc, held.errors)
     finally:
@@ -200,14 +210,23 @@ def _silent_cluster(admin: Any) -> _Failure:
 
 
 def _kafka_failure(exc: BaseException, logged: list[BaseException]) -> _Failure:
-    """The cause of a failed aiokafka bootstrap, from the errors it logged (its exception says only 'unable to bootstrap')."""
+    """The cause of a failed aiokafka bootstrap, from the errors it logged.
+
+    (Its exception says only 'unable to bootstrap'.)
+    """
     for err in [*logged, exc]:
         if type(err).__name__ in _AUTH_ERRORS:
             return _Failure(
-                f"SASL authentication failed: {_one_line(err)}", True, "check kafka.sasl_mechanism, sasl_username and sasl_password"
+                f"SASL authentication failed: {_one_line(err)}",
+                True,
+                "check kafka.sasl_mechanism, sasl_username and sasl_password",
             )
         if isinstance(err, ssl.SSLError):
-            return _Failure(f"TLS handshake failed: {_ssl_reason(err)}", True, "check kafka.security_protocol and the kafka.ssl_* settings")
+            return _Failure(
+                f"TLS handshake failed: {_ssl_reason(err)}",
+                True,
+                "check kafka.security_protocol and the kafka.ssl_* settings",
+            )
     last = logged[-1] if logged else exc
     if isinstance(last, ConnectionRefusedError):
         return _Failure("connection refused")
@@ -216,7 +235,9 @@ def _kafka_failure(exc: BaseException, logged: list[BaseException]) -> _Failure:
     return _Failure(f"connected, but the Kafka handshake failed: {_one_line(last)}")
 
 
-def _unavailable(bootstrap: str, failures: dict[str, _Failure], waited: float | None, timeout_setting: str) -> KafkaUnavailable:
+def _unavailable(
+    bootstrap: str, failures: dict[str, _Failure], waited: float | None, timeout_setting: str
+) -> KafkaUnavailable:
     causes = {f.cause for f in failures.values()}
     if len(causes) == 1:
         cause = causes.pop()
@@ -344,4 +365,11 @@ async def create_topics(
         await admin.close()
 
 
-__all__ = ["KafkaUnavailable", "bootstrap_addresses", "create_topics", "list_topics", "partition_counts", "wait_until_ready"]
+__all__ = [
+    "KafkaUnavailable",
+    "bootstrap_addresses",
+    "create_topics",
+    "list_topics",
+    "partition_counts",
+    "wait_until_ready",
+]

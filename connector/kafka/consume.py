@@ -74,7 +74,7 @@ async def consume_all(
                 # in this poll: some brokers report the end as the last batch's
                 # base offset + 1, so reaching it alone is not enough.)
                 positions = [await consumer.position(tp) for tp in tps]
-                if all(pos >= ends[tp] for pos, tp in zip(positions, tps)):
+                if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                     break
             elif min_records is not None and count >= min_records and time.monotonic() - last_new >= idle:
                 break

@@ -8,7 +8,8 @@ on a private event loop.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from cdc_smt.connector.kafka.partitioner import partition_for
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs, producer_kwargs
@@ -46,7 +47,13 @@ async def produce_records(
         futures: list[asyncio.Future] = []
         count = 0
         for r in records:
-            p = partition if partition is not None else r.partition if r.partition is not None else partition_for(r.key, n_parts)
+            p = (
+                partition
+                if partition is not None
+                else r.partition
+                if r.partition is not None
+                else partition_for(r.key, n_parts)
+            )
             batch = batches.get(p)
             if batch is None:
                 batch = batches[p] = producer.create_batch()
@@ -55,7 +62,9 @@ async def produce_records(
                 futures.append(await producer.send_batch(batch, topic, partition=p))
                 batch = batches[p] = producer.create_batch()
                 if batch.append(key=r.key, value=r.value, timestamp=r.timestamp, headers=headers or []) is None:
-                    raise ValueError(f"record of {len(r.value or b'')} bytes does not fit in a batch of {max_batch_bytes}")
+                    raise ValueError(
+                        f"record of {len(r.value or b'')} bytes does not fit in a batch of {max_batch_bytes}"
+                    )
             count += 1
         for p, batch in batches.items():
             if batch.record_count():
@@ -106,7 +115,9 @@ class BlockingProducer:
         try:
             parts = await producer.partitions_for(topic)
         except Exception as exc:  # noqa: BLE001 - one clear line instead of a client traceback
-            raise RuntimeError(f"cannot get the partitions of output topic {topic!r}: {type(exc).__name__}: {exc}") from None
+            raise RuntimeError(
+                f"cannot get the partitions of output topic {topic!r}: {type(exc).__name__}: {exc}"
+            ) from None
         if not parts:
             raise RuntimeError(f"output topic {topic!r} does not exist")
         return len(parts)
@@ -124,7 +135,9 @@ class BlockingProducer:
     async def _send(self, by_topic: dict[str, list[Record]]) -> None:
         producer = await self._started()
         batch = self._settings.batch_size
-        await asyncio.gather(*(produce_records(None, t, recs, producer=producer, max_batch_bytes=batch) for t, recs in by_topic.items()))
+        await asyncio.gather(
+            *(produce_records(None, t, recs, producer=producer, max_batch_bytes=batch) for t, recs in by_topic.items())
+        )
 
     def close(self) -> None:
         """Stop the producer (it sends what it still holds) and close the loop."""

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from cdc_smt.transforms.errors import ConfigError
 
@@ -153,7 +154,9 @@ class KafkaSettings:
         out = {"kafka.bootstrap.servers": self.bootstrap, "kafka.security.protocol": self.security_protocol}
         if self.uses_sasl:
             out["kafka.sasl.mechanism"] = self.mechanism
-            out["kafka.sasl.jaas.config"] = jaas_config(self.mechanism, self.sasl_username or "", self.sasl_password or "")
+            out["kafka.sasl.jaas.config"] = jaas_config(
+                self.mechanism, self.sasl_username or "", self.sasl_password or ""
+            )
         if self.uses_ssl:
             if self.ssl_cafile:
                 out["kafka.ssl.truststore.type"] = "PEM"
@@ -176,7 +179,10 @@ class KafkaSettings:
     # -- logging ----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         """Loggable view: secrets replaced by ``***``."""
-        out: dict[str, Any] = {"bootstrap_servers": list(self.bootstrap_servers), "security_protocol": self.security_protocol}
+        out: dict[str, Any] = {
+            "bootstrap_servers": list(self.bootstrap_servers),
+            "security_protocol": self.security_protocol,
+        }
         if self.uses_sasl:
             out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
             out["sasl_username"] = self.sasl_username
@@ -239,7 +245,9 @@ def producer_kwargs(p: ProducerSettings) -> dict[str, Any]:
     }
 
 
-def faust_client_settings(kafka: KafkaSettings, consumer: ConsumerSettings, producer: ProducerSettings) -> dict[str, Any]:
+def faust_client_settings(
+    kafka: KafkaSettings, consumer: ConsumerSettings, producer: ProducerSettings
+) -> dict[str, Any]:
     """Faust app settings for the connection and the job's ``consumer``/``producer`` sections."""
     return {
         **kafka.faust_settings(),

@@ -22,10 +22,11 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 from cdc_smt.connector.kafka.admin import wait_until_ready
 from cdc_smt.connector.kafka.settings import connection_json
@@ -61,8 +62,16 @@ class Plan:
 
     def describe(self) -> list[str]:
         if self.files:
-            return [f"{len(self.files)} file(s)"] + [f"  {f}" for f in self.files[:20]] + (["  ..."] if len(self.files) > 20 else [])
-        return [f"{t}[{p}]: offsets {self.starts[(t, p)]} .. {self.targets[(t, p)]} ({self.targets[(t, p)] - self.starts[(t, p)]} records)" for t, p in sorted(self.targets)]
+            return (
+                [f"{len(self.files)} file(s)"]
+                + [f"  {f}" for f in self.files[:20]]
+                + (["  ..."] if len(self.files) > 20 else [])
+            )
+        return [
+            f"{t}[{p}]: offsets {self.starts[(t, p)]} .. {self.targets[(t, p)]} "
+            f"({self.targets[(t, p)] - self.starts[(t, p)]} records)"
+            for t, p in sorted(self.targets)
+        ]
 
 
 def wait_for_kafka(job: Any) -> None:
@@ -90,7 +99,14 @@ def _warn_clamped(position: Position, starts: OffsetMap, bounds: Mapping[TopicPa
         for partition, wanted in parts.items():
             got = starts.get((topic, partition))
             if got is not None and wanted >= 0 and got != wanted:
-                log.warning("%s[%s]: offset %s is outside the log %s; starting at %s", topic, partition, wanted, bounds[(topic, partition)], got)
+                log.warning(
+                    "%s[%s]: offset %s is outside the log %s; starting at %s",
+                    topic,
+                    partition,
+                    wanted,
+                    bounds[(topic, partition)],
+                    got,
+                )
 
 
 def plan_files(settings: BackfillSettings) -> Plan:
@@ -153,7 +169,11 @@ def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -
         .option("max_records_per_batch", str(src.max_records_per_batch))
         .option("emit", "slices")
     )
-    reader = reader.option("pattern", job.source.pattern) if job.source.pattern else reader.option("topics", ",".join(job.source.topics))
+    reader = (
+        reader.option("pattern", job.source.pattern)
+        if job.source.pattern
+        else reader.option("topics", ",".join(job.source.topics))
+    )
     return reader.load()
 
 
@@ -169,7 +189,11 @@ def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: P
         .option("includeHeaders", "true")
         .option("failOnDataLoss", "true")
     )
-    reader = reader.option("subscribePattern", job.source.pattern) if job.source.pattern else reader.option("subscribe", ",".join(job.source.topics))
+    reader = (
+        reader.option("subscribePattern", job.source.pattern)
+        if job.source.pattern
+        else reader.option("subscribe", ",".join(job.source.topics))
+    )
     df = reader.load()
     cut = None
     for (t, p), end in plan.targets.items():
@@ -248,7 +272,7 @@ def find_ddl(job: Any, batches: Any) -> Any:
     for batch in batches:
         keys, records, positions = batch_records(batch)
         hits: dict[str, list[Any]] = {"topic": [], "partition": [], "offset": []}
-        for key, record, pos in zip(keys, records, positions):
+        for key, record, pos in zip(keys, records, positions, strict=True):
             decoder = decoders.get(key)
             if decoder is None:
                 decoder = decoders[key] = job.build_chain().decoder
@@ -285,7 +309,9 @@ class Totals:
 class Progress:
     """One line per micro-batch on stderr: records, rate, how far each partition (or the files) got."""
 
-    def __init__(self, plan: Plan, out: TextIO | None = sys.stderr, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, plan: Plan, out: TextIO | None = sys.stderr, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.plan = plan
         self.out = out
         self.clock = clock
@@ -404,7 +430,10 @@ def run(
     own = spark is None
     if own:
         spark = spark_session(
-            settings.master, settings.spark_conf, package=settings.spark_kafka_package, quiet=log.getEffectiveLevel() > logging.DEBUG
+            settings.master,
+            settings.spark_conf,
+            package=settings.spark_kafka_package,
+            quiet=log.getEffectiveLevel() > logging.DEBUG,
         )
     progress = Progress(plan, progress_out)
     try:
@@ -461,4 +490,14 @@ def explain(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-__all__ = ["BackfillError", "Plan", "Progress", "explain", "make_plan", "map_in_arrow", "run", "spark_session", "wait_for_kafka"]
+__all__ = [
+    "BackfillError",
+    "Plan",
+    "Progress",
+    "explain",
+    "make_plan",
+    "map_in_arrow",
+    "run",
+    "spark_session",
+    "wait_for_kafka",
+]

@@ -30,8 +30,9 @@ starts, so an ``availableNow`` run ends even while producers keep writing.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -156,7 +157,9 @@ def kafka_batch(topic: str, partition: int, messages: Sequence[Any]) -> pa.Recor
             pa.array([m.offset for m in messages], pa.int64()),
             pa.array([m.timestamp * 1000 for m in messages], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             pa.array([m.timestamp_type for m in messages], pa.int32()),
-            pa.array([[{"key": k, "value": v} for k, v in m.headers] if m.headers else [] for m in messages], HEADERS_TYPE),
+            pa.array(
+                [[{"key": k, "value": v} for k, v in m.headers] if m.headers else [] for m in messages], HEADERS_TYPE
+            ),
         ],
         schema=KAFKA_ARROW,
     )
@@ -168,7 +171,9 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         starts, ends = self.options.plan()
-        return [KafkaSlice(t, p, starts[(t, p)], ends[(t, p)]) for (t, p) in sorted(starts) if ends[(t, p)] > starts[(t, p)]]
+        return [
+            KafkaSlice(t, p, starts[(t, p)], ends[(t, p)]) for (t, p) in sorted(starts) if ends[(t, p)] > starts[(t, p)]
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaSlice)
@@ -209,7 +214,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         s, e = offsets_from_json(start), offsets_from_json(end)
-        return [KafkaSlice(t, p, s.get((t, p), e[(t, p)]), e[(t, p)]) for (t, p) in sorted(e) if e[(t, p)] > s.get((t, p), e[(t, p)])]
+        return [
+            KafkaSlice(t, p, s.get((t, p), e[(t, p)]), e[(t, p)])
+            for (t, p) in sorted(e)
+            if e[(t, p)] > s.get((t, p), e[(t, p)])
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaSlice)

@@ -24,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from cdc_smt.connector.kafka.settings import settings_from_json
 from cdc_smt.transforms.errors import CdcSmtError
@@ -68,7 +69,7 @@ class KafkaSession:
         self._loop = asyncio.new_event_loop()
         self._consumer: Any = None
 
-    def __enter__(self) -> "KafkaSession":
+    def __enter__(self) -> KafkaSession:
         from aiokafka import AIOKafkaConsumer
 
         async def start() -> Any:  # aiokafka clients must be created inside the running loop

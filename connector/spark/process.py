@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -190,7 +191,7 @@ def batch_records(batch: pa.RecordBatch) -> tuple[list[Any], list[Record], list[
     ]
     if "file" in col:
         return col["file"].to_pylist(), records, col["position"].to_pylist()
-    return list(zip(topics, partitions)), records, offsets
+    return list(zip(topics, partitions, strict=True)), records, offsets
 
 
 # -- the task ----------------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ class Task:
     def feed(self, keys: Sequence[Any], records: Sequence[Record], positions: Sequence[int]) -> None:
         st: Stream | None = None
         current = object()
-        for key, record, pos in zip(keys, records, positions):
+        for key, record, pos in zip(keys, records, positions, strict=True):
             if key != current:
                 st, current = self.stream(key, record, pos), key
             assert st is not None
@@ -364,7 +365,9 @@ class Task:
             return {"topic": st.topic, "partition": st.partition, "offset": pos, "timestamp": record.timestamp}
         where: dict[str, Any] = {"file": st.name, "position": pos}
         if record.topic is not None or record.offset is not None:  # an Avro dump keeps Kafka coordinates
-            where.update(topic=record.topic, partition=record.partition, offset=record.offset, timestamp=record.timestamp)
+            where.update(
+                topic=record.topic, partition=record.partition, offset=record.offset, timestamp=record.timestamp
+            )
         return where
 
     # -- the end -------------------------------------------------------------------------

@@ -21,9 +21,10 @@ import dataclasses
 import datetime as dt
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError
 
@@ -36,6 +37,7 @@ SPARK_KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark}"
 #: Stand-ins for worker settings a file-only backfill never reads.
 _INERT_BOOTSTRAP = "localhost:9092"
 _INERT_DLQ_TOPIC = "cdc-smt-backfill-dead-letters"
+
 
 @dataclass(frozen=True)
 class Position:
@@ -51,11 +53,15 @@ class Position:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"kind": self.kind, "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()}, "time_ms": self.time_ms}
+            {
+                "kind": self.kind,
+                "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()},
+                "time_ms": self.time_ms,
+            }
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Position":
+    def from_json(cls, text: str) -> Position:
         d = json.loads(text)
         offsets = {t: {int(p): int(o) for p, o in ps.items()} for t, ps in d["offsets"].items()}
         return cls(d["kind"], offsets, d["time_ms"])
@@ -63,7 +69,7 @@ class Position:
     def describe(self) -> str:
         if self.kind == "time":
             assert self.time_ms is not None
-            return dt.datetime.fromtimestamp(self.time_ms / 1000, dt.timezone.utc).isoformat()
+            return dt.datetime.fromtimestamp(self.time_ms / 1000, dt.UTC).isoformat()
         if self.kind == "offsets":
             return json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()})
         return self.kind
@@ -152,9 +158,11 @@ def parse_time(value: Any, where: str) -> int:
     try:
         parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"expected ISO 8601 (2024-05-01T08:00:00+08:00) or epoch milliseconds, got {text!r}", where) from None
+        raise ConfigError(
+            f"expected ISO 8601 (2024-05-01T08:00:00+08:00) or epoch milliseconds, got {text!r}", where
+        ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     return int(parsed.timestamp() * 1000)
 
 
@@ -227,7 +235,8 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
         path=o.source_path or src.get("path"),
         start=o.start or position_from_config(src.get("from", "earliest"), "backfill.source.from"),
         until=o.until or position_from_config(src.get("until", "latest"), "backfill.source.until"),
-        max_records_per_batch=o.max_records_per_batch or src.get("max_records_per_batch", SourceSpec.max_records_per_batch),
+        max_records_per_batch=o.max_records_per_batch
+        or src.get("max_records_per_batch", SourceSpec.max_records_per_batch),
         max_files_per_batch=o.max_files_per_batch or src.get("max_files_per_batch", SourceSpec.max_files_per_batch),
     )
     if source.type in FILE_SOURCES and not source.path:
@@ -244,14 +253,20 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
 
     checkpoint = o.checkpoint or section.get("checkpoint")
     if not checkpoint:
-        raise ConfigError("a backfill needs a checkpoint directory (it is how an interrupted run resumes)", "backfill.checkpoint")
+        raise ConfigError(
+            "a backfill needs a checkpoint directory (it is how an interrupted run resumes)", "backfill.checkpoint"
+        )
     conf = {str(k): _conf_text(v) for k, v in (section.get("spark_conf") or {}).items()}
     conf.update(o.spark_conf)
     spec_state = StateSpec(
-        warmup=state.get("warmup", StateSpec.warmup), ddl=state.get("ddl", StateSpec.ddl), schema_file=state.get("schema_file")
+        warmup=state.get("warmup", StateSpec.warmup),
+        ddl=state.get("ddl", StateSpec.ddl),
+        schema_file=state.get("schema_file"),
     )
     if spec_state.ddl == "first-pass" and not source.is_kafka:
-        raise ConfigError("the DDL first pass applies to Kafka sources (a file is read whole by one task)", "backfill.state.ddl")
+        raise ConfigError(
+            "the DDL first pass applies to Kafka sources (a file is read whole by one task)", "backfill.state.ddl"
+        )
     package = o.spark_kafka_package or section.get("spark_kafka_package")
     if source.type == "spark-kafka" and not package and not _has_spark_kafka_jar(conf):
         raise ConfigError(

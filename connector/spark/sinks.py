@@ -25,8 +25,9 @@ import base64
 import os
 import re
 import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import orjson
 
@@ -212,7 +213,9 @@ def _column(values: list[Any]) -> Any:
         return pa.array([None if v is None else float(v) for v in values], pa.float64())
     elif kinds in ({str}, {bool}):
         return pa.array(values)
-    return pa.array([None if v is None else v if isinstance(v, str) else orjson.dumps(v).decode() for v in values], pa.string())
+    return pa.array(
+        [None if v is None else v if isinstance(v, str) else orjson.dumps(v).decode() for v in values], pa.string()
+    )
 
 
 class FileOutput:

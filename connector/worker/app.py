@@ -30,8 +30,9 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -92,7 +93,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
                 if not records or self.should_stop:
                     continue
                 generation = self.app.consumer_generation_id
-                owned = []
+                owned: list[tuple[Any, Sequence[Any]]] = []
                 for tp, recs in records.items():
                     if not recs:
                         continue
@@ -113,17 +114,17 @@ class CdcConsumer(faust_aiokafka.Consumer):
                 # Shielded: a shutdown that cancels the fetcher must not cut a batch in
                 # half; wait_empty() waits for it and for its acks.
                 if pipeline.parallel:  # partitions convert at once, in their child processes
-                    await asyncio.shield(asyncio.gather(*(pipeline.process(tp, recs) for tp, recs in owned)))
-                    for tp, recs in owned:
-                        set_read_offset(tp, recs[-1].offset)
+                    await asyncio.shield(asyncio.gather(*(pipeline.process(tp, batch) for tp, batch in owned)))
+                    for tp, batch in owned:
+                        set_read_offset(tp, batch[-1].offset)
                     continue
                 # What the fetch returned goes to conversion at once, in steps that stay small
                 # while the worker keeps up and grow under a backlog (connector.worker.batching).
-                for tp, recs in steps(pipeline.sizer, owned):
+                for tp, step in steps(pipeline.sizer, owned):
                     if not self.flow_active or self.app.consumer_generation_id != generation:
                         break  # a rebalance began while converting: the rest is fetched again
-                    await asyncio.shield(pipeline.process(tp, recs))
-                    set_read_offset(tp, recs[-1].offset)
+                    await asyncio.shield(pipeline.process(tp, step))
+                    set_read_offset(tp, step[-1].offset)
                     await asyncio.sleep(0)  # let the producer send this step while the next converts
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
@@ -135,7 +136,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
             raise
 
     # -- commits: offsets come from the pipeline's ack tracking ------------------------
-    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterable[Any]:
+    def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterator[Any]:
         seen = set()
         for tp in super()._filter_tps_with_pending_acks(topics):
             seen.add(tp)
@@ -173,7 +174,11 @@ class CdcConsumer(faust_aiokafka.Consumer):
 
     async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
         await super().on_partitions_assigned(assigned, generation_id)
-        log.info("partitions assigned: %s", describe_partitions(assigned), extra={"event": "assigned", "generation": generation_id})
+        log.info(
+            "partitions assigned: %s",
+            describe_partitions(assigned),
+            extra={"event": "assigned", "generation": generation_id},
+        )
 
 
 class CdcTransport(faust_aiokafka.Transport):
@@ -267,7 +272,10 @@ class WorkerRuntime:
     # -- wiring -------------------------------------------------------------------------------
     def _aiokafka_producer(self) -> Any:
         """The aiokafka producer inside Faust's producer service (batch API access)."""
-        return self.app.producer._ensure_producer()  # noqa: SLF001 - Faust exposes no public handle
+        producer = self.app.producer
+        if not isinstance(producer, faust_aiokafka.Producer):  # the transport the worker configures
+            raise WorkerFailed(f"the worker needs Faust's aiokafka producer, got {type(producer).__name__}")
+        return producer._ensure_producer()  # noqa: SLF001 - Faust exposes no public handle
 
     def _on_fatal(self, exc: BaseException) -> None:
         if self.failure is None:
@@ -384,7 +392,7 @@ class WorkerRuntime:
             try:
                 await asyncio.wait_for(self.stop_requested.wait(), timeout=interval)
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             try:
                 new = [t for t in await self.resolve_sources() if t not in self.pipeline.source_topics]
@@ -395,17 +403,21 @@ class WorkerRuntime:
                 log.info("new source topics match the pattern: %s", ", ".join(new))
                 await self.create_topics(new)
                 if self.pipeline.state_store is not None:
-                    self.pipeline.state_store.add_topics(await K.partition_counts(self.job.kafka.aiokafka_kwargs(), new))
+                    self.pipeline.state_store.add_topics(
+                        await K.partition_counts(self.job.kafka.aiokafka_kwargs(), new)
+                    )
                 self.subscribe(new)
 
     # -- run ----------------------------------------------------------------------------------
-    async def run(self, *, install_signals: bool = True, ready: Callable[["WorkerRuntime"], None] | None = None) -> int:
+    async def run(self, *, install_signals: bool = True, ready: Callable[[WorkerRuntime], None] | None = None) -> int:
         job = self.job
         log.info("starting job %s", job.id, extra={"event": "start", "job": job.describe()})
         job.check()  # formats, options, transforms: fail before touching Kafka
         # KafkaUnavailable (address and cause) goes to the command line as its one error line.
         await K.wait_until_ready(
-            job.kafka, timeout_setting="kafka.connect_timeout_s / --connect-timeout", address_setting="kafka.bootstrap_servers / --bootstrap"
+            job.kafka,
+            timeout_setting="kafka.connect_timeout_s / --connect-timeout",
+            address_setting="kafka.bootstrap_servers / --bootstrap",
         )
         sources = await self.resolve_sources()
         await self.create_topics(sources)
@@ -416,10 +428,14 @@ class WorkerRuntime:
         consumer.pipeline = self.pipeline
         self.subscribe(sources)
         if job.worker.metrics_port is not None:
-            self.server = MetricsServer(self.metrics, self.health, job.worker.metrics_host, job.worker.metrics_port).start()
+            self.server = MetricsServer(
+                self.metrics, self.health, job.worker.metrics_host, job.worker.metrics_port
+            ).start()
             self.metrics.set_lag_source(self.lag)
             log.info("metrics on http://%s:%d/metrics, health on /health", self.server.host, self.server.port)
-        host = _HostWorker(self.app, on_signal=self.request_stop if install_signals else None, loop=asyncio.get_running_loop())
+        host = _HostWorker(
+            self.app, on_signal=self.request_stop if install_signals else None, loop=asyncio.get_running_loop()
+        )
         refresher = None
         try:
             if self.pool is not None:
@@ -427,7 +443,12 @@ class WorkerRuntime:
                 log.info("converting in %d child processes", self.pool.size)
             await host.start()
             self.state = "running"
-            log.info("worker running: %s -> %s", ", ".join(sources) or job.source.pattern, job.sink.topic, extra={"event": "running"})
+            log.info(
+                "worker running: %s -> %s",
+                ", ".join(sources) or job.source.pattern,
+                job.sink.topic,
+                extra={"event": "running"},
+            )
             if ready is not None:
                 ready(self)
             if job.source.pattern and job.worker.pattern_refresh_s > 0:
@@ -451,6 +472,7 @@ class WorkerRuntime:
 
 def run(job: JobConfig, *, install_signals: bool = True) -> int:
     """Run ``job`` until SIGTERM/SIGINT (exit 0) or a failure (exit 1, reason logged)."""
+
     async def main() -> int:
         return await WorkerRuntime(job).run(install_signals=install_signals)
 
@@ -461,4 +483,13 @@ def run(job: JobConfig, *, install_signals: bool = True) -> int:
         return EXIT_FAILED
 
 
-__all__ = ["CdcApp", "CdcConsumer", "EXIT_FAILED", "EXIT_OK", "WorkerRuntime", "build_app", "describe_partitions", "run"]
+__all__ = [
+    "CdcApp",
+    "CdcConsumer",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "WorkerRuntime",
+    "build_app",
+    "describe_partitions",
+    "run",
+]

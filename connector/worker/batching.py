@@ -18,8 +18,9 @@ the worker is :attr:`BatchSizer.behind`: only then may produce batches linger
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 #: The first step and the smallest: about 2 ms of conversion.
 MIN_STEP = 128

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-
-import orjson
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from cdc_smt.connector.jobconfig import JobConfig
+import orjson
+
 from cdc_smt.connector import kafka as K
+from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.kafka import partition_for
 from cdc_smt.connector.metrics import LATENCY_SAMPLES, WorkerMetrics
 from cdc_smt.connector.worker.batching import BatchSizer
@@ -48,7 +49,9 @@ class WorkerFailed(Exception):
 class Converted:
     """One batch after the chain: records to produce, grouped by (topic, partition) in order."""
 
-    groups: dict[tuple[str, int], list[tuple[bytes | None, bytes | None, int | None, list]]] = field(default_factory=dict)
+    groups: dict[tuple[str, int], list[tuple[bytes | None, bytes | None, int | None, list]]] = field(
+        default_factory=dict
+    )
     dead_letters: list[DeadLetter] = field(default_factory=list)
     #: Rows for topics whose partition count was not known yet (set by a routing transform).
     deferred: list[tuple[str, bytes | None, bytes | None, int | None, list]] = field(default_factory=list)
@@ -173,6 +176,7 @@ class Converter:
         out.timestamps = [m.timestamp for m in messages[::step] if m.timestamp is not None and m.timestamp > 0]
         if out.dead_letters:
             dlq = self.dead_letter_topic
+            assert dlq is not None  # dead letters need tolerance: all, which the job config pairs with a topic
             for dl in out.dead_letters:
                 r = dl.to_record(dlq)
                 deferred.append((dlq, r.key, r.value, r.timestamp, r.headers))
@@ -276,7 +280,7 @@ class Pipeline:
             st = self.states[tp] = PartitionState()
         return st
 
-    async def process(self, tp: Any, messages: list[Any]) -> None:
+    async def process(self, tp: Any, messages: Sequence[Any]) -> None:
         """Convert and produce one batch of ``tp``; returns once it is enqueued (not acked)."""
         if self.fatal is not None:
             return
@@ -296,7 +300,7 @@ class Pipeline:
             self.last_batch_at = time.time()
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
-    async def _process(self, tp: Any, messages: list[Any]) -> None:
+    async def _process(self, tp: Any, messages: Sequence[Any]) -> None:
         st = self.state(tp)
         if st.next_offset is not None:
             # Already processed in this assignment (a seek back re-delivered them):
@@ -361,7 +365,13 @@ class Pipeline:
                     "dead letter %s: %s",
                     dl.record.where(),
                     dl.describe(),
-                    extra={"event": "dead_letter", "stage": dl.stage, "topic": dl.record.topic, "partition": dl.record.partition, "offset": dl.record.offset},
+                    extra={
+                        "event": "dead_letter",
+                        "stage": dl.stage,
+                        "topic": dl.record.topic,
+                        "partition": dl.record.partition,
+                        "offset": dl.record.offset,
+                    },
                 )
         if len(dead) > DEAD_LETTER_LOG_LIMIT:
             log.warning("%d more dead letters in this batch", len(dead) - DEAD_LETTER_LOG_LIMIT)
@@ -377,12 +387,16 @@ class Pipeline:
             for key, value, ts, headers in rows:
                 if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
                     if count == 0:
-                        raise WorkerFailed(f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size")
+                        raise WorkerFailed(
+                            f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size"
+                        )
                     sends.append((topic, p, builder, count))
                     builder = producer.create_batch()
                     count = 0
                     if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
-                        raise WorkerFailed(f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size")
+                        raise WorkerFailed(
+                            f"a record of {len(value or b'')} bytes for {topic} exceeds producer.batch_size"
+                        )
                 count += 1
             if count:
                 sends.append((topic, p, builder, count))
@@ -464,7 +478,11 @@ class Pipeline:
             self._acked.clear()
             waits = [asyncio.ensure_future(self._acked.wait()), asyncio.ensure_future(self._idle.wait())]
             try:
-                await asyncio.wait(waits, timeout=min(1.0, remaining) if remaining is not None else 1.0, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waits,
+                    timeout=min(1.0, remaining) if remaining is not None else 1.0,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
             finally:
                 for w in waits:
                     w.cancel()

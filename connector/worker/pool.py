@@ -25,10 +25,10 @@ import asyncio
 import multiprocessing
 import pickle
 import signal
-from collections import deque
-from collections import namedtuple
+from collections import deque, namedtuple
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.tuning import tune_allocator
@@ -107,7 +107,9 @@ class _Child:
     def __init__(self, ctx: Any, job: JobConfig, index: int) -> None:
         parent_conn, child_conn = ctx.Pipe(duplex=True)
         self.index = index
-        self.process = ctx.Process(target=_child_main, args=(child_conn, job), name=f"cdc-smt-convert-{index}", daemon=True)
+        self.process = ctx.Process(
+            target=_child_main, args=(child_conn, job), name=f"cdc-smt-convert-{index}", daemon=True
+        )
         self.process.start()
         child_conn.close()
         self.conn = parent_conn

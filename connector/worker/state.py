@@ -25,7 +25,8 @@ Snapshots older than the newest one at or before the last commit are pruned.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -95,7 +96,9 @@ class StateStore:
         table = self.tables.get(n) if n is not None else None
         if table is None and topic not in self._warned:
             self._warned.add(topic)
-            log.warning("source topic %s has no state table (found after start-up): its chain state is not persisted", topic)
+            log.warning(
+                "source topic %s has no state table (found after start-up): its chain state is not persisted", topic
+            )
         return table
 
     @staticmethod
@@ -117,13 +120,24 @@ class StateStore:
         if blob is None and snapshots:
             log.warning(
                 "%s[%d]: every stored state snapshot is ahead of offset %d (first at %d): starting with empty state",
-                topic, partition, resume_offset, snapshots[0][0],
+                topic,
+                partition,
+                resume_offset,
+                snapshots[0][0],
             )
         elif blob is not None:
-            log.info("%s[%d]: chain state restored for offset %d", topic, partition, resume_offset, extra={"event": "state_restored"})
+            log.info(
+                "%s[%d]: chain state restored for offset %d",
+                topic,
+                partition,
+                resume_offset,
+                extra={"event": "state_restored"},
+            )
         return blob
 
-    def update(self, topic: str, partition: int, next_offset: int, blob: bytes, committed: int | None) -> tuple[str, bytes, bytes] | None:
+    def update(
+        self, topic: str, partition: int, next_offset: int, blob: bytes, committed: int | None
+    ) -> tuple[str, bytes, bytes] | None:
         """Record a new snapshot; returns the changelog record to produce with its batch
         as ``(changelog topic, key, value)`` (its partition is the source partition)."""
         table = self._table(topic)

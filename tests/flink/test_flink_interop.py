@@ -73,8 +73,8 @@ def flink_table(
 
 def convert_file(src: Path, dst: Path, source: str, target: str) -> int:
     chain = Chain(get_codec(source), get_codec(target), tolerance="none")
-    lines = [l for l in src.read_bytes().splitlines() if l.strip()]
-    result = chain.process_batch(Record(value=l) for l in lines)
+    lines = [line for line in src.read_bytes().splitlines() if line.strip()]
+    result = chain.process_batch(Record(value=line) for line in lines)
     result.extend(chain.flush())
     # What a host writes to the data topic: records an encoder addressed to
     # another topic (Debezium's schema-change topic) and tombstones stay out.
@@ -114,7 +114,9 @@ def workload() -> list[ChangeEvent]:
     src = SourcePosition(db_type="mysql", database="shop", table="orders")
 
     def ev(op, before, after):
-        return ChangeEvent(op=op, source=src, before=before, after=after, schema=SCHEMA, pk=("id",), ts_ms=1_700_000_000_000)
+        return ChangeEvent(
+            op=op, source=src, before=before, after=after, schema=SCHEMA, pk=("id",), ts_ms=1_700_000_000_000
+        )
 
     def row(i, price, label):
         return {

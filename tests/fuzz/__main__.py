@@ -35,7 +35,9 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def fuzz_target(name: str, inputs: int, seconds: float, seed: int, out: Path, progress: bool) -> tuple[int, list[Finding]]:
+def fuzz_target(
+    name: str, inputs: int, seconds: float, seed: int, out: Path, progress: bool
+) -> tuple[int, list[Finding]]:
     target = all_targets()[name]()
     if not target.seeds:
         print(f"{name:22} no seeds (corpus missing?): skipped", flush=True)
@@ -79,7 +81,9 @@ def _save(out: Path, f: Finding) -> None:
 def main(argv: list[str] | None = None) -> int:
     names = list(all_targets())
     p = argparse.ArgumentParser(prog="./dev fuzz", description=__doc__.split("\n\n")[0])
-    p.add_argument("targets", nargs="*", choices=[*names, []], metavar="TARGET", help=f"default: all ({', '.join(names)})")
+    p.add_argument(
+        "targets", nargs="*", choices=[*names, []], metavar="TARGET", help=f"default: all ({', '.join(names)})"
+    )
     p.add_argument("--inputs", type=int, default=1_000_000, help="inputs per target (default 1,000,000)")
     p.add_argument("--seconds", type=float, default=float("inf"), help="time limit per target")
     p.add_argument("--seed", type=int, default=0)

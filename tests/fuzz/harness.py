@@ -11,8 +11,9 @@ from __future__ import annotations
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 #: CPU seconds one input may take.
 LIMIT_S = 1.0
@@ -43,7 +44,10 @@ class Finding:
         return (self.kind, self.where)
 
     def describe(self) -> str:
-        return f"{self.target}: {self.kind} at {self.where}: {self.message[:200]} ({len(self.data)} bytes, {self.cpu_s:.2f} s CPU)"
+        return (
+            f"{self.target}: {self.kind} at {self.where}: {self.message[:200]} "
+            f"({len(self.data)} bytes, {self.cpu_s:.2f} s CPU)"
+        )
 
 
 def _where(exc: BaseException) -> str:
@@ -68,7 +72,7 @@ class Guard:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, self._old)
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self
 
     def __exit__(self, *exc: Any) -> None:

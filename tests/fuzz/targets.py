@@ -11,10 +11,11 @@ from __future__ import annotations
 import atexit
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -93,7 +94,7 @@ def _generated_seeds(fmt: str) -> list[bytes]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def decoder_seeds(fmt: str) -> tuple[bytes, ...]:
     seen: dict[bytes, None] = {}
     for s in (*_corpus_seeds(fmt), *_generated_seeds(fmt)):
@@ -149,7 +150,9 @@ def _avro_schema(fmt: str) -> Any:
 
 # -- loaders -------------------------------------------------------------------------------------
 
-_SCRATCH = Path(os.environ.get("CDC_SMT_FUZZ_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()))
+_SCRATCH = Path(
+    os.environ.get("CDC_SMT_FUZZ_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+)
 
 
 def _scratch_file(suffix: str) -> Path:

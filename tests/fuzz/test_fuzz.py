@@ -10,7 +10,7 @@ seeded run. The invariant is the harness's: only the target's own error
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +25,7 @@ EXAMPLES = 300
 LOADER_EXAMPLES = 20
 
 
-@lru_cache(maxsize=None)
+@cache
 def target(name: str) -> Target:
     return all_targets()[name]()
 

@@ -35,7 +35,10 @@ DECODE_ERRORS = {
     # canal-json: repr() of a 1020-deep value in an error message raised RecursionError
     "deep-in-message": (
         "canal-json",
-        b'{"database":"shop","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1,"data":' + b"[" * 1020 + b"]" * 1020 + b"}",
+        b'{"database":"shop","table":"t","type":"INSERT","isDdl":false,"es":1,"ts":1,"data":'
+        + b"[" * 1020
+        + b"]" * 1020
+        + b"}",
         "nested too deeply",
     ),
 }
@@ -53,16 +56,22 @@ def test_fuzz_finding_is_a_decode_error(case: str) -> None:
 
 def _dbz(field_schema: str, value: str) -> bytes:
     return (
-        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":[%s]},'
-        '{"type":"string","optional":false,"field":"op"}]},'
-        '"payload":{"after":{"v":%s},"op":"c","source":{"db":"shop","table":"t"}}}' % (field_schema, value)
+        '{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":['
+        + field_schema
+        + ']},{"type":"string","optional":false,"field":"op"}]},"payload":{"after":{"v":'
+        + value
+        + '},"op":"c","source":{"db":"shop","table":"t"}}}'
     ).encode()
 
 
 TYPED_ERRORS = {
     # each raised TypeError/OverflowError from event.typed(), naming no column
-    "date-out-of-range": _dbz('{"type":"int32","optional":true,"name":"io.debezium.time.Date","field":"v"}', "99999999"),
-    "zoned-timestamp-int": _dbz('{"type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","field":"v"}', "5"),
+    "date-out-of-range": _dbz(
+        '{"type":"int32","optional":true,"name":"io.debezium.time.Date","field":"v"}', "99999999"
+    ),
+    "zoned-timestamp-int": _dbz(
+        '{"type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","field":"v"}', "5"
+    ),
     "bytes-float": _dbz('{"type":"bytes","optional":true,"field":"v"}', "1.5"),
     "decimal-object": _dbz(
         '{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"v"}',
@@ -105,7 +114,9 @@ def test_huge_integer_exponent_is_refused_not_expanded(column: str, data: bytes)
 LOADER_INPUTS = {
     "deep-nesting": b"[" * 600 + b"]" * 600,  # PyYAML recursed into RecursionError
     "not-utf8": b"\xec",  # UnicodeDecodeError reading the file
-    "huge-int": b"source: canal-json\nsink: canal-json\nx: " + b"9" * 4400 + b"\n",  # int() past 4300 digits: ValueError
+    "huge-int": b"source: canal-json\nsink: canal-json\nx: "
+    + b"9" * 4400
+    + b"\n",  # int() past 4300 digits: ValueError
 }
 
 

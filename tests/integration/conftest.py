@@ -6,8 +6,9 @@ See :mod:`tests.integration.helpers` for which cluster is used.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def apache() -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture
-def names() -> "Names":
+def names() -> Names:
     """Unique topic and group names per test (tests share one cluster)."""
     return Names(uuid.uuid4().hex[:8])
 

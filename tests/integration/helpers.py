@@ -29,10 +29,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import yaml
@@ -238,7 +239,13 @@ class Names:
 
 
 # -- data ---------------------------------------------------------------------------------------
-MYSQL_TYPES = {"id": "bigint(20)", "version": "int(11)", "name": "varchar(64)", "amount": "decimal(10,2)", "updated_at": "datetime"}
+MYSQL_TYPES = {
+    "id": "bigint(20)",
+    "version": "int(11)",
+    "name": "varchar(64)",
+    "amount": "decimal(10,2)",
+    "updated_at": "datetime",
+}
 SQL_TYPES = {"id": -5, "version": 4, "name": 12, "amount": 3, "updated_at": 93}
 
 
@@ -321,7 +328,9 @@ def produce(kafka: KafkaCluster, topic: str, records: list[Record], partitions: 
     asyncio.run(go())
 
 
-def consume(kafka: KafkaCluster, topic: str, *, min_records: int, timeout: float = 60.0, idle: float = 1.0) -> list[Record]:
+def consume(
+    kafka: KafkaCluster, topic: str, *, min_records: int, timeout: float = 60.0, idle: float = 1.0
+) -> list[Record]:
     return asyncio.run(K.consume_all(kafka.bootstrap, topic, min_records=min_records, timeout=timeout, idle=idle))
 
 
@@ -355,10 +364,21 @@ class WorkerProcess:
         self.log_path = tmp / f"{name}.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "WorkerProcess":
+    def start(self) -> WorkerProcess:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in wait()/kill()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_smt.connector.cli", "--log-level", "warning", "worker", "-c", str(self.job_path), "--log-format", "json"],
+            [
+                sys.executable,
+                "-m",
+                "cdc_smt.connector.cli",
+                "--log-level",
+                "warning",
+                "worker",
+                "-c",
+                str(self.job_path),
+                "--log-format",
+                "json",
+            ],
             cwd=ROOT,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from cdc_smt.connector import kafka as K
 from cdc_smt.connector import apache_kafka as AK
+from cdc_smt.connector import kafka as K
 from cdc_smt.connector.apache_kafka import ApacheKafka, ApacheKafkaError, resolve
 from cdc_smt.connector.broker import probe_metadata
 from cdc_smt.transforms.model import Record
@@ -106,7 +106,11 @@ def test_broker_command_runs_apache_kafka_and_stops_on_sigterm() -> None:
 
 def test_data_dir_needs_apache_kafka() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cdc_smt.connector.cli", "broker", "--data-dir", "/tmp/x"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "cdc_smt.connector.cli", "broker", "--data-dir", "/tmp/x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode != 0
     assert "--data-dir needs --apache-kafka" in done.stderr and "Traceback" not in done.stderr

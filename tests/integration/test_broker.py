@@ -13,7 +13,6 @@ import pytest
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.broker import BrokerError, EmbeddedBroker, find_tansu, probe_metadata
 from cdc_smt.transforms.model import Record
-
 from tests.integration.helpers import ROOT, apache_kafka_container, docker_engine_available, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -49,7 +48,9 @@ def test_embedded_broker_round_trip_and_clean_stop() -> None:
 
         async def round_trip() -> list[Record]:
             await K.create_topics(broker.bootstrap, {"t": 2})
-            await K.produce_records(broker.bootstrap, "t", [Record(value=b"v%d" % i, key=b"k%d" % i) for i in range(50)])
+            await K.produce_records(
+                broker.bootstrap, "t", [Record(value=b"v%d" % i, key=b"k%d" % i) for i in range(50)]
+            )
             return await K.consume_all(broker.bootstrap, "t", min_records=50, idle=0.3)
 
         got = asyncio.run(round_trip())

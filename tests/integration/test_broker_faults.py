@@ -20,7 +20,16 @@ import pytest
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Record
-from tests.integration.helpers import KafkaCluster, committed, consume, partition_sizes, produce, row_changes, job_doc, wait_for
+from tests.integration.helpers import (
+    KafkaCluster,
+    committed,
+    consume,
+    job_doc,
+    partition_sizes,
+    produce,
+    row_changes,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
@@ -35,11 +44,21 @@ def tables(fmt: str, records: list[Record]) -> dict[Any, dict[Any, tuple[Any, ..
     by_partition: dict[int, list[Record]] = defaultdict(list)
     for r in records:
         by_partition[r.partition].append(r)
-    events = [e for p in sorted(by_partition) for r in sorted(by_partition[p], key=lambda r: r.offset) for e in codec.decode(r)]
-    return {t: {k: (row["id"], row["version"], row["name"]) for k, row in rows.items()} for t, rows in replay(events).items()}
+    events = [
+        e
+        for p in sorted(by_partition)
+        for r in sorted(by_partition[p], key=lambda r: r.offset)
+        for e in codec.decode(r)
+    ]
+    return {
+        t: {k: (row["id"], row["version"], row["name"]) for k, row in rows.items()}
+        for t, rows in replay(events).items()
+    }
 
 
-def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tables(apache: KafkaCluster, names, workers, record_property) -> None:
+def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tables(
+    apache: KafkaCluster, names, workers, record_property
+) -> None:
     src, out, group = names("outage.canal"), names("outage.debezium"), names("outage")
     before = row_changes(rows=8000, updates=2)  # 24,000 changes: a backlog the worker is busy with at the fault
     produce(apache, src, before, partitions=PARTITIONS)
@@ -71,7 +90,9 @@ def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tab
     at_restart = sum(committed(apache, group, src).values())
     assert at_restart < len(before), "the fault came after the work was done"
 
-    after = [Record(value=r.value, key=r.key) for r in row_changes(rows=8000, updates=3)[24000:]]  # one more update per row
+    after = [
+        Record(value=r.value, key=r.key) for r in row_changes(rows=8000, updates=3)[24000:]
+    ]  # one more update per row
     produce(apache, src, after, partitions=PARTITIONS)
     everything = before + after
     sizes = partition_sizes(everything, PARTITIONS)
@@ -92,7 +113,9 @@ def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tab
     assert tables("debezium-json", output) == expected
 
 
-def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_loses_nothing(apache: KafkaCluster, names, workers) -> None:
+def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_loses_nothing(
+    apache: KafkaCluster, names, workers
+) -> None:
     src, out, group = names("long-outage.canal"), names("long-outage.debezium"), names("long-outage")
     records = row_changes(rows=6000, updates=1)
     produce(apache, src, records, partitions=PARTITIONS)
@@ -121,7 +144,11 @@ def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_lose
 
     second = workers(job, "second").start()
     second.wait_running(90)
-    wait_for(lambda: committed(apache, group, src) == partition_sizes(records, PARTITIONS), 180, "the restarted worker to finish")
+    wait_for(
+        lambda: committed(apache, group, src) == partition_sizes(records, PARTITIONS),
+        180,
+        "the restarted worker to finish",
+    )
     second.send_signal(signal.SIGTERM)
     assert second.wait(60) == 0
     source = consume(apache, src, min_records=len(records), timeout=120)

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from cdc_smt.connector.jobconfig import load_job, substitute_env
-from tests.integration.helpers import ROOT
 from cdc_smt.transforms.errors import ConfigError
+from tests.integration.helpers import ROOT
 
 BASE: dict[str, Any] = {
     "id": "orders-to-debezium",
@@ -64,20 +64,32 @@ def test_a_valid_job_builds_with_defaults() -> None:
     [
         ({"sink__topic": _DELETE}, "sink.topic: missing required key"),
         ({"sink__topic": "cdc.{table}"}, "sink.topic: unknown placeholder {table} (available: {source_topic})"),
-        ({"kafka__bootstrap": "x:1"}, "kafka.bootstrap: unknown key 'bootstrap' (did you mean 'bootstrap_servers'?; known: bootstrap_servers,"),
+        (
+            {"kafka__bootstrap": "x:1"},
+            "kafka.bootstrap: unknown key 'bootstrap' (did you mean 'bootstrap_servers'?; known: bootstrap_servers,",
+        ),
         ({"kafka__bootstrap_servers": "kafka-1"}, "kafka.bootstrap_servers: expected host:port, got 'kafka-1'"),
         ({"source__pattern": "shop\\..*"}, "source: set either topics or pattern, not both"),
         ({"source__topics": _DELETE}, "source: set topics (a list) or pattern (a regular expression)"),
         ({"source__format": "canal"}, "source.format: unknown format 'canal' (known:"),
-        ({"source__options": {"source_timezone": "Shanghai"}}, "source.options.source_timezone: unknown time zone 'Shanghai'"),
+        (
+            {"source__options": {"source_timezone": "Shanghai"}},
+            "source.options.source_timezone: unknown time zone 'Shanghai'",
+        ),
         ({"producer": {"acks": "2"}}, "producer.acks: must be one of all, 0, 1, -1; got '2'"),
         ({"worker": {"batch_size": 0}}, "worker.batch_size: 0 is less than the minimum of 1"),
         ({"errors": {"tolerance": "all"}}, "errors.dead_letter_topic: tolerance 'all' needs a dead_letter_topic"),
         ({"transforms": [{"type": "filter", "tabels": ["x"]}]}, "transforms[0].tabels: unknown option 'tabels'"),
         ({"sink__topic": "shop.canal.debezium", "source__topics": ["shop.canal", "shop.canal.debezium"]}, "a loop"),
         ({"id": "orders to debezium"}, "id: 'orders to debezium': use only letters, digits"),
-        ({"consumer": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 3000}}, "consumer.heartbeat_interval_ms: must be at most a third"),
-        ({"consumer": {"session_timeout_ms": 45000}}, "consumer.session_timeout_ms: must not exceed consumer.request_timeout_ms"),
+        (
+            {"consumer": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 3000}},
+            "consumer.heartbeat_interval_ms: must be at most a third",
+        ),
+        (
+            {"consumer": {"session_timeout_ms": 45000}},
+            "consumer.session_timeout_ms: must not exceed consumer.request_timeout_ms",
+        ),
     ],
 )
 def test_errors_name_the_setting(changes: dict[str, Any], expected: str) -> None:
@@ -96,7 +108,9 @@ def test_compression_needs_its_library() -> None:
 
 
 def test_environment_references() -> None:
-    doc = job(kafka__bootstrap_servers="${BOOTSTRAP}", worker={"metrics_port": "${PORT:-9108}"}, sink__topic="$${literal}")
+    doc = job(
+        kafka__bootstrap_servers="${BOOTSTRAP}", worker={"metrics_port": "${PORT:-9108}"}, sink__topic="$${literal}"
+    )
     with pytest.raises(ConfigError, match="kafka.bootstrap_servers: environment variable BOOTSTRAP is not set"):
         load_job(copy.deepcopy(doc), env={})
     doc["sink"]["topic"] = "{source_topic}.out"
@@ -130,7 +144,9 @@ def test_secrets_never_appear_in_descriptions_or_errors() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cdc_smt.connector.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_smt.connector.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_worker_command_reports_a_config_error_clearly(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@ the kafka package's synchronous producer delivers to the records' topics and par
 
 from __future__ import annotations
 
-from aiokafka.partitioner import DefaultPartitioner, murmur2 as aiokafka_murmur2
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

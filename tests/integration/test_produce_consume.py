@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.integration.helpers import ROOT, KafkaCluster, consume, produce
 from cdc_smt.transforms.model import Record
+from tests.integration.helpers import ROOT, KafkaCluster, consume, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -31,10 +31,12 @@ def lines(data: bytes) -> list[dict]:
 
 
 RECORDS = [
-    {"key": "k1", "value": "first", "headers": [["source", "test"], ["empty", None]], "partition": 1, "timestamp": 1_700_000_000_000},
+    {"key": "k1", "value": "first", "headers": [["source", "test"], ["empty", None]], "partition": 1,
+     "timestamp": 1_700_000_000_000},
     {"key": {"id": 7}, "value": {"op": "c", "after": {"id": 7}}},  # JSON key and value, written compactly
     {"key": "k3", "value": None, "partition": 0},  # a tombstone
-    {"value_base64": base64.b64encode(BINARY).decode(), "headers_base64": [["raw", base64.b64encode(b"\xff").decode()]], "partition": 1},
+    {"value_base64": base64.b64encode(BINARY).decode(), "headers_base64": [["raw", base64.b64encode(b"\xff").decode()]],
+     "partition": 1},
 ]  # fmt: skip
 
 

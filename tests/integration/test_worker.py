@@ -8,7 +8,8 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.connector.worker.app import EXIT_FAILED, EXIT_OK, WorkerRuntime
+from cdc_smt.transforms.chain import ERROR_HEADER_PREFIX
+from cdc_smt.transforms.model import Record
 from tests.integration.helpers import (
     KafkaCluster,
     canal,
@@ -27,13 +30,13 @@ from tests.integration.helpers import (
     produce,
     row_changes,
 )
-from cdc_smt.transforms.chain import ERROR_HEADER_PREFIX
-from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
-def run_worker(job: dict[str, Any], until: Callable[[WorkerRuntime], bool], timeout: float = 90.0) -> tuple[WorkerRuntime, int, bool]:
+def run_worker(
+    job: dict[str, Any], until: Callable[[WorkerRuntime], bool], timeout: float = 90.0
+) -> tuple[WorkerRuntime, int, bool]:
     """Run the job in this process until ``until(runtime)`` or the worker stops by itself.
 
     Returns (runtime, exit code, whether ``until`` was reached).
@@ -110,7 +113,7 @@ def test_converts_every_record_in_order_across_partitions(kafka: KafkaCluster, n
     for r in consume(kafka, src, min_records=len(records)):
         row = orjson.loads(r.value)["data"][0]
         source_ts[(int(row["id"]), int(row["version"]))] = r.timestamp
-    assert {(i, v): r.timestamp for r, (i, v, _) in zip(got, rows)} == source_ts
+    assert {(i, v): r.timestamp for r, (i, v, _) in zip(got, rows, strict=True)} == source_ts
 
     assert committed(kafka, job["id"], src) == sizes
     status, health = seen["health"]
@@ -132,12 +135,16 @@ def test_dead_letters_keep_the_original_record_and_say_why(kafka: KafkaCluster, 
     bad = [
         Record(value=b'{"data":[{"id":"7"', key=b'{"id":7}', headers=[("trace-id", b"abc-1")]),  # truncated JSON
         Record(value=orjson.dumps({"database": "shop", "table": "items"}), key=b'{"id":8}'),  # no "type"
-        Record(value=canal(9, 0, "INSERT", table="broken"), key=b'{"id":9}', headers=[("trace-id", b"abc-3")]),  # cast fails
+        Record(
+            value=canal(9, 0, "INSERT", table="broken"), key=b'{"id":9}', headers=[("trace-id", b"abc-3")]
+        ),  # cast fails
     ]
     records = good[:40] + bad[:1] + good[40:70] + bad[1:] + good[70:]
     produce(kafka, src, records, partitions=2)
     sizes = partition_sizes(records, 2)
-    transforms = [{"type": "cast", "spec": {"name": "int"}, "predicate": {"type": "table_matches", "pattern": r"shop\.broken"}}]
+    transforms = [
+        {"type": "cast", "spec": {"name": "int"}, "predicate": {"type": "table_matches", "pattern": r"shop\.broken"}}
+    ]
     job = job_doc(
         kafka,
         names("dlq"),
@@ -173,7 +180,9 @@ def test_dead_letters_keep_the_original_record_and_say_why(kafka: KafkaCluster, 
 
 
 @pytest.mark.parametrize("processes", [1, 2], ids=["in-process", "2-processes"])
-def test_tolerance_none_stops_and_commits_nothing_past_the_bad_record(kafka: KafkaCluster, names, processes: int) -> None:
+def test_tolerance_none_stops_and_commits_nothing_past_the_bad_record(
+    kafka: KafkaCluster, names, processes: int
+) -> None:
     src, out = names("strict.canal"), names("strict.debezium")
     records = [Record(value=canal(i, 0, "INSERT"), key=b"k") for i in range(1, 301)]
     records.insert(200, Record(value=b"not json at all", key=b"k"))
@@ -198,7 +207,10 @@ def test_tolerance_none_stops_and_commits_nothing_past_the_bad_record(kafka: Kaf
 
 def test_a_route_transform_sends_each_table_to_its_own_topic(kafka: KafkaCluster, names) -> None:
     src, tag = names("multi.canal"), names("routed")
-    records = [Record(value=canal(i, 0, "INSERT", table="items" if i % 3 else "orders"), key=b'{"id":%d}' % i) for i in range(1, 91)]
+    records = [
+        Record(value=canal(i, 0, "INSERT", table="items" if i % 3 else "orders"), key=b'{"id":%d}' % i)
+        for i in range(1, 91)
+    ]
     produce(kafka, src, records, partitions=2)
     sizes = partition_sizes(records, 2)
     job = job_doc(

@@ -8,18 +8,20 @@ import orjson
 import pytest
 import yaml
 
-from tests.messages import tdsql_message
-from tests.integration.helpers import KafkaCluster, consume, job_doc, partition_sizes, produce
-from tests.integration.test_worker import all_acked, run_worker
 from cdc_smt.transforms.chain import ERROR_HEADER_PREFIX
 from cdc_smt.transforms.model import Record
+from tests.integration.helpers import KafkaCluster, consume, job_doc, partition_sizes, produce
+from tests.integration.test_worker import all_acked, run_worker
+from tests.messages import tdsql_message
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 def tdsql_insert(i: int) -> bytes:
     fields = [str(i), f"'item ''{i}'''", f"{i}.50"]
-    msg = tdsql_message("insert", 23, begintime=1718000000 + i, gtid=f"0-2670193178-{726233561 + i}", where=[], field=fields)
+    msg = tdsql_message(
+        "insert", 23, begintime=1718000000 + i, gtid=f"0-2670193178-{726233561 + i}", where=[], field=fields
+    )
     return orjson.dumps(msg)
 
 
@@ -29,7 +31,18 @@ def test_schema_files_name_positional_columns(kafka: KafkaCluster, names, tmp_pa
     produce(kafka, src, records, partitions=2)
     sizes = partition_sizes(records, 2)
     schema = tmp_path / "shop.yaml"
-    schema.write_text(yaml.safe_dump({"ddl": [{"database": "shop", "sql": "CREATE TABLE items (id int PRIMARY KEY, name varchar(32), price decimal(10,2))"}]}))
+    schema.write_text(
+        yaml.safe_dump(
+            {
+                "ddl": [
+                    {
+                        "database": "shop",
+                        "sql": "CREATE TABLE items (id int PRIMARY KEY, name varchar(32), price decimal(10,2))",
+                    }
+                ]
+            }
+        )
+    )
 
     def job(tag: str, **extra):
         return job_doc(

@@ -1,4 +1,5 @@
-"""The worker's adaptive batching against a real broker: a trickle goes out record by record, a backlog in large batches.
+"""The worker's adaptive batching against a real broker: a trickle goes out record by
+record, a backlog in large batches.
 
 No timing assertions: the trickle test asserts causality (each record's output
 is on the output topic before the next record is produced; the bound is a
@@ -16,9 +17,9 @@ import pytest
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.connector.worker.app import EXIT_OK, WorkerRuntime
+from cdc_smt.transforms.model import Record
 from tests.integration.helpers import KafkaCluster, canal, debezium_rows, job_doc, partition_sizes, produce, row_changes
 from tests.integration.test_worker import all_acked, run_worker
-from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -38,7 +39,9 @@ def test_a_trickle_is_converted_record_by_record_before_the_next_arrives(kafka: 
                 assert not task.done(), "the worker stopped before running"
                 await asyncio.sleep(0.1)
             for i in range(1, n + 1):
-                await K.produce_records(kafka.bootstrap, src, [Record(value=canal(i, 0, "INSERT"), key=orjson.dumps({"id": i}))])
+                await K.produce_records(
+                    kafka.bootstrap, src, [Record(value=canal(i, 0, "INSERT"), key=orjson.dumps({"id": i}))]
+                )
                 # The next record is produced only once this one's output is on the broker.
                 deadline = time.monotonic() + 30
                 while True:

@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from cdc_smt.connector import kafka as K
+from cdc_smt.transforms.model import Record
 from tests.integration.helpers import (
     KafkaCluster,
     canal,
@@ -25,7 +26,6 @@ from tests.integration.helpers import (
     partition_sizes,
     wait_for,
 )
-from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -145,7 +145,9 @@ def _seen_output(kafka: KafkaCluster, topic: str) -> bool:
         return False
 
 
-def test_two_workers_share_the_partitions_and_the_output_is_complete(kafka: KafkaCluster, names, workers, record_property) -> None:
+def test_two_workers_share_the_partitions_and_the_output_is_complete(
+    kafka: KafkaCluster, names, workers, record_property
+) -> None:
     src, out, group = names("pair.canal"), names("pair.debezium"), names("pair")
     _create(kafka, src)
     job = job_doc(kafka, group, src, out, worker={"create_topics": True, "batch_size": 200, "commit_interval_ms": 300})

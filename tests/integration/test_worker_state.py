@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from cdc_smt.connector.worker.state import StateStore, decode_snapshots
+from cdc_smt.transforms.model import Record
 from tests.integration.helpers import KafkaCluster, committed, consume, job_doc, partition_sizes, produce
 from tests.integration.test_worker import all_acked, run_worker
 from tests.messages import tdsql_message
-from cdc_smt.transforms.model import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -95,7 +95,11 @@ DW_COLUMNS = [{"name": "id", "type": "LONG"}, {"name": "name", "type": "STRING"}
 
 def dataworks(op: str, seq: str, before: dict | None = None, after: dict | None = None) -> Record:
     msg = {
-        "schema": {"dataColumn": DW_COLUMNS, "primaryKey": ["id"], "source": {"dbType": "MySQL", "dbName": "shop", "tableName": "items"}},
+        "schema": {
+            "dataColumn": DW_COLUMNS,
+            "primaryKey": ["id"],
+            "source": {"dbType": "MySQL", "dbName": "shop", "tableName": "items"},
+        },
         "payload": {
             "before": None if before is None else {"dataColumn": before},
             "after": None if after is None else {"dataColumn": after},

@@ -17,8 +17,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,9 @@ from tests.integration.helpers import KafkaCluster, apache_kafka, kafka_backend,
 
 
 def _java_ok() -> str | None:
-    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None)
+    java = shutil.which("java") or (
+        os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None
+    )
     if not java:
         return "Java is not installed (Spark needs Java 17)"
     try:

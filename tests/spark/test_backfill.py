@@ -18,9 +18,9 @@ import yaml
 
 from bench.codec import canal_messages
 from cdc_smt.connector import kafka
+from cdc_smt.transforms.model import Record
 from tests.messages import tdsql_message
 from tests.spark.conftest import read_tree, run_async, write_lines
-from cdc_smt.transforms.model import Record
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,8 @@ def write_job(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def load(path: Path, **overrides: Any):
-    from cdc_smt.connector.spark.settings import Overrides, load as load_settings
+    from cdc_smt.connector.spark.settings import Overrides
+    from cdc_smt.connector.spark.settings import load as load_settings
 
     return load_settings(path, Overrides(**overrides))
 
@@ -114,7 +115,12 @@ def test_files_to_files_equals_the_chain_over_each_file(spark, tmp_path, canal_f
     dead = read_tree(tmp_path / "out" / "_dead_letters", "batch=*/*.jsonl")
     assert list(dead) == ["batch=000001/b.canal.jsonl"]
     entry = orjson.loads(dead["batch=000001/b.canal.jsonl"][0])
-    assert (entry["file"], entry["position"], entry["stage"], entry["message"]) == ("b.canal", 151, "decode", "{not json")
+    assert (entry["file"], entry["position"], entry["stage"], entry["message"]) == (
+        "b.canal",
+        151,
+        "decode",
+        "{not json",
+    )
 
 
 def test_a_rerun_with_the_same_checkpoint_emits_nothing_again(spark, tmp_path, canal_files):
@@ -173,7 +179,9 @@ def produce_source(broker: Any, name: str, values: list[bytes], partitions: int 
     from cdc_smt.connector import kafka
 
     run_async(kafka.create_topics(broker.bootstrap, {f"{name}.in": partitions, f"{name}.out": 3, f"{name}.dlq": 1}))
-    records = [Record(value=v, key=b'{"id":%d}' % (i % 40), timestamp=1_700_000_000_000 + i) for i, v in enumerate(values)]
+    records = [
+        Record(value=v, key=b'{"id":%d}' % (i % 40), timestamp=1_700_000_000_000 + i) for i, v in enumerate(values)
+    ]
     run_async(kafka.produce_records(broker.bootstrap, f"{name}.in", records))
     return records
 
@@ -302,8 +310,21 @@ def test_resume_after_kill_loses_nothing_and_does_not_resend_finished_batches(sp
     job, settings = load(path)
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "cdc_smt.connector.cli",
+        "backfill",
+        "-c",
+        str(path),
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
+    )
     try:
         seen = []
         for line in proc.stderr:  # progress lines: kill once two micro-batches finished
@@ -334,7 +355,9 @@ def test_resume_after_kill_loses_nothing_and_does_not_resend_finished_batches(sp
     # Outputs of records in committed batches were sent exactly once.
     sent = Counter(v for rows in got.values() for _, v, _, _ in rows if v is not None)
     chain = job.build_chain()
-    finished = [r for r in run_async(kafka.consume_all(broker.bootstrap, "rs.in")) if r.offset < done_offsets[r.partition]]
+    finished = [
+        r for r in run_async(kafka.consume_all(broker.bootstrap, "rs.in")) if r.offset < done_offsets[r.partition]
+    ]
     assert finished
     for record in finished:
         for out in chain.process(record).outputs:
@@ -357,21 +380,31 @@ def test_kafka_source_rows_have_sparks_kafka_columns_and_feed_the_same_task(kafk
     """``emit=records``: what ``format("kafka")`` yields; the task turns those rows into the same output."""
     from functools import partial
 
+    from cdc_smt.connector.kafka import connection_json
     from cdc_smt.connector.spark import datasource
     from cdc_smt.connector.spark.backfill import map_in_arrow
-    from cdc_smt.connector.kafka import connection_json
     from cdc_smt.connector.spark.process import SUMMARY_DDL, TaskPlan, run_task
     from cdc_smt.connector.spark.settings import SinkSpec
 
     job, _ = kafka_run
     datasource.register(spark)
-    df = spark.read.format(datasource.KAFKA_SOURCE).option("connection.secret", connection_json(job.kafka)).option("topics", "k2k.in").load()
+    df = (
+        spark.read.format(datasource.KAFKA_SOURCE)
+        .option("connection.secret", connection_json(job.kafka))
+        .option("topics", "k2k.in")
+        .load()
+    )
     assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
     rows = df.select("partition", "offset", "value").collect()
     source = run_async(kafka.consume_all(broker.bootstrap, "k2k.in"))
     assert sorted((r.partition, r.offset, r.value) for r in rows) == [(r.partition, r.offset, r.value) for r in source]
 
-    plan = TaskPlan(job=job, batch_id=0, sink=SinkSpec("jsonl", str(tmp_path / "out")), dead_letters=SinkSpec("jsonl", str(tmp_path / "dl")))
+    plan = TaskPlan(
+        job=job,
+        batch_id=0,
+        sink=SinkSpec("jsonl", str(tmp_path / "out")),
+        dead_letters=SinkSpec("jsonl", str(tmp_path / "dl")),
+    )
     summary = map_in_arrow(df, partial(run_task, plan), SUMMARY_DDL).collect()
     assert sum(s.records for s in summary) == len(source)
     for p in (0, 1):
@@ -386,7 +419,12 @@ def test_avro_container_files_keep_their_kafka_coordinates(spark, tmp_path):
     values = canal_messages(50, seed=17)
     src = tmp_path / "in"
     src.mkdir()
-    records = [Record(value=v, key=b"k%d" % i, topic="shop.canal", partition=3, offset=100 + i, timestamp=1_700_000_000_000 + i) for i, v in enumerate(values)]
+    records = [
+        Record(
+            value=v, key=b"k%d" % i, topic="shop.canal", partition=3, offset=100 + i, timestamp=1_700_000_000_000 + i
+        )
+        for i, v in enumerate(values)
+    ]
     records[10] = Record(value=b"nope", topic="shop.canal", partition=3, offset=110)
     write_records(src / "dump.avro", records, True)
     path = files_job(tmp_path, src)

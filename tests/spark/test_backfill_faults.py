@@ -37,7 +37,11 @@ def test_backfill_rides_out_a_broker_outage(spark, spark_kafka, apache, tmp_path
     name = f"fault-{source_type}"
     run_async(kafka.create_topics(apache.bootstrap, {f"{name}.in": 2, f"{name}.out": 3, f"{name}.dlq": 1}))
     values = canal_messages(4000, seed=17)
-    run_async(kafka.produce_records(apache.bootstrap, f"{name}.in", [Record(value=v, key=b'{"id":%d}' % (i % 40)) for i, v in enumerate(values)]))
+    run_async(
+        kafka.produce_records(
+            apache.bootstrap, f"{name}.in", [Record(value=v, key=b'{"id":%d}' % (i % 40)) for i, v in enumerate(values)]
+        )
+    )
     doc = {
         "id": name,
         "kafka": {"bootstrap_servers": apache.bootstrap},
@@ -54,9 +58,22 @@ def test_backfill_rides_out_a_broker_outage(spark, spark_kafka, apache, tmp_path
     }
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cdc_smt.connector.cli",
+        "backfill",
+        "-c",
+        str(path),
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
+    )
     lines: list[str] = []
     reached = threading.Event()
 
@@ -109,7 +126,9 @@ def test_backfill_rides_out_a_broker_outage(spark, spark_kafka, apache, tmp_path
     for key, wanted in expected.items():
         assert set(wanted) <= set(got[key]), "lost an output"
         assert list(dict.fromkeys(got[key])) == list(dict.fromkeys(wanted))
-    print(f"{source_type}: {sum(map(len, got.values())) - sum(map(len, expected.values()))} duplicates after the outage")
+    print(
+        f"{source_type}: {sum(map(len, got.values())) - sum(map(len, expected.values()))} duplicates after the outage"
+    )
 
 
 def run(spark, path: Path):

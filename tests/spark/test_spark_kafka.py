@@ -37,7 +37,11 @@ def source_records(values: list[bytes]) -> list[Record]:
     out = []
     for i, v in enumerate(values):
         key = b'{"id":%d}' % (i % 40)
-        out.append(Record(value=v, key=key, partition=kafka.partition_for(key, IN_PARTITIONS), headers=[("seq", str(i).encode())]))
+        out.append(
+            Record(
+                value=v, key=key, partition=kafka.partition_for(key, IN_PARTITIONS), headers=[("seq", str(i).encode())]
+            )
+        )
     return out
 
 
@@ -64,7 +68,18 @@ def prepare(spark: Any, apache: Any, name: str, count: int, seed: int) -> list[R
     return records
 
 
-def job_file(tmp: Path, name: str, bootstrap: str, source_type: str, out: str, jars: list[Path], *, kafka_extra: dict | None = None, batch: int = 400, **source: Any) -> Path:
+def job_file(
+    tmp: Path,
+    name: str,
+    bootstrap: str,
+    source_type: str,
+    out: str,
+    jars: list[Path],
+    *,
+    kafka_extra: dict | None = None,
+    batch: int = 400,
+    **source: Any,
+) -> Path:
     doc = {
         "id": f"{name}-{source_type}-{out}",
         "kafka": {"bootstrap_servers": bootstrap, **(kafka_extra or {})},
@@ -119,19 +134,37 @@ def test_spark_kafka_source_reads_an_offset_range_like_the_python_source(spark, 
     # Exactly the range: the records Spark wrote at those offsets, in order per partition.
     source = run_async(kafka.consume_all(apache.bootstrap, f"{name}.in"))
     assert [(r.key, r.value, r.partition, list(r.headers)) for r in source] == [
-        (r.key, r.value, r.partition, list(r.headers)) for p in range(IN_PARTITIONS) for r in records if r.partition == p
+        (r.key, r.value, r.partition, list(r.headers))
+        for p in range(IN_PARTITIONS)
+        for r in records
+        if r.partition == p
     ]
     chosen = [r for r in source if start[str(r.partition)] <= r.offset < until[str(r.partition)]]
     assert len(chosen) == wanted
 
 
-def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_finished_batches(spark, spark_kafka, apache, tmp_path) -> None:
+def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_finished_batches(
+    spark, spark_kafka, apache, tmp_path
+) -> None:
     name = "sk-resume"
     prepare(spark, apache, name, 3000, seed=13)
     path = job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, batch=300)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "cdc_smt.connector.cli",
+        "backfill",
+        "-c",
+        str(path),
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
+    )
     try:
         seen = []
         for line in proc.stderr:  # progress lines: kill once two micro-batches finished
@@ -188,8 +221,18 @@ def test_sasl_settings_reach_the_broker(spark, spark_kafka, apache, tmp_path, me
     name = f"sk-sasl-{mechanism.lower()}-{source_type}"
     records = prepare(spark, apache, name, 300, seed=3)
     user = "alice"
-    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "sasl_username": user, "sasl_password": USERS[user]}
-    progress = run(spark, job_file(tmp_path, name, apache.server.sasl_bootstrap, source_type, "out", spark_kafka, kafka_extra=sasl, batch=100))
+    sasl = {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": mechanism,
+        "sasl_username": user,
+        "sasl_password": USERS[user],
+    }
+    progress = run(
+        spark,
+        job_file(
+            tmp_path, name, apache.server.sasl_bootstrap, source_type, "out", spark_kafka, kafka_extra=sasl, batch=100
+        ),
+    )
     assert progress.totals.records == len(records)
     got = per_key(apache.bootstrap, f"{name}.out")
     assert sum(map(len, got.values())) == len(records) - progress.totals.dead_letters
@@ -201,7 +244,13 @@ def test_the_sasl_listener_refuses_a_wrong_password(apache, caplog) -> None:
 
     for mechanism in ("PLAIN", "SCRAM-SHA-256"):
         caplog.clear()
-        bad = KafkaSettings((apache.server.sasl_bootstrap,), security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="alice", sasl_password="wrong")
+        bad = KafkaSettings(
+            (apache.server.sasl_bootstrap,),
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism=mechanism,
+            sasl_username="alice",
+            sasl_password="wrong",
+        )
         with pytest.raises(TimeoutError):
             run_async(kafka.wait_until_ready(bad.aiokafka_kwargs(), timeout=3))
         assert "Authentication failed" in caplog.text

@@ -8,7 +8,14 @@ import orjson
 import pytest
 
 from cdc_smt.connector.spark.datasource import next_offsets
-from cdc_smt.connector.spark.settings import Overrides, Position, build_settings, parse_time, position_from_flag, validate_section
+from cdc_smt.connector.spark.settings import (
+    Overrides,
+    Position,
+    build_settings,
+    parse_time,
+    position_from_flag,
+    validate_section,
+)
 from cdc_smt.connector.spark.sinks import ParquetWriter, clear_batch, dead_letter_entry, rows_to_table
 from cdc_smt.transforms.chain import DeadLetter
 from cdc_smt.transforms.errors import ConfigError
@@ -17,7 +24,10 @@ from cdc_smt.transforms.model import Record
 JOB = {"id": "t", "source": {"format": "canal-json"}, "sink": {"format": "debezium-json"}}
 
 
-def settings(section: dict, overrides: Overrides = Overrides(), job: dict = JOB):
+NO_OVERRIDES = Overrides()
+
+
+def settings(section: dict, overrides: Overrides = NO_OVERRIDES, job: dict = JOB):
     validate_section(section)
     return build_settings(section, job, overrides)
 
@@ -118,9 +128,22 @@ def test_next_offsets_ignores_partitions_outside_the_plan():
 
 
 def test_rows_to_table_types_columns_and_falls_back_to_json_text():
-    table = rows_to_table([{"id": 1, "x": 1.5, "s": "a", "n": None, "mixed": 1, "obj": {"a": 1}}, {"id": 2, "x": 2, "mixed": "b", "extra": True}])
+    table = rows_to_table(
+        [
+            {"id": 1, "x": 1.5, "s": "a", "n": None, "mixed": 1, "obj": {"a": 1}},
+            {"id": 2, "x": 2, "mixed": "b", "extra": True},
+        ]
+    )
     cols = {f.name: str(f.type) for f in table.schema}
-    assert cols == {"id": "int64", "x": "double", "s": "string", "n": "string", "mixed": "string", "obj": "string", "extra": "bool"}
+    assert cols == {
+        "id": "int64",
+        "x": "double",
+        "s": "string",
+        "n": "string",
+        "mixed": "string",
+        "obj": "string",
+        "extra": "bool",
+    }
     assert table.column("mixed").to_pylist() == ["1", "b"]
     assert table.column("obj").to_pylist() == ['{"a":1}', None]
 
@@ -162,11 +185,15 @@ def test_explain_finds_the_halting_record_inside_a_spark_trace():
     trace = (
         "pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] ...\n"
         "Traceback (most recent call last):\n  File 'x', line 1\n"
-        "cdc_smt.connector.spark.process.BackfillHalted: CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
+        "cdc_smt.connector.spark.process.BackfillHalted: "
+        "CDC-SMT-HALT: in.jsonl: line 7: decode failed: DecodeError: bad\n"
         "\tat org.apache.spark.Foo\n"
     )
     assert explain(RuntimeError(trace)) == (
         "stopped at a record that failed (errors.tolerance: none): in.jsonl: line 7: decode failed: DecodeError: bad"
     )
-    other = "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\ncdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
+    other = (
+        "pyspark.errors.exceptions.captured.PythonException: wrapper:\nTraceback:\n"
+        "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
+    )
     assert explain(RuntimeError(other)) == "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.formats.base import Capabilities, Codec, JsonCodec

@@ -21,9 +21,10 @@ import hashlib
 import math
 import struct
 import zoneinfo
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Context, Decimal
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import orjson
 
@@ -284,7 +285,11 @@ def _source_type_text(source: str, length: Any, scale: Any, r: Repr) -> str:
         allowed = dict(r.params).get("allowed", "")
         params = "(" + ",".join(quote_label(v) for v in allowed.split(",")) + ")" if allowed else "('')"
     elif _has_length(base, length):
-        params = f"({length},{scale})" if scale is not None and base in ("decimal", "numeric", "float", "double") else f"({length})"
+        params = (
+            f"({length},{scale})"
+            if scale is not None and base in ("decimal", "numeric", "float", "double")
+            else f"({length})"
+        )
     return base + params + rest
 
 
@@ -303,7 +308,7 @@ def _has_length(base: str, length: Any) -> bool:
 # Value converters: typed (canonical) <-> raw (Debezium JSON).
 # ---------------------------------------------------------------------------
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _ONE_US = dt.timedelta(microseconds=1)
@@ -552,7 +557,9 @@ def _vsdecimal_decoder(v: Any) -> Decimal:
 
 def _vsdecimal_encoder(v: Any) -> dict[str, Any]:
     d = v if isinstance(v, Decimal) else Decimal(v)
-    scale = max(0, -d.as_tuple().exponent) if d.is_finite() else 0
+    exponent = d.as_tuple().exponent if d.is_finite() else 0
+    assert isinstance(exponent, int)  # only NaN and infinities (excluded) have 'n'/'N'/'F'
+    scale = max(0, -exponent)
     return {"scale": scale, "value": _b64(unscaled_bytes(_unscaled(d, scale)))}
 
 
@@ -585,6 +592,10 @@ _TEXT_KINDS = (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON)
 _TEMPORAL = (Kind.DATETIME, Kind.TIMESTAMP)
 
 
+def _no_target(r: Repr, mt: MySQLType, tz: str) -> Target | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class KindSpec:
     """What one representation kind means.
@@ -604,7 +615,7 @@ class KindSpec:
     decoder: Callable[[Repr, str], Converter | None]
     encoder: Callable[[Repr, MySQLType, bool, str], Converter | None]
     mysql: str | Callable[[Repr], str]
-    target: Callable[[Repr, MySQLType, str], Target | None] = lambda r, mt, tz: None  # noqa: E731 - none
+    target: Callable[[Repr, MySQLType, str], Target | None] = _no_target
     signature: str | None = None
     struct: tuple[list[dict[str, Any]], str] | None = None
     scale_sensitive: bool = False
@@ -657,7 +668,12 @@ def _epoch(per_second: int, target: str) -> KindSpec:
 
 def _time(per_second: int) -> KindSpec:
     """A TIME as a count of (milli/micro/nano)seconds."""
-    return KindSpec(dt.timedelta, _fixed(_int_to_time(per_second)), _writes(_time_to_int(per_second)), "time(3)" if per_second == 1000 else "time(6)")
+    return KindSpec(
+        dt.timedelta,
+        _fixed(_int_to_time(per_second)),
+        _writes(_time_to_int(per_second)),
+        "time(3)" if per_second == 1000 else "time(6)",
+    )
 
 
 def _binary(decode: Converter, encode: Converter) -> KindSpec:
@@ -691,7 +707,11 @@ KINDS: dict[str, KindSpec] = {
     "float32": KindSpec(float, _fixed(lambda v: float32(float(v))), _writes(lambda v: f32_json(float(v))), "float"),
     "float64": KindSpec(float, _fixed(float), _writes(float), "double", _when((Kind.FLOAT,), Target("float"))),
     "bool": KindSpec(
-        bool, _fixed(bool), _writes(bool), "bit(1)", lambda r, mt, tz: Target("bool") if mt.kind is Kind.BIT and (mt.length or 1) == 1 else None
+        bool,
+        _fixed(bool),
+        _writes(bool),
+        "bit(1)",
+        lambda r, mt, tz: Target("bool") if mt.kind is Kind.BIT and (mt.length or 1) == 1 else None,
     ),
     "string": KindSpec(str, _fixed(None), _string_encoder, _string_type, _when(_TEXT_KINDS, Target("str"))),
     "bytes": _binary(_unb64, _b64),
@@ -703,18 +723,34 @@ KINDS: dict[str, KindSpec] = {
         lambda r, tz: _decimal_from_b64(r.scale),
         lambda r, mt, nullable, tz: _decimal_to_b64(r.scale),
         _decimal_type,
-        lambda r, mt, tz: Target("unscaled_b64", scale=r.scale) if mt.kind is Kind.DECIMAL or mt.kind is Kind.INT else None,
+        lambda r, mt, tz: (
+            Target("unscaled_b64", scale=r.scale) if mt.kind is Kind.DECIMAL or mt.kind is Kind.INT else None
+        ),
         signature="scale",
     ),
     "decimal_num": KindSpec(
-        Decimal, lambda r, tz: _decimal_from_b64(r.scale), lambda r, mt, nullable, tz: _decimal_to_number(r.scale), _decimal_type, signature="scale"
+        Decimal,
+        lambda r, tz: _decimal_from_b64(r.scale),
+        lambda r, mt, nullable, tz: _decimal_to_number(r.scale),
+        _decimal_type,
+        signature="scale",
     ),
-    "vsdecimal": KindSpec(Decimal, _fixed(_vsdecimal_decoder), _writes(_vsdecimal_encoder), "decimal(65,30)", scale_sensitive=True),
+    "vsdecimal": KindSpec(
+        Decimal, _fixed(_vsdecimal_decoder), _writes(_vsdecimal_encoder), "decimal(65,30)", scale_sensitive=True
+    ),
     "bits": KindSpec(
-        int, _fixed(_bits_decoder), lambda r, mt, nullable, tz: _bits_encoder(r.length or (mt.length or 1)), lambda r: f"bit({r.length or 64})", signature="length"
+        int,
+        _fixed(_bits_decoder),
+        lambda r, mt, nullable, tz: _bits_encoder(r.length or (mt.length or 1)),
+        lambda r: f"bit({r.length or 64})",
+        signature="length",
     ),
     "date": KindSpec(
-        dt.date, _fixed(_days_to_date), lambda r, mt, nullable, tz: _date_to_days(nullable), "date", _when((Kind.DATE,), Target("epoch_days"))
+        dt.date,
+        _fixed(_days_to_date),
+        lambda r, mt, nullable, tz: _date_to_days(nullable),
+        "date",
+        _when((Kind.DATE,), Target("epoch_days")),
     ),
     "ts_ms": _epoch(1000, "epoch_ms"),
     "ts_us": _epoch(1_000_000, "epoch_us"),
@@ -782,6 +818,7 @@ def make_encoder(r: Repr, mt: MySQLType, nullable: bool, tz: str) -> Converter |
 # Connect field schemas.
 # ---------------------------------------------------------------------------
 
+
 def field_schema(name: str, r: Repr, optional: bool) -> dict[str, Any]:
     """The Connect field schema Debezium writes for one column."""
     out: dict[str, Any] = {"type": r.ctype, "optional": optional}
@@ -811,7 +848,9 @@ class DebeziumForm:
 
     __slots__ = ("name", "decoders", "names", "by_type")
 
-    def __init__(self, name: str, decoders: dict[str, Converter], names: frozenset[str], by_type: dict[str, Converter | None]) -> None:
+    def __init__(
+        self, name: str, decoders: dict[str, Converter], names: frozenset[str], by_type: dict[str, Converter | None]
+    ) -> None:
         self.name = name
         self.decoders = decoders
         self.names = names
@@ -886,7 +925,9 @@ class Plan:
         self.encoder_items = tuple(enc.items())
         #: (name, encoder, may an equal before-value reuse the after-value's result?)
         self.pair_items = tuple(
-            (f.column.name, enc[f.column.name], not _spec(f.repr.kind).scale_sensitive) for f in self.fields if f.column.name in enc
+            (f.column.name, enc[f.column.name], not _spec(f.repr.kind).scale_sensitive)
+            for f in self.fields
+            if f.column.name in enc
         )
         #: Compiled raw-form converters of source value forms (see :meth:`raw_plan`).
         self.raw_plans: dict[Any, RawPlan] = {}
@@ -898,7 +939,9 @@ class Plan:
         by_type: dict[str, Converter | None] = {}
         for f in self.fields:
             by_type.setdefault(f.column.type, dec.get(f.column.name))
-        self.form = DebeziumForm(self.signature, dec, frozenset(f.column.name for f in self.fields), by_type) if dec else None
+        self.form = (
+            DebeziumForm(self.signature, dec, frozenset(f.column.name for f in self.fields), by_type) if dec else None
+        )
 
     def encode_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """typed row -> Debezium JSON row (columns the plan lacks are written as is)."""
@@ -929,7 +972,7 @@ class Plan:
                     b[name] = fn(bv)
         return b, a
 
-    def raw_plan(self, form: Any) -> "RawPlan":
+    def raw_plan(self, form: Any) -> RawPlan:
         """The compiled conversion of raw values of ``form`` to this plan's representations."""
         rp = self.raw_plans.get(form)
         if rp is None:
@@ -1065,7 +1108,11 @@ def plan_for_schema(schema: TableSchema, opts: ConnectOptions, tz: str) -> Plan:
 
 
 def plan_for_fields(
-    value_fields: list[dict[str, Any]], primary_key: tuple[str, ...], tz: str, opts: ConnectOptions, numeric: bool = False
+    value_fields: list[dict[str, Any]],
+    primary_key: tuple[str, ...],
+    tz: str,
+    opts: ConnectOptions,
+    numeric: bool = False,
 ) -> Plan:
     """The plan for a Connect value struct read from a message's schema part.
 

@@ -17,14 +17,15 @@ Not a format: modules starting with ``_`` are not registered.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar, overload
 
 import orjson
 
-from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
+from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
 from cdc_smt.transforms.types import (
     Kind,
@@ -61,7 +62,11 @@ def merged_schema(
     for name, type_text in columns:
         known = catalog.column(name) if catalog is not None else None
         if known is not None:
-            cols.append(known if known.primary_key == (name in key) else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment))
+            cols.append(
+                known
+                if known.primary_key == (name in key)
+                else Column(known.name, known.type, known.nullable, name in key, known.default, known.comment)
+            )
         else:
             cols.append(Column(name, type_text, nullable=name not in key, primary_key=name in key))
     return TableSchema(columns=tuple(cols), primary_key=key)
@@ -210,6 +215,12 @@ class SchemalessJson(JsonCodec):
         """The schema of a row message: types inferred from ``images``, merged with the catalog's."""
         return merged_schema(json_columns(images, TYPED_JSON), pk, self.catalog_schema(database, table))
 
+    @overload
+    def json_image(self, event: ChangeEvent, image: dict[str, Any]) -> dict[str, Any]: ...
+    @overload
+    def json_image(self, event: ChangeEvent, image: None) -> None: ...
+    @overload
+    def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None: ...
     def json_image(self, event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
         """One image in this format's JSON values; TIMESTAMPs re-shown in ``source_timezone``.
 
@@ -223,7 +234,7 @@ class SchemalessJson(JsonCodec):
         schema = event.schema
         to_zone = self.opts.source_timezone
         embedded_json = self.values.embedded_json
-        out = {}
+        out: dict[str, Any] = {}
         for name, v in image.items():
             if v is None:
                 out[name] = None

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
+from typing import Any, ClassVar, TypeVar, cast, overload
 
 import msgspec
 import orjson
@@ -23,6 +24,7 @@ import orjson
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Record, TableSchema
 from cdc_smt.transforms.options import Option, Options, check_timezone, merge, resolve
+
 
 def _positive(v: int) -> None:
     if v <= 0:
@@ -80,7 +82,13 @@ class Capabilities:
 #: ``RecursionError`` a value nested too deeply to render or to type.
 #: Anything else is a bug, and reaches the dead letter with its own name.
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (
-    LookupError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error, RecursionError,
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    struct.error,
+    RecursionError,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -110,7 +118,8 @@ def guard(
                 except errors as exc:
                     raise error(reason(self, arg, exc), format=self.name) from None
 
-            return method  # type: ignore[return-value]
+            # cast: functools.wraps gives the wrapper fn's signature, which mypy cannot see.
+            return cast(_F, method)
 
         @functools.wraps(fn)
         def function(arg: Any, *rest: Any) -> Any:
@@ -119,7 +128,7 @@ def guard(
             except errors as exc:
                 raise error(reason(None, arg, exc), format=format) from None
 
-        return function  # type: ignore[return-value]
+        return cast(_F, function)
 
     return decorate
 
@@ -292,7 +301,8 @@ class JsonCodec(Codec):
     #: ``54331.10`` would lose its scale.
     exact_numbers: ClassVar[bool] = False
 
-    def parse(self, value: bytes) -> dict:
+    def parse(self, value: bytes) -> Any:
+        """The JSON object in ``value`` (a ``dict``; Debezium overrides this with its own split form)."""
         try:
             obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
@@ -301,7 +311,9 @@ class JsonCodec(Codec):
             raise DecodeError("malformed JSON: nested too deeply", format=self.name) from None
         except UnicodeDecodeError as exc:  # msgspec reports invalid UTF-8 in a string this way
             raise DecodeError(f"malformed JSON: invalid UTF-8 at byte {exc.start}", format=self.name) from None
-        except ArithmeticError:  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
+        except (
+            ArithmeticError
+        ):  # decimal.InvalidOperation: an exponent beyond what Decimal holds (1e3000000000000000000)
             raise DecodeError("malformed JSON: a number beyond the range of a decimal", format=self.name) from None
         if not isinstance(obj, dict):
             raise DecodeError(f"expected a JSON object, got {type(obj).__name__}", format=self.name)
@@ -386,7 +398,14 @@ class JsonCodec(Codec):
         return orjson.dumps(obj, default=json_default)
 
 
-_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+_TYPE_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+}
 
 
 def _json_name(v: Any) -> str:
@@ -431,13 +450,19 @@ def in_original_order(out: dict[str, Any], keys: Iterable[str] | None, empty: tu
     return result
 
 
+@overload
+def typed_image(event: ChangeEvent, image: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def typed_image(event: ChangeEvent, image: None) -> None: ...
+@overload
+def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None: ...
 def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, Any] | None:
     """A typed copy of one image of ``event`` (the event keeps its own value form)."""
     if image is None or event.values is None:
         return image
     by_name = event.schema.by_name if event.schema is not None else {}
     form = event.values
-    out = {}
+    out: dict[str, Any] = {}
     for name, raw in image.items():
         col = by_name.get(name)
         out[name] = form.to_python(col, raw) if col is not None and raw is not None else raw
@@ -450,7 +475,9 @@ def exact_number(v: Any) -> Any:
     if isinstance(v, Decimal) and v.is_finite():
         # Plain digits (keeps a DECIMAL's scale: 0.0000000000, not 0E-10), unless the number
         # was written with a positive exponent (1E+400), which plain digits would blow up.
-        return orjson.Fragment(str(v) if v.as_tuple().exponent > 0 else format(v, "f"))
+        exponent = v.as_tuple().exponent
+        assert isinstance(exponent, int)  # finite: only NaN and infinities have 'n'/'N'/'F'
+        return orjson.Fragment(str(v) if exponent > 0 else format(v, "f"))
     return json_default(v)
 
 

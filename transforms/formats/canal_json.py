@@ -62,9 +62,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 import orjson
 
@@ -76,12 +77,12 @@ from cdc_smt.transforms.model import (
     UNWRAPPED,
     ChangeEvent,
     Column,
+    IdentityCache,
     Op,
     Record,
     SourcePosition,
     TableSchema,
     Target,
-    IdentityCache,
     compiled,
     typed_reader,
 )
@@ -147,8 +148,8 @@ def java_float_text(v: float, single: bool = False) -> str:
     if 1e-3 <= a < 1e7:
         text = format(d, "f")
         return sign + (text if "." in text else text + ".0")
-    _, digits, exp = d.as_tuple()
-    point = len(digits) - 1 + exp  # exponent of the first digit
+    digits = d.as_tuple().digits
+    point = d.adjusted()  # exponent of the first digit
     ds = "".join(map(str, digits))
     if len(ds) == 1:  # Java prints the closest two-digit value: 1.4E-45, not 1.0E-45
         two = f"{a:.1e}"
@@ -437,8 +438,10 @@ class CanalJson(JsonCodec):
     """Official Alibaba Canal flat messages; TiCDC's dialect subclasses this."""
 
     name = "canal-json"
-    description = "Alibaba Canal flat message (canal-json): row batches with mysqlType/sqlType, changed-columns-only old"
-    options = (
+    description = (
+        "Alibaba Canal flat message (canal-json): row batches with mysqlType/sqlType, changed-columns-only old"
+    )
+    options: ClassVar[tuple[Option, ...]] = (
         Option(
             "batch",
             str,
@@ -645,7 +648,7 @@ class CanalJson(JsonCodec):
         return SourcePosition(db_type=self.db_type, database=database, table=table)
 
     # -- decode helpers -------------------------------------------------------
-    def _schema(self, obj: dict, data: list) -> TableSchema | None:
+    def _schema(self, obj: dict, data: list) -> TableSchema:
         mysql_types = obj.get("mysqlType")
         sql_types = obj.get("sqlType")
         if mysql_types is not None and not isinstance(mysql_types, dict):
@@ -659,7 +662,13 @@ class CanalJson(JsonCodec):
             names = tuple(mysql_types)
             sql_names = tuple(sql_types) if sql_types else ()
             last = self._last_schema
-            if last is not None and last[0] == names and last[1] == sql_names and last[2] == pk and last[3] == mysql_types:
+            if (
+                last is not None
+                and last[0] == names
+                and last[1] == sql_names
+                and last[2] == pk
+                and last[3] == mysql_types
+            ):
                 return last[4]
             key = self.schema_key(mysql_types, sql_types, pk)
             schema = self._schemas.get(key)
@@ -688,7 +697,9 @@ class CanalJson(JsonCodec):
             table = changes["table"]
             cols = sorted(table.get("columns") or (), key=lambda c: c.get("position", 0))
             types = {
-                c["name"]: self.column_type(c["name"], c.get("typeExpression") or c.get("typeName") or "", c.get("jdbcType"))
+                c["name"]: self.column_type(
+                    c["name"], c.get("typeExpression") or c.get("typeName") or "", c.get("jdbcType")
+                )
                 for c in cols
             }
             return _table_schema(types, tuple(table.get("primaryKeyColumnNames") or ()))
@@ -918,7 +929,9 @@ class CanalJson(JsonCodec):
         self._last_writers = (schema, form, from_tz, writers)
         return writers
 
-    def _compile_writers(self, schema: TableSchema, form: Any, from_tz: str, to_tz: str) -> dict[str, Callable[[Any], str]]:
+    def _compile_writers(
+        self, schema: TableSchema, form: Any, from_tz: str, to_tz: str
+    ) -> dict[str, Callable[[Any], str]]:
         own = self.form
 
         def build() -> dict[str, Callable[[Any], str]]:
@@ -1049,7 +1062,9 @@ class CanalJson(JsonCodec):
 _ROW_TYPE_NAMES = {Op.INSERT: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE", Op.READ: "INIT"}
 
 #: Fields whose value comes from the model (the rest are restored from the original).
-_ROW_MODEL_FIELDS = frozenset({"data", "database", "es", "mysqlType", "old", "pkNames", "sqlType", "table", "ts", "type"})
+_ROW_MODEL_FIELDS = frozenset(
+    {"data", "database", "es", "mysqlType", "old", "pkNames", "sqlType", "table", "ts", "type"}
+)
 _DDL_MODEL_FIELDS = frozenset({"database", "es", "sql", "table", "ts", "type"})
 
 
@@ -1062,7 +1077,7 @@ def _equivalent(orig: Any, new: Any) -> bool:
     """Do two field values decode the same? (``""``/``null`` table, ``[]``/``null`` pkNames ...)"""
     if orig == new:
         return True
-    empty = (None, "", [], {})
+    empty: tuple[Any, ...] = (None, "", [], {})
     return orig in empty and new in empty
 
 
@@ -1121,9 +1136,12 @@ def _txn(s: SourcePosition) -> tuple | None:
     return None
 
 
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _qualified(database: str | None, table: str | None) -> str:
-    quote = lambda n: "`" + n.replace("`", "``") + "`"  # noqa: E731
-    return f"{quote(database)}.{quote(table or '')}" if database else quote(table or "")
+    return f"{_quoted(database)}.{_quoted(table or '')}" if database else _quoted(table or "")
 
 
 def _fallback_type(code: Any) -> str:
@@ -1142,7 +1160,12 @@ def _table_schema(types: dict[str, str], pk: tuple[str, ...]) -> TableSchema:
 
 
 def _timestamp_columns(schema: TableSchema) -> tuple[str, ...]:
-    return compiled(schema, None, "timestamp_columns", lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP))
+    return compiled(
+        schema,
+        None,
+        "timestamp_columns",
+        lambda: tuple(c.name for c in schema.columns if c.mysql.kind is Kind.TIMESTAMP),
+    )
 
 
 def _inferred_types(rows: list) -> dict[str, str]:

@@ -104,8 +104,11 @@ class CKafkaJson(JsonCodec):
         )
         changed = None
         if op is Op.UPDATE:
+            assert new is not None and old is not None  # an update requires both (_image raised otherwise)
             changed = tuple(k for k, v in new.items() if k not in old or old[k] != v)
-        schema = self._schema(database, table, new if new is not None else old)
+        row = new if new is not None else old
+        assert row is not None  # every op requires NEW_VALUES or OLD_VALUES (_image raised otherwise)
+        schema = self._schema(database, table, row)
         return ChangeEvent(
             op=op,
             source=source,
@@ -136,10 +139,14 @@ class CKafkaJson(JsonCodec):
                 raise DecodeError(f"TYPE {obj['TYPE']} needs {name}", format=self.name)
             return None
         if not isinstance(image, dict):
-            raise DecodeError(f"{name} must be an object of column values, got {type(image).__name__}", format=self.name)
+            raise DecodeError(
+                f"{name} must be an object of column values, got {type(image).__name__}", format=self.name
+            )
         for k, v in image.items():
             if v is not None and not isinstance(v, str):
-                raise DecodeError(f"{name}.{k} must be a string or null (format 1 values are text), got {v!r}", format=self.name)
+                raise DecodeError(
+                    f"{name}.{k} must be a string or null (format 1 values are text), got {v!r}", format=self.name
+                )
         return image
 
     def _schema(self, database: str, table: str, image: dict[str, Any]) -> TableSchema | None:
@@ -201,7 +208,9 @@ class CKafkaJson(JsonCodec):
             try:
                 from cdc_smt.transforms.formats.canal_json import CanalJson
             except ImportError:
-                raise DecodeError("Canal-shaped DDL needs the canal-json codec, which is not available", format=self.name) from None
+                raise DecodeError(
+                    "Canal-shaped DDL needs the canal-json codec, which is not available", format=self.name
+                ) from None
             self._canal_codec = CanalJson({"source_timezone": self.opts.source_timezone}, catalog=self.catalog)
         return self._canal_codec
 

@@ -26,7 +26,7 @@ from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl, event_ms, text_images
 from cdc_smt.transforms.types import Kind, TypeParseError, from_text, parse_type
 
-_DML = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
+_DML: dict[str | None, Op] = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
 _ACTIONS = {Op.INSERT: "INSERT", Op.READ: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE"}
 
 
@@ -61,7 +61,9 @@ CLOUDCANAL_VALUES = CloudCanalForm()
 
 class CloudCanalJson(JsonCodec):
     name = "cloudcanal-json"
-    description = "CloudCanal JSON: batched rows with dbValType/jdbcType per column, DDL with tableChanges, TRANSACTIONEND"
+    description = (
+        "CloudCanal JSON: batched rows with dbValType/jdbcType per column, DDL with tableChanges, TRANSACTIONEND"
+    )
     capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True)
     options = (
         Option(
@@ -135,7 +137,9 @@ class CloudCanalJson(JsonCodec):
     def _opt(self, obj: dict, name: str, typ: type) -> Any:
         v = obj.get(name)
         if v is not None and (not isinstance(v, typ) or isinstance(v, bool)):
-            raise DecodeError(f"field {name!r} must be a {'string' if typ is str else 'number'}, got {v!r}", format=self.name)
+            raise DecodeError(
+                f"field {name!r} must be a {'string' if typ is str else 'number'}, got {v!r}", format=self.name
+            )
         return v
 
     def _types(self, obj: dict) -> dict[str, str] | None:
@@ -185,7 +189,9 @@ class CloudCanalJson(JsonCodec):
             raise DecodeError(f"{op.value} message without rows in 'data'", format=self.name)
         if op is Op.UPDATE:
             if len(before) != len(data):
-                raise DecodeError(f"UPDATE with {len(data)} rows in 'data' but {len(before)} in 'before'", format=self.name)
+                raise DecodeError(
+                    f"UPDATE with {len(data)} rows in 'data' but {len(before)} in 'before'", format=self.name
+                )
         elif before:
             raise DecodeError(f"{op.value} message with rows in 'before'", format=self.name)
         if "jdbcType" in obj:
@@ -202,7 +208,9 @@ class CloudCanalJson(JsonCodec):
                     op=op,
                     before=old if op is Op.UPDATE else (row if op is Op.DELETE else None),
                     after=new,
-                    changed=tuple(k for k, v in row.items() if k not in old or old[k] != v) if old is not None and len(old) == len(row) else None,
+                    changed=tuple(k for k, v in row.items() if k not in old or old[k] != v)
+                    if old is not None and len(old) == len(row)
+                    else None,
                     schema=schema,
                     pk=pk,
                     values=CLOUDCANAL_VALUES if schema is not None else None,
@@ -258,7 +266,11 @@ class CloudCanalJson(JsonCodec):
         if op is Op.COMMIT:
             if not (mine or self.opts.transaction_end):
                 return None
-            return self._finish(self._common(event, extra, extra.get("action") or "TRANSACTIONEND", "TRANSACTIONEND", False, None), extra, mine)
+            return self._finish(
+                self._common(event, extra, extra.get("action") or "TRANSACTIONEND", "TRANSACTIONEND", False, None),
+                extra,
+                mine,
+            )
         if op is Op.DDL or op is Op.TRUNCATE:
             return self._encode_ddl(event, extra, mine)
         action = _ACTIONS.get(op)
@@ -284,13 +296,20 @@ class CloudCanalJson(JsonCodec):
         schema = event.schema
         if schema is None and action in ("CREATE", "ALTER"):
             schema = self.catalog_schema(event.source.database, event.source.table)  # the table after this DDL
-        if mine and "tableChanges" in extra and schema is not None and self._table_changes(extra["tableChanges"]) == schema:
+        if (
+            mine
+            and "tableChanges" in extra
+            and schema is not None
+            and self._table_changes(extra["tableChanges"]) == schema
+        ):
             out["tableChanges"] = extra["tableChanges"]
         elif schema is not None:
             out["tableChanges"] = _table_changes_of(schema, action, self._jdbc(event, extra, schema))
         return self._finish(out, extra, mine)
 
-    def _common(self, event: ChangeEvent, extra: dict, action: str, entry: str, is_ddl: bool, row: dict | None) -> dict[str, Any]:
+    def _common(
+        self, event: ChangeEvent, extra: dict, action: str, entry: str, is_ddl: bool, row: dict | None
+    ) -> dict[str, Any]:
         src = event.source
         schema = event.schema
         if schema is None:
@@ -311,7 +330,9 @@ class CloudCanalJson(JsonCodec):
             "jdbcType": {n: jdbc[n] for n in names if n in jdbc},
             "pks": extra["pks"] if "pks" in extra and tuple(extra.get("pk", ())) == event.pk else list(event.pk),
             "schema": src.schema or src.database,
-            "sendTs": event.processing_ts_ms if event.processing_ts_ms is not None or event.origin == self.name else event_ms(event),
+            "sendTs": event.processing_ts_ms
+            if event.processing_ts_ms is not None or event.origin == self.name
+            else event_ms(event),
             "sql": "",
             "table": src.table,
         }

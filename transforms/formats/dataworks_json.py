@@ -49,14 +49,14 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
-from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, typed_image
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl
@@ -95,7 +95,14 @@ _CONTROL_OPS = {
 }
 _DDL_OPS = frozenset({"CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"})
 _OP_BY_CONTROL = {Op.BEGIN: "TRANSACTION_BEGIN", Op.COMMIT: "TRANSACTION_END", Op.HEARTBEAT: "MHEARTBEAT"}
-_DB_TYPES = {"mysql": "MySQL", "oracle": "Oracle", "postgres": "PostgreSQL", "sqlserver": "SQLServer", "mariadb": "MySQL", "tidb": "MySQL"}
+_DB_TYPES = {
+    "mysql": "MySQL",
+    "oracle": "Oracle",
+    "postgres": "PostgreSQL",
+    "sqlserver": "SQLServer",
+    "mariadb": "MySQL",
+    "tidb": "MySQL",
+}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
 
@@ -177,6 +184,13 @@ def _check_value(dw: str, name: str, v: Any) -> None:
         raise DecodeError(f"column {name!r} is declared {dw} but holds {v!r}", format=_NAME)
 
 
+def _type_scale(text: str) -> int:
+    """The scale of a ``decimal(65,N)`` type text (these always have one)."""
+    scale = parse_type(text).scale
+    assert scale is not None, text
+    return scale
+
+
 def _decimal_scale(text: str) -> int:
     exp = Decimal(text).as_tuple().exponent
     return min(max(-exp, 0), 30) if isinstance(exp, int) else 0
@@ -231,6 +245,7 @@ class DataWorksJson(JsonCodec):
         self._pending = {}
         for seq, rec in (state.get("pending") or {}).items():
             record = _record_from_state(rec)
+            assert record.value is not None  # _record_from_state always sets it
             event = self._decode_one(orjson.loads(record.value))[2]
             event.record = record
             self._pending[seq] = _Half(record, event)
@@ -340,6 +355,7 @@ class DataWorksJson(JsonCodec):
             half.typed()
             after.typed()
         elif half.schema is not after.schema:  # inferred from different values (a decimal in one half only)
+            assert after.schema is not None and half.schema is not None  # decoded rows always have one
             after.schema = self._union_schema(after.schema, half.schema, after.source)
         after.before = half.before
         after.partial = False
@@ -353,12 +369,14 @@ class DataWorksJson(JsonCodec):
             other = b.column(col.name)
             t = col.type
             if other is not None and other.type != t and other.type.startswith("decimal(65,"):
-                if t == "double" or (t.startswith("decimal(65,") and parse_type(other.type).scale > parse_type(t).scale):
+                if t == "double" or (t.startswith("decimal(65,") and _type_scale(other.type) > _type_scale(t)):
                     t = other.type
             columns.append((col.name, t))
         return merged_schema(tuple(columns), a.primary_key, self.catalog_schema(source.database, source.table))
 
-    def _schema(self, schema: dict, images: dict[str, dict | None], source: SourcePosition) -> tuple[TableSchema, tuple]:
+    def _schema(
+        self, schema: dict, images: dict[str, dict | None], source: SourcePosition
+    ) -> tuple[TableSchema, tuple]:
         """Event schema and the DataWorks type of every column (validating the values)."""
         declared = self.optional(schema, "dataColumn", list) or []
         types: dict[str, str] = {}
@@ -379,7 +397,7 @@ class DataWorksJson(JsonCodec):
                 if dw == "DOUBLE" and isinstance(v, str):
                     current = mysql[name]
                     scale = _decimal_scale(v)
-                    if current == "double" or scale > parse_type(current).scale:
+                    if current == "double" or scale > _type_scale(current):
                         mysql[name] = f"decimal(65,{scale})"
         pk_raw = self.optional(schema, "primaryKey", list) or []
         if any(not isinstance(k, str) for k in pk_raw):
@@ -408,15 +426,23 @@ class DataWorksJson(JsonCodec):
         if op is Op.DDL or op is Op.TRUNCATE:
             code = _template_op(template) if template else None
             if code is None or (op is Op.TRUNCATE) != (code == "TRUNCATE"):
-                code = "TRUNCATE" if op is Op.TRUNCATE else (event.ddl_kind if event.ddl_kind in _DDL_OPS else classify_ddl(event.ddl or ""))
+                code = (
+                    "TRUNCATE"
+                    if op is Op.TRUNCATE
+                    else (event.ddl_kind if event.ddl_kind in _DDL_OPS else classify_ddl(event.ddl or ""))
+                )
             msg = self._message(event, template, code)
             payload = msg["payload"]
             if event.ddl is not None or payload.get("ddl") is not None:
                 payload["ddl"] = {**(payload.get("ddl") or {}), "text": event.ddl}
             if event.schema is not None:
-                msg["schema"]["dataColumn"] = [{"name": c.name, "type": dataworks_type(c.mysql)} for c in event.schema.columns]
+                msg["schema"]["dataColumn"] = [
+                    {"name": c.name, "type": dataworks_type(c.mysql)} for c in event.schema.columns
+                ]
             return msg
-        code = _template_op(template) if template and _CONTROL_OPS.get(_template_op(template)) is op else _OP_BY_CONTROL[op]
+        code = _template_op(template)
+        if code is None or _CONTROL_OPS.get(code) is not op:
+            code = _OP_BY_CONTROL[op]
         return self._message(event, template, code)
 
     def _encode_rows(self, event: ChangeEvent, extra: dict) -> Any:
@@ -526,13 +552,19 @@ class DataWorksJson(JsonCodec):
         if isinstance(form, DataWorksValues):
             for name in image:
                 col = schema.column(name) if schema is not None else None
-                types.setdefault(name, form.types.get(name) or (dataworks_type(col.mysql) if col is not None else "STRING"))
+                types.setdefault(
+                    name, form.types.get(name) or (dataworks_type(col.mysql) if col is not None else "STRING")
+                )
             return dict(image)
         image = typed_image(event, image)
         out = {}
         for name, v in image.items():
             col = schema.column(name) if schema is not None else None
-            t = col.mysql if col is not None else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
+            t = (
+                col.mysql
+                if col is not None
+                else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
+            )
             types.setdefault(name, dataworks_type(t))
             out[name] = None if v is None else self._value(t, v, event.timezone)
         return out
@@ -565,7 +597,12 @@ class DataWorksJson(JsonCodec):
         if not isinstance(message, dict):
             return False
         payload, schema = message.get("payload"), message.get("schema")
-        return isinstance(payload, dict) and isinstance(payload.get("op"), str) and isinstance(schema, dict) and "dataColumn" in schema
+        return (
+            isinstance(payload, dict)
+            and isinstance(payload.get("op"), str)
+            and isinstance(schema, dict)
+            and "dataColumn" in schema
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -600,30 +637,39 @@ def _same_table(a: ChangeEvent, b: ChangeEvent) -> bool:
     return (a.source.database, a.source.schema, a.source.table) == (b.source.database, b.source.schema, b.source.table)
 
 
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+def _unb64(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)
+
+
 def _record_state(r: Record) -> dict[str, Any]:
-    b64 = lambda b: None if b is None else base64.b64encode(b).decode("ascii")  # noqa: E731
     return {
         "value": r.value.decode("utf-8") if r.value is not None else None,
-        "key": b64(r.key),
+        "key": _b64(r.key),
         "topic": r.topic,
         "partition": r.partition,
         "offset": r.offset,
         "timestamp": r.timestamp,
-        "headers": [[k, b64(v)] for k, v in r.headers],
+        "headers": [[k, _b64(v)] for k, v in r.headers],
     }
 
 
 def _record_from_state(d: dict[str, Any]) -> Record:
-    unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
     try:
+        # cast: a header value can be null (connector/framing.py passes one through) although
+        # Record types header values as bytes; the state gives back exactly what it saved.
+        headers = cast(list[tuple[str, bytes]], [(k, _unb64(v)) for k, v in d.get("headers") or ()])
         return Record(
             value=d["value"].encode("utf-8"),
-            key=unb64(d.get("key")),
+            key=_unb64(d.get("key")),
             topic=d.get("topic"),
             partition=d.get("partition"),
             offset=d.get("offset"),
             timestamp=d.get("timestamp"),
-            headers=[(k, unb64(v)) for k, v in d.get("headers") or ()],
+            headers=headers,
         )
     except (KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise ValueError(f"bad dataworks-json pending state: {exc}") from None

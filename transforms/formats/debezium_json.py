@@ -27,8 +27,9 @@ come from the schema catalog when one is given, else only from the JSON types
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import msgspec
 import orjson
@@ -47,7 +48,17 @@ from cdc_smt.transforms.formats._connect import (
 )
 from cdc_smt.transforms.formats.base import Capabilities, JsonCodec, json_default, record_headers
 from cdc_smt.transforms.inference import RULES, json_columns, python_columns
-from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, IdentityCache, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.model import (
+    TOMBSTONE,
+    UNWRAPPED,
+    ChangeEvent,
+    Column,
+    IdentityCache,
+    Op,
+    Record,
+    SourcePosition,
+    TableSchema,
+)
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.types import TypeParseError, parse_type, quote_label
 
@@ -342,7 +353,9 @@ class DebeziumJsonCodec(JsonCodec):
             return _HEADS
         return _HEADS.put(head, doc["schema"])
 
-    def _decode_payload(self, payload: dict, key: bytes | None, schema: Any, raw: bytes, record: Record) -> list[ChangeEvent]:
+    def _decode_payload(
+        self, payload: dict, key: bytes | None, schema: Any, raw: bytes, record: Record
+    ) -> list[ChangeEvent]:
         op_code = payload.get("op")
         if op_code is not None:
             return [self._row_event(payload, op_code, key, schema, raw, record)]
@@ -352,7 +365,15 @@ class DebeziumJsonCodec(JsonCodec):
         if status is not None:
             return [self._transaction_event(payload, status, schema)]
         if payload.keys() == {"ts_ms"}:
-            return [ChangeEvent(op=Op.HEARTBEAT, ts_ms=payload["ts_ms"], timezone=self.timezone, origin=NAME, extra=_schema_extra(schema))]
+            return [
+                ChangeEvent(
+                    op=Op.HEARTBEAT,
+                    ts_ms=payload["ts_ms"],
+                    timezone=self.timezone,
+                    origin=NAME,
+                    extra=_schema_extra(schema),
+                )
+            ]
         raise DecodeError(
             "not a Debezium message: no 'op', 'ddl' or transaction 'status' field "
             "(flattened ExtractNewRecordState rows are not Debezium envelopes)",
@@ -360,7 +381,9 @@ class DebeziumJsonCodec(JsonCodec):
         )
 
     # -- row events ------------------------------------------------------------
-    def _row_event(self, payload: dict, op_code: Any, key: bytes | None, schema: Any, raw: bytes, record: Record) -> ChangeEvent:
+    def _row_event(
+        self, payload: dict, op_code: Any, key: bytes | None, schema: Any, raw: bytes, record: Record
+    ) -> ChangeEvent:
         op = _OPS.get(op_code) if isinstance(op_code, str) else None
         if op is None:
             raise DecodeError(f"unknown op {op_code!r} (expected c, u, d, r, t or m)", format=NAME)
@@ -651,10 +674,15 @@ class DebeziumJsonCodec(JsonCodec):
         typed in place and encoded, so errors read the same.
         """
         before, after = event.before, event.after
-        if form is not None and (before is not None or after is not None) and getattr(form, "raw_type", None) is not None:
+        if (
+            form is not None
+            and (before is not None or after is not None)
+            and getattr(form, "raw_type", None) is not None
+        ):
             raw = plan.raw_plan(form)
             try:
                 if before is None:
+                    assert after is not None  # one of the two is set (checked above)
                     return None, raw.row(after)
                 if after is None:
                     return raw.row(before), None
@@ -685,7 +713,11 @@ class DebeziumJsonCodec(JsonCodec):
             schema = TableSchema(columns=tuple(Column(n, t) for n, t in python_columns((row,))))
             ck = (schema, event.timezone)
             plan = self._by_schema.get(ck)
-            return plan if plan is not None else self._by_schema.put(ck, plan_for_schema(schema, self.connect, event.timezone))
+            return (
+                plan
+                if plan is not None
+                else self._by_schema.put(ck, plan_for_schema(schema, self.connect, event.timezone))
+            )
         plan = self._generated(schema, event.timezone)
         self._last_plan = (schema, event.timezone, plan)
         return plan
@@ -708,15 +740,18 @@ class DebeziumJsonCodec(JsonCodec):
             return None
         if plan is None:
             return orig
+        schema = event.schema
+        if schema is None:  # a plan inferred from the values: no original schema describes it
+            return None
         candidates = _ORIGINALS.get(orig, default=[])
         if not candidates:
             fields = _value_fields(orig)
             if fields is None:
                 return None
             numeric = bool(event.extra.get("decimal_numbers"))
-            candidates = [plan_for_fields(fields, event.schema.primary_key, plan.tz, self.connect, numeric)]
+            candidates = [plan_for_fields(fields, schema.primary_key, plan.tz, self.connect, numeric)]
         for p in candidates:
-            if p.signature == plan.signature and p.table_schema == event.schema:
+            if p.signature == plan.signature and p.table_schema == schema:
                 return orig
         return None
 
@@ -834,8 +869,8 @@ class DebeziumJsonCodec(JsonCodec):
         if orig is not None:
             text = self._original_bytes.get(orig)
             return text if text is not None else self._original_bytes.put(orig, None, None, _dumps(orig))
-        row = payload.get("after") or payload.get("before")
-        extra_names = tuple(k for k in (row or ()) if plan is None or k not in plan.table_schema.by_name)
+        row = payload.get("after") or payload.get("before") or {}
+        extra_names = tuple(k for k in row if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
         ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), extra_names)
         hit = self._schema_bytes.get(ck)
@@ -859,7 +894,13 @@ class DebeziumJsonCodec(JsonCodec):
                 fields.append(_TRANSACTION_BLOCK)
             else:
                 fields.append(_inferred_field(name, v))
-        envelope = {"type": "struct", "fields": fields, "optional": False, "name": self._struct_name(event, "Envelope"), "version": 1}
+        envelope = {
+            "type": "struct",
+            "fields": fields,
+            "optional": False,
+            "name": self._struct_name(event, "Envelope"),
+            "version": 1,
+        }
         return self._schema_bytes.put(ck, _dumps(envelope))
 
     def _unwrapped_schema(self, event: ChangeEvent, plan: Plan | None, row: Mapping[str, Any] | None) -> bytes:
@@ -873,7 +914,9 @@ class DebeziumJsonCodec(JsonCodec):
         value = {"type": "struct", "fields": fields, "optional": False, "name": self._struct_name(event, "Value")}
         return self._schema_bytes.put(ck, _dumps(value))
 
-    def _key_schema(self, event: ChangeEvent, plan: Plan | None, names: tuple[str, ...], key: Mapping[str, Any]) -> bytes:
+    def _key_schema(
+        self, event: ChangeEvent, plan: Plan | None, names: tuple[str, ...], key: Mapping[str, Any]
+    ) -> bytes:
         ck = ("key", plan, self._struct_name(event, ""), names)
         hit = self._schema_bytes.get(ck)
         if hit is not None:
@@ -899,7 +942,7 @@ class DebeziumJsonCodec(JsonCodec):
             if derived != event.schema:
                 changes = None
         if changes is None:
-            changes = [_table_change(event)] if event.schema is not None else []
+            changes = [_table_change(event, event.schema)] if event.schema is not None else []
         payload: dict[str, Any] = {
             "source": source,
             "ts_ms": event.processing_ts_ms if event.processing_ts_ms is not None else event.ts_ms,
@@ -915,7 +958,11 @@ class DebeziumJsonCodec(JsonCodec):
             orig = extra.get("schema") if same else None
             schema_bytes = _dumps(orig) if orig is not None else _dumps(_ddl_schema(source))
         key_payload = {"databaseName": db}
-        key = _dumps(key_payload) if not self.schemas_enable else _dumps({"schema": _DDL_KEY_SCHEMA, "payload": key_payload})
+        key = (
+            _dumps(key_payload)
+            if not self.schemas_enable
+            else _dumps({"schema": _DDL_KEY_SCHEMA, "payload": key_payload})
+        )
         record = self._record(event, self._wrap(schema_bytes, payload), key)
         record.topic = self.schema_change_topic  # never the table's data topic (option doc)
         return record
@@ -923,7 +970,9 @@ class DebeziumJsonCodec(JsonCodec):
     def _encode_transaction(self, event: ChangeEvent) -> Record:
         txid = _transaction_id(event.source)
         if txid is None:
-            raise EncodeError("transaction marker without a transaction id (source.txid, GTID or binlog position)", format=NAME)
+            raise EncodeError(
+                "transaction marker without a transaction id (source.txid, GTID or binlog position)", format=NAME
+            )
         payload: dict[str, Any] = {
             "status": "BEGIN" if event.op is Op.BEGIN else "END",
             "id": str(txid),
@@ -939,7 +988,11 @@ class DebeziumJsonCodec(JsonCodec):
             orig = event.extra.get("schema") if same else None
             schema_bytes = _dumps(orig if orig is not None else _TRANSACTION_SCHEMA)
         key_payload = {"id": str(txid)}
-        key = _dumps(key_payload) if not self.schemas_enable else _dumps({"schema": _TRANSACTION_KEY_SCHEMA, "payload": key_payload})
+        key = (
+            _dumps(key_payload)
+            if not self.schemas_enable
+            else _dumps({"schema": _TRANSACTION_KEY_SCHEMA, "payload": key_payload})
+        )
         return self._record(event, self._wrap(schema_bytes, payload), key)
 
     def _encode_heartbeat(self, event: ChangeEvent) -> Record:
@@ -1148,8 +1201,8 @@ _DDL_VALUE_SCHEMA: dict[str, Any] = _FIXED["schema_change_value"]
 def _source_schema(source: Mapping[str, Any]) -> dict[str, Any]:
     """The Connect schema of a source block, field by field (unknown fields typed by value)."""
     fields = [_SOURCE_FIELDS.get(k) or _inferred_field(k, v) for k, v in source.items()]
-    connector = source.get("connector")
-    name = _SOURCE_NAMES.get(connector, f"io.debezium.connector.{connector or 'mysql'}.Source")
+    connector = source.get("connector") or "mysql"
+    name = _SOURCE_NAMES.get(connector, f"io.debezium.connector.{connector}.Source")
     return {"type": "struct", "fields": fields, "optional": False, "name": name, "field": "source"}
 
 
@@ -1162,7 +1215,19 @@ def _ddl_schema(source: Mapping[str, Any]) -> dict[str, Any]:
 # tableChanges <-> TableSchema.
 # ---------------------------------------------------------------------------
 
-_LENGTH_BASES = {"char", "varchar", "binary", "varbinary", "bit", "tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
+_LENGTH_BASES = {
+    "char",
+    "varchar",
+    "binary",
+    "varbinary",
+    "bit",
+    "tinyint",
+    "smallint",
+    "mediumint",
+    "int",
+    "integer",
+    "bigint",
+}
 _DECIMAL_BASES = {"decimal", "numeric", "dec", "fixed", "float", "double", "real"}
 _FSP_BASES = {"datetime", "timestamp", "time"}
 
@@ -1188,7 +1253,11 @@ def _type_text(c: Mapping[str, Any]) -> str:
         params = "(" + ",".join(quote_label(_unquote(v)) for v in enum_values) + ")"
     elif isinstance(length, int) and length > 0:
         if base in _DECIMAL_BASES:
-            params = f"({length},{scale or 0})" if scale is not None or base not in ("float", "double", "real") else f"({length})"
+            params = (
+                f"({length},{scale or 0})"
+                if scale is not None or base not in ("float", "double", "real")
+                else f"({length})"
+            )
         elif base in _LENGTH_BASES or (base in _FSP_BASES and length <= 6):
             params = f"({length})"
     text = base + params + rest
@@ -1244,8 +1313,7 @@ def _change_type(event: ChangeEvent) -> str:
     return {"CREATE": "CREATE", "ERASE": "DROP"}.get(kind, "ALTER")
 
 
-def _table_change(event: ChangeEvent) -> dict[str, Any]:
-    schema = event.schema
+def _table_change(event: ChangeEvent, schema: TableSchema) -> dict[str, Any]:
     s = event.source
     columns = []
     for i, col in enumerate(schema.columns):

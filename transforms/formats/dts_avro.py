@@ -58,14 +58,24 @@ import orjson
 from cdc_smt.schemas import load_avro
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats._schemaless import TYPED_JSON, merged_schema
-from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.formats.base import EXPECTED_ERRORS, Capabilities, Codec, guard, json_default, record_headers
+from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
-from cdc_smt.transforms.types import InvalidTemporal, Kind, MySQLType, epoch_us, fit_value, format_decimal, parse_type, wall_clock, zone
+from cdc_smt.transforms.types import (
+    InvalidTemporal,
+    Kind,
+    MySQLType,
+    epoch_us,
+    fit_value,
+    format_decimal,
+    parse_type,
+    wall_clock,
+    zone,
+)
 
 _NAME = "dts-avro"
 _NS = "com.alibaba.dts.formats.avro."
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _US = dt.timedelta(microseconds=1)
 
 
@@ -92,7 +102,9 @@ def _unreadable(_codec: Any, value: bytes, exc: BaseException) -> str:
 @guard(DecodeError, _unreadable, errors=EXPECTED_ERRORS + (EOFError, MemoryError), format=_NAME)
 def _read_avro(value: bytes) -> tuple[dict[str, Any], int]:
     buf = io.BytesIO(value)
-    return fastavro.schemaless_reader(buf, _schemas()[1], None, True), buf.tell()
+    record = fastavro.schemaless_reader(buf, _schemas()[1], None, True)
+    assert isinstance(record, dict)  # the writer schema is a record
+    return record, buf.tell()
 
 
 def read_record(value: bytes) -> dict[str, Any]:
@@ -127,7 +139,9 @@ def write_record(obj: dict[str, Any]) -> bytes:
         values = obj.get(key)
         if isinstance(values, list) and any(isinstance(v, tuple) and _branch(v) == "EmptyObject" for v in values):
             # fastavro may read an enum in a union as (name, symbol) but writes only the bare symbol
-            obj = dict(obj, **{key: [v[1] if isinstance(v, tuple) and _branch(v) == "EmptyObject" else v for v in values]})
+            obj = dict(
+                obj, **{key: [v[1] if isinstance(v, tuple) and _branch(v) == "EmptyObject" else v for v in values]}
+            )
     buf = io.BytesIO()
     if obj.get("bornTimestamp") is None:
         fastavro.schemaless_writer(buf, short, {k: v for k, v in obj.items() if k != "bornTimestamp"})
@@ -189,10 +203,34 @@ _CODE_BY_BASE = {
     "longtext": 251, "longblob": 251, "text": 252, "blob": 252, "varbinary": 253, "char": 254, "binary": 254,
 }  # fmt: skip
 _DISPLAY_WIDTH = {"tinyint": (4, 3), "smallint": (6, 5), "mediumint": (9, 8), "int": (11, 10), "bigint": (20, 20)}
-_SIGNED_MAX = {"tinyint": 127, "smallint": 32767, "mediumint": 8388607, "int": 2147483647, "bigint": 9223372036854775807}
+_SIGNED_MAX = {
+    "tinyint": 127,
+    "smallint": 32767,
+    "mediumint": 8388607,
+    "int": 2147483647,
+    "bigint": 9223372036854775807,
+}
 _MYSQL_SOURCES = frozenset({"MySQL", "DRDS"})
-_SOURCE_BY_DB = {"mysql": "MySQL", "mariadb": "MySQL", "tidb": "MySQL", "oracle": "Oracle", "postgres": "PostgreSQL", "sqlserver": "SQLServer", "mongodb": "MongoDB", "db2": "DB2"}
-_DB_BY_SOURCE = {"MySQL": "mysql", "Oracle": "oracle", "PostgreSQL": "postgres", "SQLServer": "sqlserver", "MongoDB": "mongodb", "DB2": "db2", "DRDS": "mysql", "PPAS": "postgres"}
+_SOURCE_BY_DB = {
+    "mysql": "MySQL",
+    "mariadb": "MySQL",
+    "tidb": "MySQL",
+    "oracle": "Oracle",
+    "postgres": "PostgreSQL",
+    "sqlserver": "SQLServer",
+    "mongodb": "MongoDB",
+    "db2": "DB2",
+}
+_DB_BY_SOURCE = {
+    "MySQL": "mysql",
+    "Oracle": "oracle",
+    "PostgreSQL": "postgres",
+    "SQLServer": "sqlserver",
+    "MongoDB": "mongodb",
+    "DB2": "db2",
+    "DRDS": "mysql",
+    "PPAS": "postgres",
+}
 _CHARSETS = {
     "utf8": "utf-8", "utf8mb3": "utf-8", "utf8mb4": "utf-8", "utf-8": "utf-8", "ascii": "ascii", "gbk": "gbk",
     "gb2312": "gbk", "gb18030": "gb18030", "big5": "big5", "sjis": "shift_jis", "cp932": "cp932", "ujis": "euc_jp",
@@ -219,12 +257,16 @@ def _branch(raw: Any) -> str | None:
 def infer_column_type(code: int, raws: list[Any], mysql_source: bool) -> str:
     """MySQL type text of a column from its code and its values in this message."""
     value = next((r for r in raws if isinstance(r, tuple) and _branch(r) != "EmptyObject"), None)
-    kind, data = (_branch(value), value[1]) if value is not None else (None, None)
+    kind: str | None = None
+    data: Any = None  # the branch's record (a dict), or its plain value
+    if value is not None:
+        kind, data = _branch(value), value[1]
     text = CODE_TYPES.get(code) if mysql_source else None
     if text is None:
         return _type_from_value(kind, data)
     if text in _BINARY_VARIANT and (
-        (kind == "Character" and data["charset"].lower() == "binary") or (kind == "BinaryObject" and data["type"].upper() != "TEXT")
+        (kind == "Character" and data["charset"].lower() == "binary")
+        or (kind == "BinaryObject" and data["type"].upper() != "TEXT")
     ):
         return _BINARY_VARIANT[text]
     if kind == "Decimal" and text.startswith("decimal"):
@@ -355,7 +397,15 @@ class DtsValues:
 
     def _zoned(self, d: dict) -> dt.datetime:
         v = d["value"]
-        naive = dt.datetime(v["year"] or 1970, v["month"] or 1, v["day"] or 1, v["hour"] or 0, v["minute"] or 0, v["second"] or 0, int((v["millis"] or 0) / self.frac_div))
+        naive = dt.datetime(
+            v["year"] or 1970,
+            v["month"] or 1,
+            v["day"] or 1,
+            v["hour"] or 0,
+            v["minute"] or 0,
+            v["second"] or 0,
+            int((v["millis"] or 0) / self.frac_div),
+        )
         return naive.replace(tzinfo=_parse_zone(d["timezone"])).astimezone(zone(self.zone)).replace(tzinfo=None)
 
 
@@ -400,11 +450,21 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
     if k is Kind.BIT:
         return (_NS + "Integer", {"precision": t.length or 1, "value": str(int(v))})
     if k is Kind.DECIMAL:
-        p, s = t.precision or 65, t.scale or 0
-        return (_NS + "Decimal", {"value": format_decimal(v if isinstance(v, Decimal) else Decimal(str(v)), s), "precision": p, "scale": s})
+        precision, scale = t.precision or 65, t.scale or 0
+        return (
+            _NS + "Decimal",
+            {
+                "value": format_decimal(v if isinstance(v, Decimal) else Decimal(str(v)), scale),
+                "precision": precision,
+                "scale": scale,
+            },
+        )
     if k is Kind.FLOAT:
         default_p = 12 if t.base == "float" else 22
-        return (_NS + "Float", {"value": float(v), "precision": t.precision or default_p, "scale": 31 if t.scale is None else t.scale})
+        return (
+            _NS + "Float",
+            {"value": float(v), "precision": t.precision or default_p, "scale": 31 if t.scale is None else t.scale},
+        )
     if k is Kind.STRING:
         if t.base in ("char", "varchar"):
             return (_NS + "Character", {"charset": "utf8mb4", "value": v.encode("utf-8")})
@@ -428,9 +488,9 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
         us = v // _US
         sign = -1 if us < 0 else 1
         secs, frac = divmod(abs(us), 1_000_000)
-        h, rem = divmod(secs, 3600)
-        mi, s = divmod(rem, 60)
-        return _datetime_value(hour=sign * h, minute=sign * mi, second=sign * s, millis=sign * frac)
+        hours, rem = divmod(secs, 3600)
+        minutes, seconds = divmod(rem, 60)
+        return _datetime_value(hour=sign * hours, minute=sign * minutes, second=sign * seconds, millis=sign * frac)
     if isinstance(v, InvalidTemporal):
         m = _ZERO_DATE.match(v)
         if m is None:
@@ -438,11 +498,21 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
         y, mo, d, h, mi, s, f = m.groups()
         if k is Kind.DATE or h is None:
             return _datetime_value(year=int(y), month=int(mo), day=int(d))
-        return _datetime_value(year=int(y), month=int(mo), day=int(d), hour=int(h), minute=int(mi), second=int(s), millis=int((f or "0").ljust(6, "0")))
+        return _datetime_value(
+            year=int(y),
+            month=int(mo),
+            day=int(d),
+            hour=int(h),
+            minute=int(mi),
+            second=int(s),
+            millis=int((f or "0").ljust(6, "0")),
+        )
     if k is Kind.DATE:
         return _datetime_value(year=v.year, month=v.month, day=v.day)
     # DATETIME
-    return _datetime_value(year=v.year, month=v.month, day=v.day, hour=v.hour, minute=v.minute, second=v.second, millis=v.microsecond)
+    return _datetime_value(
+        year=v.year, month=v.month, day=v.day, hour=v.hour, minute=v.minute, second=v.second, millis=v.microsecond
+    )
 
 
 def _datetime_value(**parts: int) -> tuple[str, dict]:
@@ -470,7 +540,9 @@ class DtsAvro(Codec):
     name = _NAME
     description = "Alibaba Cloud DTS subscription records (schemaless Avro binary Record)"
     binary = True
-    capabilities = Capabilities(column_types=True, primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True)
+    capabilities = Capabilities(
+        column_types=True, primary_key=True, transactions=True, ddl=True, heartbeats=True, typed_values=True
+    )
 
     def configure(self) -> None:
         self._next_id = 0
@@ -496,7 +568,14 @@ class DtsAvro(Codec):
             if not isinstance(ddl, str):
                 raise DecodeError("DDL record without its statement in afterImages", format=self.name)
             op = Op.TRUNCATE if _TRUNCATE.match(ddl) else Op.DDL
-            return [ChangeEvent(op=op, ddl=ddl, extra={"record": template, "fields": obj["fields"], "beforeImages": obj["beforeImages"]}, **base)]
+            return [
+                ChangeEvent(
+                    op=op,
+                    ddl=ddl,
+                    extra={"record": template, "fields": obj["fields"], "beforeImages": obj["beforeImages"]},
+                    **base,
+                )
+            ]
         op = _CONTROL_OPS.get(operation, Op.HEARTBEAT)
         return [ChangeEvent(op=op, extra={"record": obj}, **base)]
 
@@ -556,7 +635,7 @@ class DtsAvro(Codec):
                 rows.append(None)
                 continue
             row: dict[str, Any] = {}
-            for name, raw in zip(names, values):
+            for name, raw in zip(names, values, strict=True):
                 if _branch(raw) == "EmptyObject":
                     if (raw if isinstance(raw, str) else raw[1]) == "NONE":
                         partial = True
@@ -570,7 +649,7 @@ class DtsAvro(Codec):
         mysql_source = obj["source"]["sourceType"] in _MYSQL_SOURCES
         columns = tuple(
             (name, infer_column_type(code, [v[i] for v in images.values() if v is not None], mysql_source))
-            for i, (name, code) in enumerate(zip(names, codes))
+            for i, (name, code) in enumerate(zip(names, codes, strict=True))
         )
         pk = _pk_from_tags(obj["tags"])
         source = base["source"]
@@ -584,7 +663,7 @@ class DtsAvro(Codec):
             pk=schema.primary_key,
             partial=partial,
             values=_values_form(self.opts.source_timezone, frac_div),
-            extra={"record": template, "codes": dict(zip(names, codes))},
+            extra={"record": template, "codes": dict(zip(names, codes, strict=True))},
             **base,
         )
 
@@ -628,26 +707,32 @@ class DtsAvro(Codec):
 
     def _envelope(self, event: ChangeEvent, template: dict | None, operation: str) -> dict[str, Any]:
         src = event.source
-        out: dict[str, Any] = dict(template) if template is not None else {
-            "version": 0,
-            "id": 0,
-            "sourceTimestamp": 0,
-            "sourcePosition": "",
-            "safeSourcePosition": "",
-            "sourceTxid": "",
-            "source": {"sourceType": _SOURCE_BY_DB.get(src.db_type or "mysql", "OTHER"), "version": ""},
-            "operation": operation,
-            "objectName": None,
-            "processTimestamps": None,
-            "tags": {},
-            "fields": None,
-            "beforeImages": None,
-            "afterImages": None,
-            "bornTimestamp": 0,
-        }
+        out: dict[str, Any] = (
+            dict(template)
+            if template is not None
+            else {
+                "version": 0,
+                "id": 0,
+                "sourceTimestamp": 0,
+                "sourcePosition": "",
+                "safeSourcePosition": "",
+                "sourceTxid": "",
+                "source": {"sourceType": _SOURCE_BY_DB.get(src.db_type or "mysql", "OTHER"), "version": ""},
+                "operation": operation,
+                "objectName": None,
+                "processTimestamps": None,
+                "tags": {},
+                "fields": None,
+                "beforeImages": None,
+                "afterImages": None,
+                "bornTimestamp": 0,
+            }
+        )
         out["operation"] = operation
         if template is None:
-            out["id"] = int(src.sequence_id) if src.sequence_id and src.sequence_id.lstrip("-").isdigit() else self._id()
+            out["id"] = (
+                int(src.sequence_id) if src.sequence_id and src.sequence_id.lstrip("-").isdigit() else self._id()
+            )
             if src.binlog_pos is not None and src.binlog_file:
                 digits = re.search(r"(\d+)$", src.binlog_file)
                 out["sourcePosition"] = f"{src.binlog_pos}@{int(digits.group(1))}" if digits else str(src.binlog_pos)
@@ -686,7 +771,9 @@ class DtsAvro(Codec):
                 types[n] = col.mysql
             else:
                 sample = next((img[n] for img in (before, after) if img and img.get(n) is not None), None)
-                types[n] = parse_type(python_type(sample, TYPED_JSON) if sample is not None and not raw_form else "longtext")
+                types[n] = parse_type(
+                    python_type(sample, TYPED_JSON) if sample is not None and not raw_form else "longtext"
+                )
         out["fields"] = [{"name": n, "dataTypeNumber": codes.get(n, type_code(types[n]))} for n in names]
         empty = "NONE"  # EmptyObject: the column is not in this image
 

@@ -23,18 +23,34 @@ from typing import Any
 from cdc_smt.transforms.errors import DecodeError, EncodeError
 from cdc_smt.transforms.formats._schemaless import JsonValues, SchemalessJson
 from cdc_smt.transforms.formats.base import Capabilities, in_original_order
-from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition, TableSchema
+from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl, statement_head
 from cdc_smt.transforms.types import Kind, parse_type
 
 _ROW_TYPES = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
-_DDL_TYPES = frozenset({"table-create", "table-alter", "table-drop", "database-create", "database-alter", "database-drop"})
+_DDL_TYPES = frozenset(
+    {"table-create", "table-alter", "table-drop", "database-create", "database-alter", "database-drop"}
+)
 _MARKER_TYPES = frozenset({"bootstrap-start", "bootstrap-complete"})
 _TYPE_BY_OP = {Op.INSERT: "insert", Op.UPDATE: "update", Op.DELETE: "delete", Op.READ: "bootstrap-insert"}
 #: Fields the model carries; everything else goes to ``event.extra``.
 _MAPPED = frozenset(
-    {"database", "table", "type", "ts", "xid", "data", "old", "primary_key", "primary_key_columns", "position", "server_id", "gtid", "sql"}
+    {
+        "database",
+        "table",
+        "type",
+        "ts",
+        "xid",
+        "data",
+        "old",
+        "primary_key",
+        "primary_key_columns",
+        "position",
+        "server_id",
+        "gtid",
+        "sql",
+    }
 )
 _POSITION = re.compile(r"^(?P<file>.+):(?P<pos>\d+)$")
 _DATABASE_DDL = re.compile(r"(create|alter|drop)\s+(?:database|schema)\b", re.I)
@@ -48,7 +64,9 @@ class MaxwellJson(SchemalessJson):
 
     name = _NAME
     description = "Maxwell JSON (zendesk/maxwell; Flink maxwell-json): typed JSON rows, changed-column old values"
-    capabilities = Capabilities(primary_key=True, binlog_position=True, gtid=True, ddl=True, typed_values=True, snapshot_reads=True)
+    capabilities = Capabilities(
+        primary_key=True, binlog_position=True, gtid=True, ddl=True, typed_values=True, snapshot_reads=True
+    )
     values = JsonValues(_NAME, embedded_json=True)
     set_as_list = True
     options = (
@@ -192,7 +210,9 @@ class MaxwellJson(SchemalessJson):
             if event.ts_ms is not None:
                 out["ts"] = event.ts_ms // 1000
         elif op is Op.TRUNCATE:
-            raise EncodeError("maxwell-json has no message for TRUNCATE (Maxwell does not emit truncates)", format=self.name)
+            raise EncodeError(
+                "maxwell-json has no message for TRUNCATE (Maxwell does not emit truncates)", format=self.name
+            )
         else:
             return None  # BEGIN/COMMIT/HEARTBEAT/WATERMARK: Maxwell has no such message (documented)
         for k, v in extra.items():
@@ -259,9 +279,7 @@ class MaxwellJson(SchemalessJson):
         if event.changed is not None and event.origin == self.name:
             names = event.changed
         else:
-            names = tuple(
-                k for k, v in before.items() if k not in data or type(data[k]) is not type(v) or data[k] != v
-            )
+            names = tuple(k for k, v in before.items() if k not in data or type(data[k]) is not type(v) or data[k] != v)
         return data, {k: before[k] for k in names if k in before}, op
 
     def _encode_ddl(self, event: ChangeEvent, extra: dict) -> dict[str, Any]:

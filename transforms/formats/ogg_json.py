@@ -79,7 +79,9 @@ class OggJson(SchemalessJson):
             extra["current_ts"] = current_ts
         if pos is not None:
             extra["pos"] = pos
-        source = SourcePosition(database=database, schema=schema_name, table=table, sequence_id=None if pos is None else str(pos))
+        source = SourcePosition(
+            database=database, schema=schema_name, table=table, sequence_id=None if pos is None else str(pos)
+        )
         event = ChangeEvent(
             op=op,
             source=source,
@@ -130,7 +132,9 @@ class OggJson(SchemalessJson):
         if event.ts_ms is not None:
             out["op_ts"] = _keep(extra.get("op_ts"), event.ts_ms) or format_ogg_ts(event.ts_ms, " ")
         if event.processing_ts_ms is not None:
-            out["current_ts"] = _keep(extra.get("current_ts"), event.processing_ts_ms) or format_ogg_ts(event.processing_ts_ms, "T")
+            out["current_ts"] = _keep(extra.get("current_ts"), event.processing_ts_ms) or format_ogg_ts(
+                event.processing_ts_ms, "T"
+            )
         if "pos" in extra and str(extra["pos"]) == src.sequence_id:
             out["pos"] = extra["pos"]
         elif src.sequence_id is not None:
@@ -153,8 +157,14 @@ class OggJson(SchemalessJson):
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
-        return isinstance(message, dict) and message.get("op_type") in _OPS and (
-            isinstance(message.get("after"), dict) or isinstance(message.get("before"), dict) or message.get("op_type") == "T"
+        return (
+            isinstance(message, dict)
+            and message.get("op_type") in _OPS
+            and (
+                isinstance(message.get("after"), dict)
+                or isinstance(message.get("before"), dict)
+                or message.get("op_type") == "T"
+            )
         )
 
 

@@ -43,8 +43,28 @@ _KINDS: dict[str, tuple[Op, frozenset[int]]] = {
 }
 _ROW_CODES = {1: {"insert": 23, "update": 24, "delete": 25}, 2: {"insert": 30, "update": 31, "delete": 32}}
 _CONTROL_CODES = {"gtid": 33, "xid": 16, "query": 2}
-_KIND_OF_OP = {Op.INSERT: "insert", Op.READ: "insert", Op.UPDATE: "update", Op.DELETE: "delete", Op.BEGIN: "gtid", Op.COMMIT: "xid", Op.DDL: "query", Op.TRUNCATE: "query"}
-_HEADER = ("logtype", "eventtype", "eventtypestr", "db", "table", "localip", "localport", "begintime", "gtid", "event_index")
+_KIND_OF_OP = {
+    Op.INSERT: "insert",
+    Op.READ: "insert",
+    Op.UPDATE: "update",
+    Op.DELETE: "delete",
+    Op.BEGIN: "gtid",
+    Op.COMMIT: "xid",
+    Op.DDL: "query",
+    Op.TRUNCATE: "query",
+}
+_HEADER = (
+    "logtype",
+    "eventtype",
+    "eventtypestr",
+    "db",
+    "table",
+    "localip",
+    "localport",
+    "begintime",
+    "gtid",
+    "event_index",
+)
 _KNOWN = frozenset(_HEADER) | {"where", "field", "xid", "sql"}
 _MARIADB_GTID = re.compile(r"^\d+-\d+-\d+$")
 _TXN_QUERIES = {"BEGIN": Op.BEGIN, "START TRANSACTION": Op.BEGIN, "COMMIT": Op.COMMIT}
@@ -97,7 +117,8 @@ class TdsqlBinlogJson(JsonCodec):
         code = obj["eventtype"]
         if not is_int(code) or code not in codes:
             raise DecodeError(
-                f"eventtype {code!r} does not match eventtypestr {kind!r} (expected {' or '.join(map(str, sorted(codes)))})",
+                f"eventtype {code!r} does not match eventtypestr {kind!r} "
+                f"(expected {' or '.join(map(str, sorted(codes)))})",
                 format=self.name,
             )
         database = self._str(obj, "db", optional=not op.is_row)
@@ -128,6 +149,7 @@ class TdsqlBinlogJson(JsonCodec):
             extra=extra,
         )
         if op.is_row:
+            assert database is not None and table is not None  # required for rows (_str raised otherwise)
             self._rows(event, obj, database, table)
         elif op is Op.COMMIT:
             xid = obj["xid"]
@@ -172,7 +194,12 @@ class TdsqlBinlogJson(JsonCodec):
                 )
             names = tuple(f"@{i}" for i in range(1, n + 1))
             event.before, event.after = (
-                {k: literal_value(parse_literal(v), None) if isinstance(v, str) else v for k, v in zip(names, arr)} if arr else None
+                {
+                    k: literal_value(parse_literal(v), None) if isinstance(v, str) else v
+                    for k, v in zip(names, arr, strict=True)
+                }
+                if arr
+                else None
                 for arr in (where, field)
             )
         else:
@@ -183,13 +210,18 @@ class TdsqlBinlogJson(JsonCodec):
                     format=self.name,
                 )
             names = schema.names
-            event.before = dict(zip(names, where)) if where else None
-            event.after = dict(zip(names, field)) if field else None
+            event.before = dict(zip(names, where, strict=True)) if where else None
+            event.after = dict(zip(names, field, strict=True)) if field else None
             event.schema = schema
             event.pk = schema.primary_key
             event.values = self._form
         if op is Op.UPDATE:
-            event.changed = tuple(k for (k, a), b in zip(event.after.items(), where) if a != b) if schema else None
+            after = event.after
+            assert after is not None  # an update has values in 'field' (checked above)
+            # Not strict: a catalog repeating a column name collapses it in ``after`` (shorter wins, as before).
+            event.changed = (
+                tuple(k for (k, a), b in zip(after.items(), where, strict=False) if a != b) if schema else None
+            )
 
     def _array(self, obj: dict, name: str) -> list:
         arr = obj.get(name)
@@ -272,7 +304,7 @@ class TdsqlBinlogJson(JsonCodec):
         where = f"{event.source.database}.{event.source.table}"
         if op is not Op.INSERT and op is not Op.READ and before is None:
             raise EncodeError(f"{op.value} of {where} without the old row: 'where' needs it", format=self.name)
-        if op is Op.UPDATE and after is not None and len(before) < len(after):
+        if op is Op.UPDATE and before is not None and after is not None and len(before) < len(after):
             before = {**after, **before}  # only changed columns were given: the rest are unchanged
         schema = event.schema or self.catalog.get(event.source.database, event.source.table)
         arrays: list[list] = []

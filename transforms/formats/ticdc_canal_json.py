@@ -107,9 +107,10 @@ def _with_catalog_types(schema: TableSchema, mysql_types: dict, known: TableSche
         if exact is not None and isinstance(text, str) and "(" not in text and exact.type != col.type:
             try:
                 t, k = parse_type(text), exact.mysql
+                same = t.base == k.base and t.unsigned == k.unsigned
             except TypeParseError:
-                t = k = None
-            if t is not None and t.base == k.base and t.unsigned == k.unsigned:
+                same = False
+            if same:
                 cols.append(dataclasses.replace(exact, primary_key=col.primary_key))
                 changed = True
                 continue
@@ -249,12 +250,12 @@ class TicdcCanalJson(CanalJson):
             return dataclasses.replace(t, fsp=6).text()
         return text
 
-    def _schema(self, obj: dict, data: list) -> TableSchema | None:
+    def _schema(self, obj: dict, data: list) -> TableSchema:
         """The message's schema; with a schema catalog that knows the table, the catalog's
         exact type for every column whose parameterless ``mysqlType`` has the same base type
         (enum labels, set labels, bit length, decimal precision/scale, fsp)."""
         schema = super()._schema(obj, data)
-        if schema is None or self.catalog is None:
+        if self.catalog is None:
             return schema
         mysql_types = obj.get("mysqlType")
         database, table = obj.get("database"), obj.get("table")
@@ -369,8 +370,8 @@ class TicdcCanalJson(CanalJson):
 
     def _extension(self, e: ChangeEvent, orig: dict | None) -> dict[str, Any]:
         """``_tidb``: the original one updated from the model, else a new one."""
-        had = orig is not None and isinstance(orig.get("_tidb"), dict)
-        ext: dict[str, Any] = dict(orig["_tidb"]) if had else {}
+        tidb = orig.get("_tidb") if orig is not None else None
+        ext: dict[str, Any] = dict(tidb) if isinstance(tidb, dict) else {}
         if e.op is Op.WATERMARK:
             ext["watermarkTs"] = self._tso(e)
             return ext

@@ -61,7 +61,9 @@ def json_of(row: dict[str, Any], schema: TableSchema | None) -> str:
     return orjson.dumps(out, default=json_default).decode("utf-8")
 
 
-def rebuild_schema(event: ChangeEvent, order: list[str], types: dict[str, Column], *, keep_old: bool = True) -> TableSchema:
+def rebuild_schema(
+    event: ChangeEvent, order: list[str], types: dict[str, Column], *, keep_old: bool = True
+) -> TableSchema:
     """A schema for a reshaped row: columns in ``order``, typed by the old schema
     (when ``keep_old``) or ``types``; the primary key keeps the columns still there."""
     old = event.schema.by_name if keep_old and event.schema is not None else {}

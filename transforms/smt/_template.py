@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import datetime as dt
 import string
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from cdc_smt.transforms.model import ChangeEvent
 from cdc_smt.transforms.smt.base import current_topic
 
 Getter = Callable[[ChangeEvent], Any]
 
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _SIMPLE: dict[str, Getter] = {
     "database": lambda e: e.source.database,
     "table": lambda e: e.source.table,
@@ -147,7 +148,7 @@ class Template:
             event.typed()
         out = []
         for p in self._parts:
-            if p.__class__ is str:
+            if isinstance(p, str):
                 out.append(p)
             else:
                 v = p(event)

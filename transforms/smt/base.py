@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar
 
 import msgspec
 
 from cdc_smt.transforms.errors import ConfigError, TransformError
-from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
-from cdc_smt.transforms.options import Option, Options, merge, resolve
 
 # TOMBSTONE / UNWRAPPED live in the model (encoders honour them); re-exported here.
 from cdc_smt.transforms.inference import python_type
+from cdc_smt.transforms.model import TOMBSTONE, UNWRAPPED, ChangeEvent, Column, Op, TableSchema
+from cdc_smt.transforms.options import Option, Options, merge, resolve
 from cdc_smt.transforms.types import zone as types_zone
 
 #: ``extra`` key: consecutive events with the same value form one multi-row message.
@@ -116,7 +117,8 @@ class Transform:
     :meth:`apply`; ``"all"``: every event does).
     """
 
-    name: ClassVar[str] = ""
+    #: Not a ClassVar: each instance sets its own label (the ``name`` option, else this).
+    name: str = ""
     known_as: ClassVar[str] = ""
     options: ClassVar[tuple[Option, ...]] = ()
     scope: ClassVar[str] = "rows"
@@ -195,8 +197,8 @@ class Transform:
     # -- columns that do not exist ---------------------------------------------
     def _init_missing(self) -> None:
         self.on_missing: str = (
-            (getattr(self.opts, "on_missing", None) if self.names_columns else None) or self.on_missing_default(None)
-        )
+            getattr(self.opts, "on_missing", None) if self.names_columns else None
+        ) or self.on_missing_default(None)
         self.columns = tuple(dict.fromkeys(self.columns))
         self._check = self.columns and self.on_missing != "ignore"
         self._missing_by_schema: dict[int, tuple[TableSchema, tuple[str, ...]]] = {}
@@ -295,7 +297,7 @@ class Transform:
             r = apply(e)
             if r is None:
                 continue
-            if r.__class__ is list:
+            if isinstance(r, list):
                 out.extend(r)
             else:
                 append(r)
@@ -348,7 +350,9 @@ def check_known_columns(transforms: Iterable[Any], catalog: Any) -> None:
             if column not in known:
                 hint = difflib.get_close_matches(column, sorted(known), n=1)
                 hint_text = f"; did you mean {hint[0]!r}?" if hint else ""
-                raise ConfigError(f"no known table has a column {column!r}{hint_text}", getattr(t, "path", None) or None)
+                raise ConfigError(
+                    f"no known table has a column {column!r}{hint_text}", getattr(t, "path", None) or None
+                )
         adds = t.adds_columns() if hasattr(t, "adds_columns") else None
         if adds is None:
             return

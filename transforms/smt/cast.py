@@ -56,7 +56,8 @@ def _check_spec(value: Any) -> dict[str, str]:
         for item in value:
             if not isinstance(item, str) or ":" not in item:
                 raise ValueError(f"expected 'column:type', got {item!r}")
-            pairs.append(tuple(s.strip() for s in item.split(":", 1)))
+            column, type_ = item.split(":", 1)
+            pairs.append((column.strip(), type_.strip()))
         value = dict(pairs)
     if not isinstance(value, dict) or not value:
         raise ValueError("expected a non-empty mapping {column: type}")

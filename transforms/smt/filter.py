@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from cdc_smt.transforms.expr import Expression, compile_expr
 from cdc_smt.transforms.model import ChangeEvent, Op

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError, TransformError
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
@@ -135,6 +136,7 @@ class MaskField(Transform):
 
     def _mask_replace(self, column: Column | None, value: Any) -> Any:
         text = self._replacement
+        assert text is not None  # configure() requires a replacement for mode: replace
         if column is None:
             return text
         try:

@@ -19,7 +19,8 @@ def _check_renames(value: Any) -> dict[str, str]:
         for item in value:
             if not isinstance(item, str) or item.count(":") != 1:
                 raise ValueError(f"expected 'old:new', got {item!r}")
-            pairs.append(tuple(item.split(":")))
+            old, new = item.split(":")
+            pairs.append((old, new))
     else:
         raise ValueError("expected a mapping {old: new} or a list of 'old:new'")
     out: dict[str, str] = {}

@@ -114,6 +114,7 @@ class Route(Transform):
             final = topic
             m = self._regex.fullmatch(topic) if self._regex is not None else None
             if m is not None:
+                assert self._replacement is not None  # configure() requires regex and replacement together
                 final = m.expand(self._replacement)
             if self._sanitize:
                 final = sanitize_topic(final)

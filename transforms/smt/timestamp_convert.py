@@ -93,7 +93,7 @@ class TimestampConvert(Transform):
             raise TypeError
         if isinstance(v, (int, float, Decimal)):
             micros = int(Decimal(v) * 1_000_000 / self._unit)
-            aware = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)
+            aware = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)
             return aware.astimezone(zone(tz)).replace(tzinfo=None)
         if isinstance(v, str):
             s = v.strip()
@@ -122,7 +122,7 @@ class TimestampConvert(Transform):
             when = dt.datetime(when.year, when.month, when.day)
         if target == "unix":
             aware = when.replace(tzinfo=zone(tz))
-            delta = aware - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+            delta = aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
             return (delta // dt.timedelta(microseconds=1)) * self._unit // 1_000_000
         if target == "date":
             return when.date()

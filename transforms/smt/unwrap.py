@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import ChangeEvent, Column, Op
@@ -145,7 +146,9 @@ class Unwrap(Transform):
             return event  # nothing to unwrap (a partial event); pass it as it is
         if self._fields or self._headers or self._rewrite:
             event.typed()
-            row = dict(event.before if event.op is Op.DELETE else event.after)
+            image = event.before if event.op is Op.DELETE else event.after
+            assert image is not None  # checked above; typed() keeps it
+            row = dict(image)
         for name, get in self._fields:
             row[name] = get(event)
         if self._rewrite:

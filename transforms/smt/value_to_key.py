@@ -37,5 +37,6 @@ class ValueToKey(Transform):
             raise TransformError(f"row of {event.database}.{event.table} has no column {missing[0]!r} for the key")
         event.typed()
         row = event.row
+        assert row is not None  # checked above; typed() keeps it
         event.key = {f: row[f] for f in self._fields}
         return event

@@ -1,0 +1,28 @@
+"""Types of the Rust extension ``cdc_smt._native`` (``native/src/lib.rs``), for mypy."""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__version__: str
+#: The conversions the core has plans for, as ``"decoder -> encoder"``.
+PLANS: tuple[str, ...]
+
+class CanalToDebezium:
+    """canal-json -> debezium-json; ``compile(mysqlType_json, sqlType_json, pkNames, database, table)``
+    returns a table's spec or ``None`` (the table is not native)."""
+
+    def __init__(
+        self,
+        compile: Callable[..., Any],
+        *,
+        schemas_enable: bool,
+        tombstones_on_delete: bool,
+        prefix: str,
+        max_message_bytes: int,
+    ) -> None: ...
+    def convert(self, values: list[bytes | None]) -> tuple[list[int], list[bytes | None], list[bytes | None]]: ...
+    def clear(self) -> None: ...
+
+def dumps_float(v: float) -> bytes: ...
+def dumps_str(s: str) -> bytes: ...
+def zone_offsets(zone: str, instants: Sequence[int]) -> list[int] | None: ...
