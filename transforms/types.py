@@ -73,6 +73,34 @@ class InvalidTemporal(str):
     __slots__ = ()
 
 
+class ImpossibleTemporal(ValueError):
+    """An invalid temporal that is no MySQL zero date (``2024-13-45 99:00:00``): a
+    format that cannot carry its text cannot write it (the caller names the column)."""
+
+    def __init__(self, text: str, mtype: MySQLType) -> None:
+        super().__init__(f"{text} is not a valid {mtype.base.upper()}")
+
+
+_ZERO_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?)?")
+
+
+def is_zero_date(text: str) -> bool:
+    """``text`` is a value MySQL stores that has no calendar day: the zero date or a
+    date with zero parts (``0000-00-00``, ``2023-00-10 00:00:00``), every other part
+    in range. Formats apply their documented zero-date rule to these only."""
+    m = _ZERO_DATE_RE.fullmatch(text)
+    if m is None:
+        return False
+    y, mo, d, h, mi, s = (int(g or 0) for g in m.groups())
+    return 0 in (y, mo, d) and mo <= 12 and d <= 31 and h <= 23 and mi <= 59 and s <= 59
+
+
+def check_zero_date(v: str, mtype: MySQLType) -> None:
+    """Raise :class:`ImpossibleTemporal` unless ``v`` is a zero date (see :func:`is_zero_date`)."""
+    if not is_zero_date(v):
+        raise ImpossibleTemporal(v, mtype)
+
+
 # JDBC java.sql.Types codes.
 class Jdbc(enum.IntEnum):
     BIT = -7
@@ -446,6 +474,8 @@ def parse_time(s: str) -> dt.timedelta:
     if m is None:
         raise ValueError(f"bad TIME value {s!r}")
     sign, h, mi, sec, frac = m.groups()
+    if int(mi) > 59 or int(sec) > 59:  # timedelta would carry them into the hours: a different value
+        raise ValueError(f"{s} is not a valid TIME")
     micros = int((frac or "0").ljust(6, "0"))
     td = dt.timedelta(hours=int(h), minutes=int(mi), seconds=int(sec), microseconds=micros)
     return -td if sign else td
@@ -814,11 +844,14 @@ def epoch_us(wall: dt.datetime, zone_name: str) -> int:
 
 
 __all__ = [
+    "ImpossibleTemporal",
     "InvalidTemporal",
     "Jdbc",
     "Kind",
     "MySQLType",
     "TypeParseError",
+    "check_zero_date",
+    "is_zero_date",
     "format_date",
     "format_datetime",
     "fit_value",

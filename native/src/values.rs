@@ -344,7 +344,7 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
     Ok(())
 }
 
-/// `[-]H+:M{1,2}:S{1,2}[.f{1,6}]` -> microseconds (Python's `parse_time` + MicroTime).
+/// `[-]H+:MM:SS[.f{1,6}]` (minutes and seconds to 59) -> microseconds (Python's `parse_time` + MicroTime).
 fn time_us(s: &str) -> Result<i64, Fallback> {
     let (neg, body) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -376,6 +376,9 @@ fn time_us(s: &str) -> Result<i64, Fallback> {
         }
     }
     let (h, m, sec): (i64, i64, i64) = (h.parse().unwrap(), m.parse().unwrap(), sec.parse().unwrap());
+    if m > 59 || sec > 59 {
+        return Err(Fallback); // not a TIME: Python words the error
+    }
     let total = ((h * 60 + m) * 60 + sec) * 1_000_000 + micros;
     Ok(if neg { -total } else { total })
 }

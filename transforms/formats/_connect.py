@@ -28,11 +28,14 @@ from typing import Any
 
 import orjson
 
+from cdc_smt.transforms.errors import EncodeError
 from cdc_smt.transforms.model import TYPED, Column, TableSchema, Target
 from cdc_smt.transforms.types import (
+    ImpossibleTemporal,
     Kind,
     MySQLType,
     TypeParseError,
+    check_zero_date,
     float32,
     format_decimal,
     parse_type,
@@ -404,15 +407,17 @@ def _decimal_to_number(scale: int) -> Converter:
     return encode
 
 
-def _zero(nullable: bool, epoch_value: Any) -> Any:
-    """Debezium: zero dates become null in nullable columns, the epoch otherwise."""
+def _zero(v: str, mt: MySQLType, nullable: bool, epoch_value: Any) -> Any:
+    """Debezium: zero dates become null in nullable columns, the epoch otherwise;
+    other invalid dates have no number (:class:`ImpossibleTemporal`)."""
+    check_zero_date(v, mt)
     return None if nullable else epoch_value
 
 
-def _date_to_days(nullable: bool) -> Converter:
+def _date_to_days(nullable: bool, mt: MySQLType) -> Converter:
     def encode(v: Any) -> int | None:
         if isinstance(v, str):
-            return _zero(nullable, 0)
+            return _zero(v, mt, nullable, 0)
         return v.toordinal() - _EPOCH_ORDINAL
 
     return encode
@@ -422,13 +427,13 @@ def _days_to_date(v: Any) -> dt.date:
     return dt.date.fromordinal(int(v) + _EPOCH_ORDINAL)
 
 
-def _datetime_to_epoch(nullable: bool, per_second: int) -> Converter:
+def _datetime_to_epoch(nullable: bool, per_second: int, mt: MySQLType) -> Converter:
     if per_second > 1_000_000:
         mul = per_second // 1_000_000
 
         def encode_ns(v: Any) -> int | None:
             if isinstance(v, str):
-                return _zero(nullable, 0)
+                return _zero(v, mt, nullable, 0)
             return (v - _EPOCH) // _ONE_US * mul
 
         return encode_ns
@@ -436,7 +441,7 @@ def _datetime_to_epoch(nullable: bool, per_second: int) -> Converter:
 
     def encode(v: Any) -> int | None:
         if isinstance(v, str):
-            return _zero(nullable, 0)
+            return _zero(v, mt, nullable, 0)
         return (v - _EPOCH) // unit
 
     return encode
@@ -462,12 +467,12 @@ def _zoned_decoder(tz: str) -> Converter:
     return decode
 
 
-def _zoned_encoder(tz: str, nullable: bool) -> Converter:
+def _zoned_encoder(tz: str, nullable: bool, mt: MySQLType) -> Converter:
     zone = None if tz == "UTC" else zoneinfo.ZoneInfo(tz)
 
     def encode(v: Any) -> str | None:
         if isinstance(v, str):
-            return _zero(nullable, "1970-01-01T00:00:00Z")
+            return _zero(v, mt, nullable, "1970-01-01T00:00:00Z")
         if v.tzinfo is not None:
             v = v.astimezone(_UTC).replace(tzinfo=None)
         elif zone is not None:
@@ -660,7 +665,7 @@ def _epoch(per_second: int, target: str) -> KindSpec:
     return KindSpec(
         dt.datetime,
         _fixed(_epoch_to_datetime(per_second)),
-        lambda r, mt, nullable, tz: _datetime_to_epoch(nullable, per_second),
+        lambda r, mt, nullable, tz: _datetime_to_epoch(nullable, per_second, mt),
         "datetime" if per_second == 1000 else "datetime(6)",
         _when(_TEMPORAL, Target(target)) if target else _when((), TYPED),
     )
@@ -748,7 +753,7 @@ KINDS: dict[str, KindSpec] = {
     "date": KindSpec(
         dt.date,
         _fixed(_days_to_date),
-        lambda r, mt, nullable, tz: _date_to_days(nullable),
+        lambda r, mt, nullable, tz: _date_to_days(nullable, mt),
         "date",
         _when((Kind.DATE,), Target("epoch_days")),
     ),
@@ -758,7 +763,7 @@ KINDS: dict[str, KindSpec] = {
     "zoned": KindSpec(
         dt.datetime,
         lambda r, tz: _zoned_decoder(tz),
-        lambda r, mt, nullable, tz: _zoned_encoder(tz, nullable),
+        lambda r, mt, nullable, tz: _zoned_encoder(tz, nullable, mt),
         "timestamp",
         lambda r, mt, tz: Target("iso_utc", tz=tz) if mt.kind in _TEMPORAL else None,
     ),
@@ -946,10 +951,14 @@ class Plan:
     def encode_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """typed row -> Debezium JSON row (columns the plan lacks are written as is)."""
         out = dict(row)
-        for name, fn in self.encoder_items:
-            v = out.get(name)
-            if v is not None:
-                out[name] = fn(v)
+        name = ""
+        try:
+            for name, fn in self.encoder_items:
+                v = out.get(name)
+                if v is not None:
+                    out[name] = fn(v)
+        except ImpossibleTemporal as exc:
+            raise EncodeError(f"column {name}: {exc}", format="debezium-json") from None
         return out
 
     def encode_pair(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -960,16 +969,20 @@ class Plan:
         for variable-scale decimals (``1.5 == 1.50``)."""
         b = dict(before)
         a = dict(after)
-        for name, fn, reuse_equal in self.pair_items:
-            av = a.get(name)
-            if av is not None:
-                a[name] = fn(av)
-            bv = b.get(name)
-            if bv is not None:
-                if av is not None and (bv is av or (reuse_equal and _same_result(bv, av))):
-                    b[name] = a[name]
-                else:
-                    b[name] = fn(bv)
+        name = ""
+        try:
+            for name, fn, reuse_equal in self.pair_items:
+                av = a.get(name)
+                if av is not None:
+                    a[name] = fn(av)
+                bv = b.get(name)
+                if bv is not None:
+                    if av is not None and (bv is av or (reuse_equal and _same_result(bv, av))):
+                        b[name] = a[name]
+                    else:
+                        b[name] = fn(bv)
+        except ImpossibleTemporal as exc:
+            raise EncodeError(f"column {name}: {exc}", format="debezium-json") from None
         return b, a
 
     def raw_plan(self, form: Any) -> RawPlan:

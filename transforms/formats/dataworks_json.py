@@ -61,9 +61,11 @@ from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosi
 from cdc_smt.transforms.options import Option
 from cdc_smt.transforms.sqltext import classify_ddl
 from cdc_smt.transforms.types import (
+    ImpossibleTemporal,
     InvalidTemporal,
     Kind,
     MySQLType,
+    check_zero_date,
     epoch_us,
     fit_value,
     format_decimal,
@@ -566,13 +568,17 @@ class DataWorksJson(JsonCodec):
                 else parse_type(python_type(v, TYPED_JSON) if v is not None else "longtext")
             )
             types.setdefault(name, dataworks_type(t))
-            out[name] = None if v is None else self._value(t, v, event.timezone)
+            try:
+                out[name] = None if v is None else self._value(t, v, event.timezone)
+            except ImpossibleTemporal as exc:
+                raise EncodeError(f"column {name}: {exc}", format=self.name) from None
         return out
 
     def _value(self, t: MySQLType, v: Any, event_zone: str) -> Any:
         k = t.kind
         if k is Kind.DATE or k is Kind.DATETIME or k is Kind.TIMESTAMP:
             if isinstance(v, InvalidTemporal):
+                check_zero_date(v, t)  # other invalid dates have no instant either, and no documented rule
                 return None  # zero dates have no instant (documented loss)
             if k is Kind.DATE:
                 v = dt.datetime(v.year, v.month, v.day)

@@ -62,9 +62,11 @@ from cdc_smt.transforms.formats.base import EXPECTED_ERRORS, Capabilities, Codec
 from cdc_smt.transforms.inference import python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, Op, Record, SourcePosition
 from cdc_smt.transforms.types import (
+    ImpossibleTemporal,
     InvalidTemporal,
     Kind,
     MySQLType,
+    check_zero_date,
     epoch_us,
     fit_value,
     format_decimal,
@@ -479,6 +481,7 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
         return (_NS + "BinaryGeometry", {"type": t.base.upper(), "value": bytes(v)})
     if k is Kind.TIMESTAMP:
         if isinstance(v, InvalidTemporal):
+            check_zero_date(v, t)  # an epoch count has no place for other invalid text
             return (_NS + "Timestamp", {"timestamp": 0, "millis": 0})
         us = epoch_us(v, event_zone)
         return (_NS + "Timestamp", {"timestamp": us // 1_000_000, "millis": us % 1_000_000})
@@ -513,6 +516,14 @@ def encode_value(t: MySQLType, v: Any, event_zone: str) -> Any:
     return _datetime_value(
         year=v.year, month=v.month, day=v.day, hour=v.hour, minute=v.minute, second=v.second, millis=v.microsecond
     )
+
+
+def _encode_column(name: str, t: MySQLType, v: Any, event_zone: str) -> Any:
+    """:func:`encode_value`, naming the column when its value has no DTS form."""
+    try:
+        return encode_value(t, v, event_zone)
+    except ImpossibleTemporal as exc:
+        raise EncodeError(f"column {name}: {exc}", format=_NAME) from None
 
 
 def _datetime_value(**parts: int) -> tuple[str, dict]:
@@ -782,7 +793,7 @@ class DtsAvro(Codec):
                 return None
             if raw_form:
                 return [image[n] if n in image else empty for n in names]
-            return [encode_value(types[n], image[n], event.timezone) if n in image else empty for n in names]
+            return [_encode_column(n, types[n], image[n], event.timezone) if n in image else empty for n in names]
 
         out["beforeImages"] = render(before)
         out["afterImages"] = render(after)
