@@ -60,6 +60,13 @@ def test_iso_strings_nulls_and_invalid_dates() -> None:
     assert out.after["created"] == "0000-00-00 00:00:00"
 
 
+@pytest.mark.parametrize("target", ["unix", "time"])
+def test_an_invalid_date_is_an_event_error_where_the_target_cannot_keep_its_text(target: str) -> None:
+    e = ev(after=row(1, created=InvalidTemporal("0000-00-00 00:00:00")))
+    with pytest.raises(TransformError, match="column 'created' value '0000-00-00 00:00:00'"):
+        run({"type": "timestamp_convert", "fields": ["created"], "target": target}, [e])
+
+
 def test_unparseable_value_is_an_event_error() -> None:
     with pytest.raises(TransformError, match="'status'"):
         run({"type": "timestamp_convert", "fields": ["status"], "target": "unix"}, [ev(after=row(1, status="soon"))])

@@ -105,7 +105,11 @@ class TimestampConvert(Transform):
     # -- writing ---------------------------------------------------------------
     def _convert(self, v: Any, tz: str) -> Any:
         if isinstance(v, InvalidTemporal):
-            return v if self._target in ("string", "date", "datetime", "timestamp") else None
+            # Text targets keep a zero or impossible date's text; a number or a TIME cannot
+            # carry it, and a silent null would lose it: the caller dead-letters the event.
+            if self._target in ("string", "date", "datetime", "timestamp"):
+                return v
+            raise ValueError(f"{v} is not a valid date or time")
         when = self._to_datetime(v, tz)
         target = self._target
         if isinstance(when, dt.timedelta):
