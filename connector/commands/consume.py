@@ -28,6 +28,7 @@ from cdc_smt.connector.commands._records import (
     wait_for_broker,
 )
 from cdc_smt.connector.framing import RecordWriter
+from cdc_smt.connector.kafka.consume import to_record
 from cdc_smt.connector.kafka.settings import DEFAULT_CONNECT_TIMEOUT_S
 from cdc_smt.transforms.errors import ConfigError
 from cdc_smt.transforms.model import Record
@@ -71,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if args.values and args.base64:
         raise ConfigError("--values writes the values as they are; it does not combine with --base64")
     with RecordWriter(args.output, binary=False) as writer:
-        if args.values:
-            emit: Callable[[Record], Any] = writer.write
-        else:
-            emit = lambda r: writer.write(Record(value=record_line(r, args.base64)))  # noqa: E731
+        def emit_line(record: Record) -> Any:
+            return writer.write(Record(value=record_line(record, args.base64)))
+
+        emit: Callable[[Record], Any] = writer.write if args.values else emit_line
         count = asyncio.run(
             read_topics(
                 args.bootstrap,
@@ -141,7 +142,7 @@ async def read_topics(
                 for msg in batch[tp]:
                     if max_messages is not None and count >= max_messages:
                         break
-                    emit(_record(msg))
+                    emit(to_record(msg))
                     count += 1
             sys.stdout.flush()  # a reader of the pipe sees each batch as it comes
         return count
@@ -159,16 +160,3 @@ async def _skip_to_true_end(consumer: Any) -> None:
     """
     while await consumer.getmany(timeout_ms=DRAIN_MS):
         pass
-
-
-def _record(msg: Any) -> Record:
-    """An aiokafka ``ConsumerRecord`` as the model's :class:`Record` (null header values as empty bytes)."""
-    return Record(
-        value=msg.value,
-        key=msg.key,
-        topic=msg.topic,
-        partition=msg.partition,
-        offset=msg.offset,
-        timestamp=msg.timestamp,
-        headers=[(k, b"" if v is None else bytes(v)) for k, v in msg.headers or ()],
-    )

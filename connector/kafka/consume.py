@@ -11,7 +11,8 @@ from cdc_smt.connector.kafka.settings import Conn, client_kwargs
 from cdc_smt.transforms.model import Record
 
 
-def _to_record(msg: Any) -> Record:
+def to_record(msg: Any) -> Record:
+    """An aiokafka ``ConsumerRecord`` as the model's :class:`Record` (null header values as empty bytes)."""
     return Record(
         value=msg.value,
         key=msg.key,
@@ -63,7 +64,7 @@ async def consume_all(
             batch = await consumer.getmany(timeout_ms=200, max_records=10_000)
             got = 0
             for tp, msgs in batch.items():
-                out[tp.partition].extend(_to_record(m) for m in msgs)
+                out[tp.partition].extend(to_record(m) for m in msgs)
                 got += len(msgs)
             count += got
             if got:
@@ -83,4 +84,4 @@ async def consume_all(
         await consumer.stop()
 
 
-__all__ = ["consume_all"]
+__all__ = ["consume_all", "to_record"]

@@ -128,7 +128,7 @@ class Template:
         """The text of a template without fields."""
         if not self.static:
             raise ValueError(f"template {self.source!r} has fields")
-        return "".join(self._parts)  # type: ignore[arg-type]
+        return "".join(p for p in self._parts if isinstance(p, str))  # static: every part is text
 
     def render(self, event: ChangeEvent) -> str | None:
         if self._by_table:
