@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.values and args.base64:
         raise ConfigError("--values writes the values as they are; it does not combine with --base64")
     with RecordWriter(args.output, binary=False) as writer:
+
         def emit_line(record: Record) -> Any:
             return writer.write(Record(value=record_line(record, args.base64)))
 
