@@ -99,6 +99,14 @@ pytestmark = pytest.mark.skipif(
     not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
 )
 
+
+@pytest.fixture(autouse=True)
+def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests compare the two paths themselves, so they run with the core on even in
+    the suite's pass on the Python path (``CDC_SMT_NATIVE=0``, the second pass of ./dev test)."""
+    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+
+
 #: Debezium options: the defaults (native), the schema part (native), and modes the plan
 #: leaves to Python per column (their columns' values send records to Python).
 SINKS: list[dict[str, Any]] = [
