@@ -393,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     peers = set(args.peers.split(","))
+    args.file_messages = min(args.file_messages, args.messages)
     print(
         f"Python {platform.python_version()}; {cpu_model()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
         flush=True,
@@ -469,6 +470,10 @@ def report(results: list[Result], files: list[tuple[str, float, float]], args: a
         print("|---|---:|---:|---:|")
         for name, seconds, cpu in files:
             print(f"| {name} | {seconds:.1f} | {cpu:.1f} | {args.file_messages / cpu if cpu else 0:,.0f} |")
+        if len(files) == 2:
+            (_, our_s, our_cpu), (_, flink_s, flink_cpu) = files
+            cpu_ratio, wall_ratio = flink_cpu / our_cpu, flink_s / our_s
+            print(f"\ncdc-smt convert vs Flink: {cpu_ratio:.2f}x per CPU-second, {wall_ratio:.2f}x wall clock")
 
 
 if __name__ == "__main__":
