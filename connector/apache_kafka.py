@@ -165,6 +165,52 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     return sorted(p for p in lib.glob("*.jar") if _artifact(p.name) not in shipped)
 
 
+#: Flink's Kafka SQL connector is released apart from Flink, as ``<connector>-<Flink minor>``; per
+#: installed Flink minor, the releases to try in order (the newest built for it or just before it:
+#: 5.0.0-2.2 runs on Flink 2.3, for which none is published yet; 5.0.0-2.1 does not resolve).
+FLINK_KAFKA_CONNECTORS = {
+    "2.3": ("5.0.0-2.2",),
+    "2.2": ("5.0.0-2.2",),
+    "2.1": ("5.0.0-2.2",),
+    "2.0": ("4.0.1-2.0", "4.0.0-2.0"),
+    "1.20": ("3.4.0-1.20", "3.3.0-1.20"),
+    "1.19": ("3.3.0-1.19",),
+}
+
+
+def installed_pyflink_version() -> str | None:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("apache-flink")
+    except PackageNotFoundError:
+        return None
+
+
+def flink_kafka_jars(flink_version: str | None = None) -> list[Path]:
+    """Jars to add to ``pipeline.jars`` for Flink SQL's ``'connector' = 'kafka'``: the
+    ``flink-sql-connector-kafka`` release for the installed PyFlink's minor version."""
+    flink_version = flink_version or installed_pyflink_version()
+    if flink_version is None:
+        raise ApacheKafkaError("PyFlink (apache-flink) is not installed")
+    minor = ".".join(flink_version.split(".")[:2])
+    candidates = FLINK_KAFKA_CONNECTORS.get(minor)
+    if not candidates:
+        raise ApacheKafkaError(f"no flink-sql-connector-kafka release is known for Flink {flink_version}")
+    tried: list[str] = []
+    for candidate in candidates:
+        try:
+            lib = resolve("flink-kafka", {"flink.kafka.version": candidate})
+            return sorted(lib.glob("flink-sql-connector-kafka-*.jar"))
+        except ApacheKafkaError as exc:
+            if "could not resolve" not in str(exc).lower():
+                raise
+            tried.append(candidate)
+    raise ApacheKafkaError(
+        f"no flink-sql-connector-kafka resolves for Flink {flink_version} (tried {', '.join(tried)})"
+    )
+
+
 def _artifact(jar: str) -> str:
     """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name without its version)."""
     return re.sub(r"-\d[^-]*$", "", jar[: -len(".jar")])
@@ -320,7 +366,8 @@ class ApacheKafka:
         with open(self.data_dir / "format.log", "wb") as log:
             proc = self._java(
                 "kafka.tools.StorageTool",
-                ["format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *scram],
+                # "=": an id may start with "-" (base64url), which the tool would take for an option
+                ["format", f"--cluster-id={cluster_id}", "-c", str(config), "--ignore-formatted", *scram],
                 log,
             )
             try:
@@ -428,13 +475,15 @@ def _cleanup(box: list[subprocess.Popen | None], data_dir: Path | None) -> None:
 
 # -- ./dev: resolve ahead of the test run -----------------------------------------------------------
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m cdc_smt.connector.apache_kafka [--spark]``: resolve the jars the tests use."""
+    """``python -m cdc_smt.connector.apache_kafka [--spark] [--flink]``: resolve the jars the tests use."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         print(f"apache kafka jars: {resolve('kafka')}", file=sys.stderr)
         if "--spark" in args and installed_pyspark_version():
             jars = spark_kafka_jars()
             print(f"spark kafka jars: {', '.join(p.name for p in jars)}", file=sys.stderr)
+        if "--flink" in args and installed_pyflink_version():
+            print(f"flink kafka jars: {', '.join(p.name for p in flink_kafka_jars())}", file=sys.stderr)
     except ApacheKafkaError as exc:
         print(f"cdc-smt: error: {exc}", file=sys.stderr)
         return 1
