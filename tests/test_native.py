@@ -144,7 +144,7 @@ def dead_letters(result: ChainResult) -> list[tuple]:
 def handled(chain: Chain, records: list[Record]) -> int:
     """How many of ``records`` the native plan converts itself (the rest go to Python)."""
     chain.native.plan.clear()
-    counts, _, _ = chain.native.plan.convert([r.value for r in records])
+    counts = chain.native.plan.convert([r.value for r in records])[0]
     return sum(n >= 0 for n in counts)
 
 
@@ -197,8 +197,9 @@ def test_only_the_plans_it_has_are_used() -> None:
     assert Chain(canal(), get_codec("canal-json"), [], "all").native is None
     assert Chain(get_codec("ticdc-canal-json"), dbz(), [], "all").native is None
     assert Chain(canal(), dbz(), [], "all", catalog=SchemaCatalog()).native is None  # the plan feeds no catalog
-    transforms = build_transforms([{"type": "drop_tombstones"}])
-    assert Chain(canal(), dbz(), transforms, "all").native is None
+    transforms = build_transforms([{"type": "drop_tombstones"}, {"type": "filter", "condition": "row.id > 1"}])
+    assert Chain(canal(), dbz(), transforms, "all").native is None  # a row condition: Python
+    assert Chain(canal(), dbz(), transforms[:1], "all").native is not None
 
 
 def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[str]) -> None:
@@ -339,7 +340,7 @@ def test_zone_databases_are_compared_before_zones_are_used() -> None:
     types = {"id": "int", "ts": "timestamp"}
     fast, _ = chains({"source_timezone": "Asia/Shanghai"})
     spec = native._CanalTables(fast.decoder, fast.encoder).compile(orjson.dumps(types).decode(), None, ["id"], "d", "t")
-    assert dict((name, op) for name, op, _ in spec[0]) == {"id": "int", "ts": "iso_utc"}
+    assert {c[0]: c[1] for c in spec[0]} == {"id": "int", "ts": "iso_utc"}
 
 
 # ---------------------------------------------------------------------------
