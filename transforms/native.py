@@ -54,6 +54,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 
 ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
+TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 
 
 def available() -> bool:
@@ -96,21 +97,23 @@ def plan_for(chain: Any) -> NativePlan | None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
-    if type(decoder) is not CanalJson or type(encoder) is not DebeziumJsonCodec:
+    if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
         return None
+    ticdc = type(decoder) is TicdcCanalJson
     compiler = _CanalTables(decoder, encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
         compiler.compile,
         schemas_enable=encoder.schemas_enable,
         tombstones_on_delete=encoder.tombstones_on_delete,
-        prefix=encoder.prefix,
         max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
     )
-    return NativePlan(CANAL_TO_DEBEZIUM, plan, compiler.variants)
+    return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
 
 
 #: ``insert_field`` metadata the plan writes: per row (``es``, ``ts``, the row index), or
@@ -357,7 +360,7 @@ class _CanalTables:
         columns = [
             (
                 c.name,
-                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone),
+                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.decoder.form),
                 shape.names[i],
                 shape.validate[i],
                 *(shape.masks[i] or ("", b"")),
@@ -425,19 +428,36 @@ class _CanalTables:
         if variant is None:
             variant = self._variant_ids[ident] = len(self.variants)
             self.variants.append(ident)
-        source = event.source
-        db_table = b'"db":%s,"sequence":null,"table":%s' % (
-            orjson.dumps(source.database or ""),
-            orjson.dumps(source.table),
-        )
         schemas = self.encoder.schemas_enable
         return 2, (
             variant,
-            db_table,
+            _source_parts(payload["source"]),
             consts,
             _schema_part(first.key) if schemas and first.key is not None else None,
             _schema_part(first.value) if schemas else None,
         )
+
+
+#: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).
+_SOURCE_FIELDS = (
+    "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "table",
+    "server_id", "gtid", "file", "pos", "row", "thread", "query",
+)  # fmt: skip
+
+
+def _source_parts(source: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """The probe's source block around its ``ts_ms`` and ``row`` (the probe has ``es`` 0, row 0)."""
+    if tuple(source) != _SOURCE_FIELDS or source["ts_ms"] != 0 or source["row"] != 0:
+        raise _Unsupported("source")
+
+    def fields(names: tuple[str, ...]) -> bytes:
+        return b",".join(orjson.dumps(n) + b":" + orjson.dumps(source[n]) for n in names)
+
+    return (
+        b"{" + fields(_SOURCE_FIELDS[:3]) + b',"ts_ms":',
+        b"," + fields(_SOURCE_FIELDS[4:12]) + b',"row":',
+        b"," + fields(_SOURCE_FIELDS[13:]) + b"}",
+    )
 
 
 def _schema_part(value: bytes) -> bytes:
@@ -448,10 +468,9 @@ def _schema_part(value: bytes) -> bytes:
     return head[len(b'{"schema":') :]
 
 
-def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
-    """The native conversion of one column from Canal text to its Debezium representation
-    (``python``: none, a non-null value goes to Python)."""
-    from cdc_smt.transforms.formats.canal_json import CANAL_TEXT
+def _column_op(column: Any, r: Any, tz: str, form: Any) -> tuple[str, Any]:
+    """The native conversion of one column from Canal text (``form``: the decoder's value
+    form) to its Debezium representation (``python``: none, a non-null value goes to Python)."""
     from cdc_smt.transforms.types import Kind
 
     t = column.mysql
@@ -463,7 +482,7 @@ def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
         if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
             return ("str", None)
         if k is Kind.ENUM:
-            return ("enum", _enum_table(column, CANAL_TEXT))
+            return ("enum", _enum_table(column, form))
         if k is Kind.SET:
             return ("set", list(t.values))
     if kind == "decimal" and (k is Kind.DECIMAL or k is Kind.INT):
@@ -537,6 +556,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_DEBEZIUM",
+    "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",
     "available",

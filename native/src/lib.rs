@@ -21,7 +21,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -57,8 +57,9 @@ enum Added {
 struct OpPlan {
     /// Index into the Python side's (topic, header edits) list.
     variant: usize,
-    /// ``"db":...,"sequence":null,"table":...`` of the source block (after ``merge_shards``).
-    db_table: Vec<u8>,
+    /// The source block around its ``ts_ms`` and ``row`` (the rest is the same for every
+    /// row of a table and op: connector, name, snapshot, db, table after ``merge_shards``).
+    source: (Vec<u8>, Vec<u8>, Vec<u8>),
     consts: Vec<Vec<u8>>,
     key_schema: Option<Vec<u8>>,
     envelope_schema: Option<Vec<u8>>,
@@ -119,14 +120,16 @@ impl TableKey {
 
 const CACHE_SIZE: usize = 1024;
 
-/// canal-json -> debezium-json (no transforms), with the options of both codecs.
+/// canal-json or ticdc-canal-json -> debezium-json, with the chain's per-table transforms
+/// (``transforms/native.py`` compiles them per table) and the options of both codecs.
 #[pyclass(module = "cdc_smt._native")]
 struct CanalToDebezium {
     compile: PyObject,
     schemas_enable: bool,
     tombstones_on_delete: bool,
-    prefix: String,
     max_message_bytes: usize,
+    /// TiCDC's dialect: one row per message, ``id`` 0; ``_tidb`` messages go to Python.
+    ticdc: bool,
     tables: HashMap<TableKey, Option<Arc<TablePlan>>>,
     last: Option<(TableKey, Option<Arc<TablePlan>>)>,
 }
@@ -142,14 +145,14 @@ impl CanalToDebezium {
     /// ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns the
     /// table's spec (see ``table_plan``) or ``None`` (not native).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable, tombstones_on_delete, prefix, max_message_bytes))]
-    fn new(compile: PyObject, schemas_enable: bool, tombstones_on_delete: bool, prefix: String, max_message_bytes: usize) -> Self {
+    #[pyo3(signature = (compile, *, schemas_enable, tombstones_on_delete, max_message_bytes, ticdc=false))]
+    fn new(compile: PyObject, schemas_enable: bool, tombstones_on_delete: bool, max_message_bytes: usize, ticdc: bool) -> Self {
         CanalToDebezium {
             compile,
             schemas_enable,
             tombstones_on_delete,
-            prefix,
             max_message_bytes,
+            ticdc,
             tables: HashMap::new(),
             last: None,
         }
@@ -247,6 +250,11 @@ impl CanalToDebezium {
         if data.is_empty() {
             return Ok(false);
         }
+        // TiCDC: what its decoder warns about (official Canal read as TiCDC) or reads from
+        // ``_tidb`` (commitTs, handle-key-only rows, claim checks) is Python's.
+        if self.ticdc && (m.tidb || data.len() != 1 || m.id.is_some_and(|id| id.get() != "0")) {
+            return Ok(false);
+        }
         let old = m.old.as_deref().unwrap_or(&[]);
         if op == 1 && !old.is_empty() && old.len() != data.len() {
             return Ok(false);
@@ -299,7 +307,7 @@ impl CanalToDebezium {
             }
         }
         payload.extend_from_slice(b",\"source\":");
-        self.write_source(&mut payload, m, op_plan, code, i);
+        self.write_source(&mut payload, m, op_plan, i);
         payload.extend_from_slice(b",\"op\":\"");
         payload.extend_from_slice(code);
         payload.extend_from_slice(b"\",\"ts_ms\":");
@@ -346,16 +354,13 @@ impl CanalToDebezium {
         Ok(())
     }
 
-    fn write_source(&self, out: &mut Vec<u8>, m: &canal::Message, op_plan: &OpPlan, code: &[u8], row: usize) {
-        out.extend_from_slice(b"{\"version\":\"cdc-smt\",\"connector\":\"mysql\",\"name\":");
-        json::write_str(out, &self.prefix);
-        out.extend_from_slice(b",\"ts_ms\":");
+    fn write_source(&self, out: &mut Vec<u8>, m: &canal::Message, op_plan: &OpPlan, row: usize) {
+        let (head, middle, tail) = &op_plan.source;
+        out.extend_from_slice(head);
         json::write_int(out, m.es.unwrap_or(0));
-        out.extend_from_slice(if code == b"r" { b",\"snapshot\":\"true\"," } else { b",\"snapshot\":\"false\"," });
-        out.extend_from_slice(&op_plan.db_table);
-        out.extend_from_slice(b",\"server_id\":0,\"gtid\":null,\"file\":\"\",\"pos\":0,\"row\":");
+        out.extend_from_slice(middle);
         json::write_int(out, row);
-        out.extend_from_slice(b",\"thread\":null,\"query\":null}");
+        out.extend_from_slice(tail);
     }
 }
 
@@ -467,7 +472,7 @@ fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
 /// list of ``(out_name, kind)`` (``const``/``es``/``ts``/``row``), ``key`` a list of
 /// ``(name, column index)`` and ``ops`` four entries (c, u, d, r), each
 /// ``(what, plan)``: ``what`` 0 (dropped), 1 (to Python) or 2 with ``plan`` =
-/// ``(variant, db_table, consts, key_schema, envelope_schema)``.
+/// ``(variant, (source_head, source_middle, source_tail), consts, key_schema, envelope_schema)``.
 fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
     #[allow(clippy::type_complexity)]
     let (columns, added, key, explicit_key, ops): (
@@ -475,7 +480,7 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
         Vec<(String, String)>,
         Vec<(String, usize)>,
         bool,
-        Vec<(u8, Option<(usize, Vec<u8>, Vec<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>)>)>,
+        Vec<(u8, Option<(usize, (Vec<u8>, Vec<u8>, Vec<u8>), Vec<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>)>)>,
     ) = spec.extract()?;
     let py = spec.py();
     let mut cols = Vec::with_capacity(columns.len());
@@ -554,11 +559,11 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
     for (slot, (what, op)) in op_plans.iter_mut().zip(ops) {
         *slot = match (what, op) {
             (0, _) => OpEntry::Dropped,
-            (2, Some((variant, db_table, values, key_schema, envelope_schema))) => {
+            (2, Some((variant, source, values, key_schema, envelope_schema))) => {
                 if values.len() != consts {
                     return Err(PyValueError::new_err("one value per constant added column"));
                 }
-                OpEntry::Plan(OpPlan { variant, db_table, consts: values, key_schema, envelope_schema })
+                OpEntry::Plan(OpPlan { variant, source, consts: values, key_schema, envelope_schema })
             }
             _ => OpEntry::Python,
         };

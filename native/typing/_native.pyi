@@ -8,7 +8,8 @@ __version__: str
 PLANS: tuple[str, ...]
 
 class CanalToDebezium:
-    """canal-json -> debezium-json (and the chain's transforms the planner lets it do);
+    """canal-json (or TiCDC's dialect, ``ticdc``) -> debezium-json (and the chain's
+    transforms the planner lets it do);
     ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns a table's
     spec or ``None`` (the table is not native)."""
 
@@ -18,8 +19,8 @@ class CanalToDebezium:
         *,
         schemas_enable: bool,
         tombstones_on_delete: bool,
-        prefix: str,
         max_message_bytes: int,
+        ticdc: bool = False,
     ) -> None: ...
     def convert(
         self, values: list[bytes | None]
