@@ -64,7 +64,7 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "target", "*.so")
     for folder in ("transforms", "connector", "schemas", "native"):
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
-    bare = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CARGO", "RUSTUP"))}
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CARGO", "RUSTUP", "CDC_SMT_"))}
     bare["PATH"] = os.pathsep.join(
         p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "cargo").exists()
     )
@@ -87,12 +87,16 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     import sysconfig
 
     paths = [str(target), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    check = "import cdc_smt.transforms.chain, cdc_smt.transforms.native as n; print(n.__file__, n.status()['active'])"
+    check = (
+        "import cdc_smt.transforms.chain, cdc_smt.transforms.native as n; "
+        "print(n.__file__, n.status()['active'], n.describe(), sep='|')"
+    )
     proc = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = {paths!r}; {check}"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=bare)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    where, active = proc.stdout.split()
+    where, active, described = proc.stdout.strip().split("|")
     assert Path(where).is_relative_to(target) and active == "False"
+    assert described == "native core: inactive (not built (no Rust toolchain at install))"
 
 
 pytestmark = pytest.mark.skipif(

@@ -44,7 +44,7 @@ from cdc_smt.transforms.model import Record
 
 _native: ModuleType | None  # the extension (typed by native/typing/_native.pyi), or None
 try:  # the extension is optional: a build without Rust has none
-    from cdc_smt import _native as _extension
+    import cdc_smt._native as _extension
 
     _native = _extension
     _MISSING = ""
