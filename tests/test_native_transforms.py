@@ -14,6 +14,7 @@ nothing would pass trivially), and chains with anything else get no plan.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Record, TableSchema
+from tests.corpus import read_messages
 from tests.strategies import change_streams, table_schemas
 from tests.test_fastpath import EDGES
 from tests.test_native import BASE, GOOD, MALFORMED, REQUIRED, _message, canal_stream, dead_letters, outputs, records_of
@@ -315,3 +317,29 @@ def test_five_transform_chain_is_native() -> None:
 
     chain = Chain(get_codec("canal-json"), get_codec("debezium-json"), build_transforms(CHAIN), "all")
     assert chain.native is not None
+
+
+def test_corpus_canal_files_through_the_chains(corpus: Path) -> None:
+    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
+    values: list[bytes] = []
+    for path in files:
+        try:
+            values.extend(read_messages(path))
+        except Exception:  # noqa: BLE001 - not a message file
+            continue
+    assert values
+    for name in ("five", "mixed", "headers", "insert-field"):
+        for sink in SINKS:
+            assert_same(records_of(values), CHAINS[name], sink, {"source_timezone": "Asia/Shanghai"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    at=st.integers(0, len(GOOD) - 1),
+    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
+    cut=st.integers(0, 3),
+    name=st.sampled_from(sorted(CHAINS)),
+)
+def test_mutated_messages(at: int, insert: bytes, cut: int, name: str) -> None:
+    """Bytes flipped anywhere in a good message, through every chain: always Python's answer."""
+    assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]), CHAINS[name], {})
