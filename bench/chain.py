@@ -11,7 +11,8 @@ alternate (bare, chain, bare, chain, ...) and the best of each counts, so both
 see the same machine state; time is the process's CPU time, so other load on
 a shared machine does not count against either. The filter keeps every row,
 so both convert the same messages. Target: the chain costs at most 30 % over
-bare.
+bare on the Python path, 15 % when the native core runs both (it does the five
+transforms inside its plan; the line "native plan" says whether it does).
 
 ``--breakdown`` also times each transform alone. Prints "missing codec" when
 a format is not registered.
@@ -36,7 +37,8 @@ from cdc_smt.transforms.model import Record
 SOURCE, SINK = "canal-json", "debezium-json"
 SINK_OPTIONS = {"schemas_enable": False}
 CHUNK = 10_000
-TARGET = 30.0  # percent
+TARGET = 30.0  # percent, on the Python path
+NATIVE_TARGET = 15.0  # percent, when the native core runs the bare conversion and the chain
 
 #: The measured chain: what a real deployment does to a stream bound for a warehouse.
 CHAIN: list[dict[str, Any]] = [
@@ -109,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Python {platform.python_version()}; {cpu_model()}, {pinned}",
         flush=True,
     )
+    native_both = _chain([]).native is not None and _chain(CHAIN).native is not None
+    target = NATIVE_TARGET if native_both else TARGET
+    print(f"native plan: {'bare and chain' if native_both else 'not for both (Python path)'}", flush=True)
     variants: dict[str, list[dict[str, Any]]] = {"bare": [], "chain": CHAIN}
     if args.breakdown:
         for spec in CHAIN:
@@ -126,10 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     overhead = (best["chain"] / best["bare"] - 1) * 100
-    verdict = "within" if overhead <= TARGET else "OVER"
-    print(f"\nchain overhead {overhead:.1f} % ({verdict} the {TARGET:.0f} % target)\n")
+    verdict = "within" if overhead <= target else "OVER"
+    print(f"\nchain overhead {overhead:.1f} % ({verdict} the {target:.0f} % target)\n")
     print("\n".join(lines))
-    return 0 if overhead <= TARGET else 1
+    return 0 if overhead <= target else 1
 
 
 if __name__ == "__main__":

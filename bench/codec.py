@@ -12,7 +12,15 @@ transforms, no schema catalog; the native core's plan where it has one, marked
 least CPU time of ``--runs``, in one thread
 (``--pin CPU`` to pin it). The floor is ``orjson.loads`` +
 ``orjson.dumps`` of the same messages: the least any JSON-to-JSON conversion
-can cost, so "x floor" says how much the model and the two codecs add.
+can cost, so "x floor" says how much the model and the two codecs add. A row
+whose source is not Canal JSON has a floor of its own, measured on its own
+input messages ("speed vs floor" is the row's rate over its floor's; the native
+core's targets: at least 0.5x, canal-json -> debezium-json 1.0x).
+
+``--rss N`` instead converts ``N`` messages (default 1M when given without a
+number) through each native plan, in a child process per plan, generating the
+input chunk by chunk, and prints the peak RSS after 10 %, 50 % and 100 % of
+them: flat when the plan keeps nothing per message.
 
 Rows whose codecs are not registered print as ``missing``. To benchmark more
 conversions, add a :class:`Row` to :data:`ROWS`.
@@ -42,7 +50,7 @@ import platform
 import random
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -54,6 +62,7 @@ from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.formats import get_codec, registry
+from cdc_smt.transforms.formats.base import JsonCodec
 from cdc_smt.transforms.model import Record
 
 SOURCE_FORMAT = "canal-json"  # what the generator writes
@@ -94,6 +103,15 @@ ROWS: tuple[Row, ...] = (
     ),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema", python_path=True),
+    Row("ticdc-canal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row(
+        "ticdc-canal-json",
+        "debezium-json",
+        sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
+    Row("ticdc-canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
     Row("canal-json", "canal-json"),
     Row("canal-json", "ticdc-canal-json"),
@@ -155,8 +173,12 @@ def _row(rnd: random.Random, row_id: int) -> dict[str, str | None]:
 
 def canal_messages(count: int, seed: int = 7) -> list[bytes]:
     """``count`` Canal JSON messages (one row each): 60 % insert, 30 % update, 10 % delete."""
+    return list(iter_canal_messages(count, seed))
+
+
+def iter_canal_messages(count: int, seed: int = 7) -> Iterator[bytes]:
+    """:func:`canal_messages`, one at a time (for runs that must not hold them all)."""
     rnd = random.Random(seed)
-    out = []
     for i in range(count):
         row = _row(rnd, i + 1)
         kind = rnd.random()
@@ -184,8 +206,7 @@ def canal_messages(count: int, seed: int = 7) -> list[bytes]:
             "ts": es + 35,
             "type": typ,
         }
-        out.append(orjson.dumps(msg))
-    return out
+        yield orjson.dumps(msg)
 
 
 #: The generated table's DDL, for formats that name or type columns from a schema catalog.
@@ -203,6 +224,7 @@ ORDERS_DDL = (
 class Result:
     label: str
     rate: float | None = None  # messages per second
+    floor_rate: float | None = None  # the row's own floor, when its source is not Canal JSON
     status: str = "ok"  # ok | missing | error
     detail: str = ""
     errors: int = 0
@@ -289,9 +311,13 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
             errors += len(chain.flush().dead_letters)
 
         seconds = best_seconds(once, runs)
+        floor = None
+        if row.source != SOURCE_FORMAT and isinstance(get_codec(row.source), JsonCodec):  # JSON: an orjson floor
+            floor = len(records) / floor_seconds([r.value for r in records if r.value is not None], runs)
     except CdcSmtError as exc:
         return Result(row.label, status="error", detail=str(exc))
-    return Result(row.label + (" [native]" if native else ""), rate=len(records) / seconds, errors=errors)
+    label = row.label + (" [native]" if native else "")
+    return Result(label, rate=len(records) / seconds, errors=errors, floor_rate=floor)
 
 
 @dataclass
@@ -451,21 +477,24 @@ def cpu_model() -> str:
 # -- report ---------------------------------------------------------------------------------
 
 
-def _cells(result: Result, floor_rate: float) -> tuple[str, str]:
+def _cells(result: Result, floor_rate: float) -> tuple[str, str, str]:
+    """msgs/s, cost vs floor and speed vs floor (the row's own floor when it has one)."""
     if result.rate is None:
-        return result.status, result.detail
-    cost = f"{floor_rate / result.rate:.1f}×"
+        return result.status, result.detail, ""
+    floor = result.floor_rate or floor_rate
+    cost = f"{floor / result.rate:.1f}×"
     if result.errors:
         cost += f" ({result.errors} errors!)"
-    return f"{result.rate:,.0f}", cost
+    own = f" (own floor {floor:,.0f}/s)" if result.floor_rate else ""
+    return f"{result.rate:,.0f}", cost, f"{result.rate / floor:.2f}×{own}"
 
 
 def markdown_table(results: list[Result], floor_rate: float) -> str:
-    lines = ["| conversion | msgs/s | cost vs floor |", "|---|---:|---:|"]
-    lines.append(f"| floor: `orjson.loads` + `orjson.dumps` | {floor_rate:,.0f} | 1.0× |")
+    lines = ["| conversion | msgs/s | cost vs floor | speed vs floor |", "|---|---:|---:|---:|"]
+    lines.append(f"| floor: `orjson.loads` + `orjson.dumps` | {floor_rate:,.0f} | 1.0× | 1.00× |")
     for r in results:
-        rate, cost = _cells(r, floor_rate)
-        lines.append(f"| {r.label} | {rate} | {cost} |")
+        rate, cost, speed = _cells(r, floor_rate)
+        lines.append(f"| {r.label} | {rate} | {cost} | {speed} |")
     return "\n".join(lines)
 
 
@@ -494,6 +523,78 @@ def format_table(results: list[FormatResult]) -> str:
     return "\n".join(lines)
 
 
+#: The native plans ``--rss`` measures: name -> (source, sink options).
+RSS_PLANS: dict[str, tuple[str, dict[str, Any]]] = {
+    "canal-json -> debezium-json (no schema)": ("canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> debezium-json (with schema)": ("canal-json", {"schemas_enable": True}),
+    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
+}
+
+
+def rss_child(plan: str, count: int) -> int:
+    """Convert ``count`` generated messages through ``plan`` in chunks; print the peak RSS
+    (MiB) after 10 %, 50 % and 100 % of them as JSON."""
+    import resource
+
+    source, sink_options = RSS_PLANS[plan]
+    chain = Chain(get_codec(source), get_codec("debezium-json", sink_options), [], "all")
+    if chain.native is None:
+        print(orjson.dumps({"error": "no native plan"}).decode())
+        return 1
+    to_source = Chain(get_codec(SOURCE_FORMAT), get_codec(source), [], "all") if source != SOURCE_FORMAT else None
+    marks = {count // 10: "10%", count // 2: "50%", count: "100%"}
+    peaks: dict[str, float] = {}
+    done = errors = 0
+    chunk: list[Record] = []
+    for value in iter_canal_messages(count):
+        chunk.append(Record(value=value))
+        if len(chunk) == CHUNK or done + len(chunk) == count:
+            records = (
+                chunk if to_source is None else [Record(value=r.value) for r in to_source.process_batch(chunk).outputs]
+            )
+            errors += len(chain.process_batch(records).dead_letters)
+            done += len(chunk)
+            chunk = []
+            for mark, name in marks.items():
+                if done >= mark and name not in peaks:
+                    peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(orjson.dumps({"peaks": peaks, "errors": errors, "messages": done}).decode())
+    return 0
+
+
+def rss_report(count: int) -> int:
+    """Each native plan in a child process of its own (a fresh peak), as a markdown table."""
+    import subprocess
+
+    lines = [
+        f"| native plan ({count:,} messages) | peak RSS at 10 % | 50 % | 100 % | flat? |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for plan in RSS_PLANS:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.codec", "--rss-child", plan, "--rss", str(count)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        try:
+            report = orjson.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, orjson.JSONDecodeError):
+            print(f"{plan}: failed: {proc.stderr[-500:]}", flush=True)
+            continue
+        if "error" in report:
+            print(f"{plan}: {report['error']}", flush=True)
+            continue
+        p = report["peaks"]
+        flat = "yes" if p["100%"] <= p["10%"] * 1.1 else f"no (+{p['100%'] - p['10%']:.0f} MiB)"
+        errors = f", {report['errors']} dead letters!" if report["errors"] else ""
+        lines.append(f"| {plan} | {p['10%']:.0f} MiB | {p['50%']:.0f} MiB | {p['100%']:.0f} MiB | {flat}{errors} |")
+        print(lines[-1], flush=True)
+    print()
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # The hosts run with this allocator tuning (connector/tuning.py); so do the benches.
     print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
@@ -506,7 +607,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAMES",
         help="comma-separated formats for the per-format table (default: every registered format; '' for none)",
     )
+    parser.add_argument(
+        "--rss",
+        type=int,
+        nargs="?",
+        const=1_000_000,
+        metavar="N",
+        help="peak RSS of converting N messages (default 1M) through each native plan, instead of the tables",
+    )
+    parser.add_argument("--rss-child", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rss_child is not None:
+        return rss_child(args.rss_child, args.rss or 1_000_000)
+    if args.rss is not None:
+        return rss_report(args.rss)
 
     pinned = pin(args.pin)
     messages = canal_messages(args.count)
@@ -525,9 +639,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in ROWS:
         result = measure(row, inputs, args.runs)
         results.append(result)
-        rate, cost = _cells(result, floor_rate)
+        rate, cost, speed = _cells(result, floor_rate)
         unit = " msgs/s" if result.rate is not None else ""
-        print(f"{result.label:<55} {rate:>12}{unit}  {cost}", flush=True)
+        print(f"{result.label:<55} {rate:>12}{unit}  {cost}  {speed}", flush=True)
     formats = list(registry()) if args.formats is None else [f.strip() for f in args.formats.split(",") if f.strip()]
     format_results = []
     if formats:

@@ -64,7 +64,7 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "target", "*.so")
     for folder in ("transforms", "connector", "schemas", "native"):
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
-    bare = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CARGO", "RUSTUP"))}
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CARGO", "RUSTUP", "CDC_SMT_"))}
     bare["PATH"] = os.pathsep.join(
         p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "cargo").exists()
     )
@@ -87,12 +87,16 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     import sysconfig
 
     paths = [str(target), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    check = "import cdc_smt.transforms.chain, cdc_smt.transforms.native as n; print(n.__file__, n.status()['active'])"
+    check = (
+        "import cdc_smt.transforms.chain, cdc_smt.transforms.native as n; "
+        "print(n.__file__, n.status()['active'], n.describe(), sep='|')"
+    )
     proc = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = {paths!r}; {check}"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=bare)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    where, active = proc.stdout.split()
+    where, active, described = proc.stdout.strip().split("|")
     assert Path(where).is_relative_to(target) and active == "False"
+    assert described == "native core: inactive (not built (no Rust toolchain at install))"
 
 
 pytestmark = pytest.mark.skipif(
@@ -144,7 +148,7 @@ def dead_letters(result: ChainResult) -> list[tuple]:
 def handled(chain: Chain, records: list[Record]) -> int:
     """How many of ``records`` the native plan converts itself (the rest go to Python)."""
     chain.native.plan.clear()
-    counts, _, _ = chain.native.plan.convert([r.value for r in records])
+    counts = chain.native.plan.convert([r.value for r in records])[0]
     return sum(n >= 0 for n in counts)
 
 
@@ -195,10 +199,12 @@ def test_only_the_plans_it_has_are_used() -> None:
 
     canal, dbz = (lambda: get_codec("canal-json")), (lambda: get_codec("debezium-json"))
     assert Chain(canal(), get_codec("canal-json"), [], "all").native is None
-    assert Chain(get_codec("ticdc-canal-json"), dbz(), [], "all").native is None
+    assert Chain(get_codec("ticdc-canal-json"), dbz(), [], "all").native.name == native.TICDC_TO_DEBEZIUM
+    assert Chain(get_codec("ticdc-canal-json"), get_codec("canal-json"), [], "all").native is None
     assert Chain(canal(), dbz(), [], "all", catalog=SchemaCatalog()).native is None  # the plan feeds no catalog
-    transforms = build_transforms([{"type": "drop_tombstones"}])
-    assert Chain(canal(), dbz(), transforms, "all").native is None
+    transforms = build_transforms([{"type": "drop_tombstones"}, {"type": "filter", "condition": "row.id > 1"}])
+    assert Chain(canal(), dbz(), transforms, "all").native is None  # a row condition: Python
+    assert Chain(canal(), dbz(), transforms[:1], "all").native is not None
 
 
 def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[str]) -> None:
@@ -339,7 +345,7 @@ def test_zone_databases_are_compared_before_zones_are_used() -> None:
     types = {"id": "int", "ts": "timestamp"}
     fast, _ = chains({"source_timezone": "Asia/Shanghai"})
     spec = native._CanalTables(fast.decoder, fast.encoder).compile(orjson.dumps(types).decode(), None, ["id"], "d", "t")
-    assert dict((name, op) for name, op, _ in spec[0]) == {"id": "int", "ts": "iso_utc"}
+    assert {c[0]: c[1] for c in spec[0]} == {"id": "int", "ts": "iso_utc"}
 
 
 # ---------------------------------------------------------------------------

@@ -10,11 +10,23 @@ forces the Python path.
 
 A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far:
 
-* ``canal-json -> debezium-json``: no transforms, no schema catalog (the plan
-  does not feed one), any Debezium options; per table, each column is
-  converted natively when its representation is one the plan implements
-  (the default decimal/time/binary/bigint modes), else a non-null value of
-  it sends the record to Python.
+* ``canal-json -> debezium-json``: no schema catalog (the plan does not feed
+  one), any Debezium options; per table, each column is converted natively
+  when its representation is one the plan implements (the default
+  decimal/time/binary/bigint modes), else a non-null value of it sends the
+  record to Python.
+
+Transforms (:func:`_supported`): those whose effect is the same for every row
+of a table and op -- filter by database/table/op, route templates over
+per-table fields, drop_tombstones, replace_field, mask_field (hash of string
+columns, null), insert_field (static, per-table metadata, ``es``/``ts``/row
+index), value_to_key, merge_shards, insert_header, drop_headers, each
+optionally under a ``table_matches`` predicate. Per table layout the planner
+runs a one-row probe message per op through the chain's own transforms and
+encoder (topic, source names, Connect schemas, constants, header edits) and
+follows the transforms column by column (:class:`_Shape`); a table where a
+transform names a column it lacks (``on_missing``), or anything the shape
+cannot describe, is left to Python whole.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -32,7 +44,7 @@ from cdc_smt.transforms.model import Record
 
 _native: ModuleType | None  # the extension (typed by native/typing/_native.pyi), or None
 try:  # the extension is optional: a build without Rust has none
-    from cdc_smt import _native as _extension
+    import cdc_smt._native as _extension
 
     _native = _extension
     _MISSING = ""
@@ -42,6 +54,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 
 ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
+TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 
 
 def available() -> bool:
@@ -80,100 +93,371 @@ def plans_of(format_name: str) -> list[str]:
 
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
-    if _native is None or not enabled() or chain.transforms or chain.catalog is not None:
+    if _native is None or not enabled() or chain.catalog is not None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
-    if type(decoder) is not CanalJson or type(encoder) is not DebeziumJsonCodec:
+    if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
-    compiler = _CanalTables(decoder, encoder)
+    if not all(_supported(t) for t in chain.transforms):
+        return None
+    ticdc = type(decoder) is TicdcCanalJson
+    compiler = _CanalTables(decoder, encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
         compiler.compile,
         schemas_enable=encoder.schemas_enable,
         tombstones_on_delete=encoder.tombstones_on_delete,
-        prefix=encoder.prefix,
         max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
     )
-    return NativePlan(CANAL_TO_DEBEZIUM, plan)
+    return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
+
+
+#: ``insert_field`` metadata the plan writes: per row (``es``, ``ts``, the row index), or
+#: the same for every row of a table and op (taken from the probe).
+_ROW_METADATA = {"source_ts_ms": "es", "processing_ts_ms": "ts", "row_index": "row"}
+_TABLE_METADATA = frozenset({"database", "schema", "table", "qualified_table", "op"})
+
+
+def _supported(t: Any) -> bool:
+    """Can the native plan do what ``t`` does, judged from its options alone? Only
+    transforms whose effect is the same for every row of a table and op (or a per-row
+    value the plan computes itself) qualify; predicates and row conditions do not."""
+    from cdc_smt.transforms.predicates import TableMatches
+    from cdc_smt.transforms.smt import filter as filter_
+    from cdc_smt.transforms.smt import (
+        headers,
+        insert_field,
+        mask_field,
+        merge_shards,
+        replace_field,
+        route,
+        tombstones,
+        value_to_key,
+    )
+
+    if t.predicate is not None and type(t.predicate) is not TableMatches:
+        return False  # a table predicate selects the same for every row of a table
+    cls = type(t)
+    if cls is filter_.Filter:
+        return t._cond is None
+    if cls is route.Route:
+        return not t._routes and t._topic is not None and (t._topic.static or t._topic._by_table)
+    if cls is headers.InsertHeader:
+        return bool(t._template.static or t._template._by_table)
+    if cls is mask_field.MaskField:
+        return t._mode in ("hash", "null")
+    if cls is merge_shards.MergeShards:
+        return t._key_field is None
+    if cls is insert_field.InsertField:
+        return all(m in _ROW_METADATA or m in _TABLE_METADATA for m in t.opts.metadata.values())
+    return cls in (tombstones.DropTombstones, replace_field.ReplaceField, value_to_key.ValueToKey, headers.DropHeaders)
+
+
+#: A header edit: ``("add", name, value, replace)`` or ``("drop", names)``.
+HeaderEdit = tuple[Any, ...]
 
 
 class NativePlan:
     """A compiled native plan and the loop that hands unhandled records to Python."""
 
-    def __init__(self, name: str, plan: Any) -> None:
+    def __init__(self, name: str, plan: Any, variants: list[tuple[str | None, tuple[HeaderEdit, ...] | None]]) -> None:
         self.name = name
         self.plan = plan
+        #: Per variant (a table's op after the transforms): the output topic and header edits.
+        self.variants = variants
 
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
-        counts, values, keys = self.plan.convert([r.value for r in records])
+        counts, values, keys, variants = self.plan.convert([r.value for r in records])
         append = result.outputs.append
+        table = self.variants
         start = 0
         for record, n in zip(records, counts, strict=True):
-            if n == 1:  # the usual case, kept to one step
-                headers = record.headers
-                append(Record(value=values[start], key=keys[start], headers=list(headers) if headers else []))
-                start += 1
-            elif n < 0:
+            if n < 0:
                 one(record, result)
-            else:
-                headers = record.headers
-                for i in range(start, start + n):
-                    append(Record(value=values[i], key=keys[i], headers=list(headers) if headers else []))
-                start += n
+                continue
+            headers = record.headers
+            for i in range(start, start + n):
+                topic, edits = table[variants[i]]
+                out = list(headers) if headers else []
+                if edits is not None:
+                    out = _edit_headers(out, edits)
+                append(Record(value=values[i], key=keys[i], topic=topic, headers=out))
+            start += n
+
+
+def _edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]) -> list[tuple[str, bytes]]:
+    """``insert_header`` and ``drop_headers`` as the transforms apply them, in chain order."""
+    for edit in edits:
+        if edit[0] == "drop":
+            headers = [h for h in headers if h[0] not in edit[1]]
+        else:
+            _, name, value, replace = edit
+            if replace:
+                headers = [h for h in headers if h[0] != name]
+            headers.append((name, value))
+    return headers
+
+
+class _Unsupported(Exception):
+    """A table layout the native plan leaves to Python."""
+
+
+class _Shape:
+    """What the transforms do to one table's rows, column by column (input columns are
+    indexes into the table's columns; ``insert_field`` columns are ``added``)."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.names: list[str | None] = [c.name for c in schema.columns]  # current name, None: dropped
+        names = self.names
+        self.validate = [False] * len(names)  # typed by a transform while present
+        self.masks: list[tuple[str, bytes] | None] = [None] * len(names)
+        self.added: list[list[Any]] = []  # [current name | None, kind, metadata]
+        self.key: list[tuple[str, int]] | None = None  # an explicit key: (name, input column)
+        self.pk = list(dict.fromkeys(schema.primary_key))
+        #: per transform: does it type the row (so that it can fail on a row's values)?
+        self.typing: list[bool] = []
+        #: per transform: does it apply to the table (its predicate)?
+        self.selected: list[bool] = []
+
+    def refs(self) -> dict[str, tuple[str, int]]:
+        out = {n: ("col", i) for i, n in enumerate(self.names) if n is not None}
+        out.update((a[0], ("added", j)) for j, a in enumerate(self.added) if a[0] is not None)
+        return out
+
+    def typed(self) -> None:
+        self.typing[-1] = True
+        for i, n in enumerate(self.names):
+            if n is not None:
+                self.validate[i] = True
+
+    def column(self, name: str) -> int:
+        ref = self.refs().get(name)
+        if ref is None or ref[0] != "col":
+            raise _Unsupported(name)
+        return ref[1]
+
+    def apply(self, t: Any, selected: bool) -> None:
+        """Follow ``t`` (``selected``: its predicate accepts the table)."""
+        from cdc_smt.transforms.smt import insert_field, mask_field, replace_field, value_to_key
+        from cdc_smt.transforms.types import Kind
+
+        self.typing.append(False)
+        self.selected.append(selected)
+        if not selected:
+            return
+        cls = type(t)
+        if cls is replace_field.ReplaceField:
+            pk = self.pk
+            touched = bool(pk) and (t._renames or t._include is not None or not t._exclude.isdisjoint(pk))
+            if touched and any(not t._keeps(k) for k in pk) and self.key is None:
+                self.typed()  # freeze_key
+                self.key = [(k, self.column(k)) for k in pk]
+            for i, n in enumerate(self.names):
+                if n is not None:
+                    self.names[i] = t._name(n) if t._keeps(n) else None
+            for a in self.added:
+                if a[0] is not None:
+                    a[0] = t._name(a[0]) if t._keeps(a[0]) else None
+            if touched:
+                self.pk = [t._name(k) for k in pk if t._keeps(k)]
+            if self.key is not None and t._renames:
+                self.key = [(t._name(k), c) for k, c in self.key]
+        elif cls is mask_field.MaskField:
+            self.typed()
+            for f in t._fields:
+                c = self.column(f)
+                if self.masks[c] is not None:
+                    raise _Unsupported(f)
+                if t._mode == "hash":
+                    if self.schema.columns[c].mysql.kind is not Kind.STRING:
+                        raise _Unsupported(f)
+                    self.masks[c] = ("hash", t._salt)
+                else:
+                    self.masks[c] = ("null", b"")
+                if self.key is not None and any(k == f and kc != c for k, kc in self.key):
+                    raise _Unsupported(f)
+        elif cls is value_to_key.ValueToKey:
+            self.typed()
+            self.key = [(f, self.column(f)) for f in t._fields]
+        elif cls is insert_field.InsertField:
+            self.typed()
+            refs = self.refs()
+            for col, _ in t._static:
+                if col in refs:
+                    raise _Unsupported(col)
+                self.added.append([col, "const", None])
+            for col, what in t.opts.metadata.items():
+                if col in refs:
+                    raise _Unsupported(col)
+                self.added.append([col, _ROW_METADATA.get(what, "const"), what])
 
 
 class _CanalTables:
-    """Compiles one Canal table layout into the column ops of the native plan.
+    """Compiles one Canal table layout into the native plan's spec.
 
-    Everything is asked of the Python codecs themselves (a one-row message with
-    the layout is decoded and encoded), so the native plan writes what they write.
+    Everything is asked of the Python codecs and transforms themselves: a one-row
+    message with the layout (all values null) is decoded, run through the
+    transforms and encoded once per op, so the native plan writes what they write.
     """
 
-    def __init__(self, decoder: Any, encoder: Any) -> None:
+    def __init__(self, decoder: Any, encoder: Any, transforms: Sequence[Any] = ()) -> None:
         self.decoder = decoder
         self.encoder = encoder
+        self.transforms = list(transforms)
         self.timezone = decoder.opts.source_timezone
+        self.variants: list[tuple[str | None, tuple[HeaderEdit, ...] | None]] = []
+        self._variant_ids: dict[Any, int] = {}
 
     def compile(
         self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
     ) -> Any:
+        try:
+            return self._compile(mysql_type, sql_type, pk, database, table)
+        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
+            return None
+
+    def _compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
         from cdc_smt.transforms.formats._connect import repr_for_type
 
-        try:
-            message = {
-                "data": [dict.fromkeys(pk)],
-                "database": database,
-                "es": 0,
-                "mysqlType": orjson.loads(mysql_type) if mysql_type is not None else None,
-                "pkNames": pk,
-                "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
-                "table": table,
-                "ts": 0,
-                "type": "INSERT",
-            }
-            if not isinstance(message["mysqlType"], dict) or not message["mysqlType"]:
-                return None  # types inferred from the values: the Python path
-            events = self.decoder.decode(Record(value=orjson.dumps(message)))
-            schema = events[0].schema
-            names = {c.name for c in schema.columns}
-            if any(k not in names for k in schema.primary_key):
-                return None
-            columns = [
-                (c.name, *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone))
-                for c in schema.columns
-            ]
-            key_schema = envelope_schema = None
-            if self.encoder.schemas_enable:
-                out = self.encoder.encode(events[0])
-                envelope_schema = _schema_part(out[0].value)
-                key_schema = _schema_part(out[0].key) if out[0].key is not None else None
-        except Exception:  # noqa: BLE001 - a layout Python rejects is Python's to report
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        if not isinstance(types, dict) or not types:
+            return None  # types inferred from the values: the Python path
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        schema = event.schema
+        names = [c.name for c in schema.columns]
+        if any(k not in names for k in schema.primary_key):
             return None
-        return columns, list(dict.fromkeys(schema.primary_key)), key_schema, envelope_schema
+        shape = _Shape(schema)
+        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
+            selected = t.selects(event)
+            if selected and any(c not in event.schema.by_name for c in t.columns):
+                return None  # on_missing: Python handles (and counts or reports) the table
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        key, explicit = self._key(shape)
+        ops = [self._op(message, kind, shape, explicit) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        columns = [
+            (
+                c.name,
+                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.decoder.form),
+                shape.names[i],
+                shape.validate[i],
+                *(shape.masks[i] or ("", b"")),
+            )
+            for i, c in enumerate(schema.columns)
+        ]
+        added = [(a[0], a[1]) for a in shape.added if a[0] is not None]
+        return columns, added, key, explicit, ops
+
+    def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
+        return self.decoder.decode(Record(value=orjson.dumps({**message, "type": kind})))
+
+    @staticmethod
+    def _key(shape: _Shape) -> tuple[list[tuple[str, int]], bool]:
+        """The key fields and whether a transform set them (they must end up as written columns)."""
+        if shape.key is not None:
+            if any(shape.names[c] != name for name, c in shape.key):
+                raise _Unsupported("key")
+            return list(shape.key), True
+        return [(k, shape.column(k)) for k in shape.pk], False
+
+    def _op(self, message: dict[str, Any], kind: str, shape: _Shape, explicit: bool) -> tuple[int, Any]:
+        """One op's entry: ``(0, None)`` dropped, ``(1, None)`` Python, ``(2, plan)``."""
+        from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
+
+        (event,) = self._decode(message, kind)
+        edits: list[HeaderEdit] | None = None
+        typing = False
+        for t, types_rows, selected in zip(self.transforms, shape.typing, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if selected and any(c not in event.schema.by_name for c in t.columns):
+                raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
+            if type(t) is InsertHeader:
+                value = t._static
+                if value is None:
+                    text = t._template.render(event)
+                    value = None if text is None else text.encode("utf-8")
+                edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
+            elif type(t) is DropHeaders:
+                edits = [*(edits or ()), ("drop", t._names)]
+            out = t.apply_batch([event])
+            if not out:
+                return (1 if typing else 0), None
+            (event,) = out
+            typing = typing or types_rows
+        records = self.encoder.encode(event)
+        first = records[0]
+        main = event.after if event.after is not None else event.before
+        live = [n for n in shape.names if n is not None]
+        added = [a for a in shape.added if a[0] is not None]
+        if list(main) != live + [a[0] for a in added]:
+            raise _Unsupported("columns")  # the shape does not describe what Python wrote
+        if kind == "UPDATE" and list(event.before) != live:
+            raise _Unsupported("columns")
+        if explicit != (event.key is not None):
+            raise _Unsupported("key")
+        payload = orjson.loads(first.value)
+        if self.encoder.schemas_enable:
+            payload = payload["payload"]
+        written = payload["after"] if payload["after"] is not None else payload["before"]
+        consts = [orjson.dumps(written[a[0]]) for a in added if a[1] == "const"]
+        ident = (first.topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        schemas = self.encoder.schemas_enable
+        return 2, (
+            variant,
+            _source_parts(payload["source"]),
+            consts,
+            _schema_part(first.key) if schemas and first.key is not None else None,
+            _schema_part(first.value) if schemas else None,
+        )
+
+
+#: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).
+_SOURCE_FIELDS = (
+    "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "table",
+    "server_id", "gtid", "file", "pos", "row", "thread", "query",
+)  # fmt: skip
+
+
+def _source_parts(source: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """The probe's source block around its ``ts_ms`` and ``row`` (the probe has ``es`` 0, row 0)."""
+    if tuple(source) != _SOURCE_FIELDS or source["ts_ms"] != 0 or source["row"] != 0:
+        raise _Unsupported("source")
+
+    def fields(names: tuple[str, ...]) -> bytes:
+        return b",".join(orjson.dumps(n) + b":" + orjson.dumps(source[n]) for n in names)
+
+    return (
+        b"{" + fields(_SOURCE_FIELDS[:3]) + b',"ts_ms":',
+        b"," + fields(_SOURCE_FIELDS[4:12]) + b',"row":',
+        b"," + fields(_SOURCE_FIELDS[13:]) + b"}",
+    )
 
 
 def _schema_part(value: bytes) -> bytes:
@@ -184,10 +468,9 @@ def _schema_part(value: bytes) -> bytes:
     return head[len(b'{"schema":') :]
 
 
-def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
-    """The native conversion of one column from Canal text to its Debezium representation
-    (``python``: none, a non-null value goes to Python)."""
-    from cdc_smt.transforms.formats.canal_json import CANAL_TEXT
+def _column_op(column: Any, r: Any, tz: str, form: Any) -> tuple[str, Any]:
+    """The native conversion of one column from Canal text (``form``: the decoder's value
+    form) to its Debezium representation (``python``: none, a non-null value goes to Python)."""
     from cdc_smt.transforms.types import Kind
 
     t = column.mysql
@@ -199,7 +482,7 @@ def _column_op(column: Any, r: Any, tz: str) -> tuple[str, Any]:
         if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
             return ("str", None)
         if k is Kind.ENUM:
-            return ("enum", _enum_table(column, CANAL_TEXT))
+            return ("enum", _enum_table(column, form))
         if k is Kind.SET:
             return ("set", list(t.values))
     if kind == "decimal" and (k is Kind.DECIMAL or k is Kind.INT):
@@ -273,6 +556,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_DEBEZIUM",
+    "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",
     "available",

@@ -121,6 +121,10 @@ pub struct Message<'a> {
     pub pk_names: Option<Vec<Cow<'a, str>>>,
     pub mysql_type: Option<&'a RawValue>,
     pub sql_type: Option<&'a RawValue>,
+    /// ``id`` as written (TiCDC always writes 0).
+    pub id: Option<&'a RawValue>,
+    /// A ``_tidb`` extension field is present (TiCDC's commitTs, large-message flags).
+    pub tidb: bool,
 }
 
 impl<'de> Deserialize<'de> for Message<'de> {
@@ -146,6 +150,8 @@ impl<'de> Deserialize<'de> for Message<'de> {
                         "pkNames" => 128,
                         "mysqlType" => 256,
                         "sqlType" => 512,
+                        "id" => 1024,
+                        "_tidb" => 2048,
                         _ => {
                             map.next_value::<Checked>()?;
                             continue;
@@ -165,7 +171,16 @@ impl<'de> Deserialize<'de> for Message<'de> {
                         64 => m.ts = map.next_value()?,
                         128 => m.pk_names = map.next_value::<Option<Vec<Text>>>()?.map(|v| v.into_iter().map(|t| t.0).collect()),
                         256 => m.mysql_type = Some(map.next_value()?),
-                        _ => m.sql_type = Some(map.next_value()?),
+                        512 => m.sql_type = Some(map.next_value()?),
+                        1024 => {
+                            let raw: &RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            m.id = Some(raw);
+                        }
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            m.tidb = true;
+                        }
                     }
                 }
                 Ok(m)

@@ -21,21 +21,69 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json"];
+
+/// What the chain's transforms do to one column's values.
+enum Mask {
+    None,
+    /// ``mask_field`` mode ``null``.
+    Null,
+    /// ``mask_field`` mode ``hash``: hex SHA-256 of the salt and the text (string columns).
+    Hash(Vec<u8>),
+}
 
 struct Column {
     name: String,
     op: Op,
+    /// The output name as a JSON string (``None``: dropped by ``replace_field``).
+    out: Option<Vec<u8>>,
+    /// A transform types the row while the column is still there: a value Python could
+    /// not type sends the record to Python even if the column is not written.
+    validate: bool,
+    mask: Mask,
+}
+
+/// A column ``insert_field`` adds to the row's image (the after-image, else the before-image).
+enum Added {
+    /// The same value for every row of an op (``static``, per-table metadata): per op plan.
+    Const(usize),
+    /// The message's ``es`` (``source_ts_ms``), ``ts`` (``processing_ts_ms``), the row index.
+    Es,
+    Ts,
+    Row,
+}
+
+/// The output of one op (c, u, d, r) of a table.
+struct OpPlan {
+    /// Index into the Python side's (topic, header edits) list.
+    variant: usize,
+    /// The source block around its ``ts_ms`` and ``row`` (the rest is the same for every
+    /// row of a table and op: connector, name, snapshot, db, table after ``merge_shards``).
+    source: (Vec<u8>, Vec<u8>, Vec<u8>),
+    consts: Vec<Vec<u8>>,
+    key_schema: Option<Vec<u8>>,
+    envelope_schema: Option<Vec<u8>>,
 }
 
 /// One table layout (Canal's mysqlType/sqlType/pkNames, database, table) compiled by Python.
 struct TablePlan {
     columns: Vec<Column>,
     index: HashMap<String, usize>,
-    /// Key columns (indexes into ``columns``), deduplicated, in pkNames order.
-    pk: Vec<usize>,
-    key_schema: Option<Vec<u8>>,
-    envelope_schema: Option<Vec<u8>>,
+    added: Vec<(Vec<u8>, Added)>,
+    /// Key fields (output names, indexes into ``columns``), in key order.
+    key: Vec<(String, usize)>,
+    /// The key was set by a transform: a row without one of its columns goes to Python.
+    explicit_key: bool,
+    ops: [OpEntry; 4],
+}
+
+/// What becomes of one op's rows.
+enum OpEntry {
+    /// A transform drops them, and none before it can fail on a row.
+    Dropped,
+    /// Python processes them (a transform that can fail on a row comes before the one that drops them).
+    Python,
+    Plan(OpPlan),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -72,46 +120,53 @@ impl TableKey {
 
 const CACHE_SIZE: usize = 1024;
 
-/// canal-json -> debezium-json (no transforms), with the options of both codecs.
+/// canal-json or ticdc-canal-json -> debezium-json, with the chain's per-table transforms
+/// (``transforms/native.py`` compiles them per table) and the options of both codecs.
 #[pyclass(module = "cdc_smt._native")]
 struct CanalToDebezium {
     compile: PyObject,
     schemas_enable: bool,
     tombstones_on_delete: bool,
-    prefix: String,
     max_message_bytes: usize,
+    /// TiCDC's dialect: one row per message, ``id`` 0; ``_tidb`` messages go to Python.
+    ticdc: bool,
     tables: HashMap<TableKey, Option<Arc<TablePlan>>>,
     last: Option<(TableKey, Option<Arc<TablePlan>>)>,
 }
 
-/// One output record: value (``None`` = tombstone) and key.
-type Output = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// One output record: value (``None`` = tombstone), key and the op plan's variant.
+type Output = (Option<Vec<u8>>, Option<Vec<u8>>, usize);
+
+/// Op codes in the order of ``TablePlan::ops``.
+const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
 
 #[pymethods]
 impl CanalToDebezium {
     /// ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns the
-    /// table's spec ``(columns, pk, key_schema, envelope_schema)`` or ``None`` (not native).
+    /// table's spec (see ``table_plan``) or ``None`` (not native).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable, tombstones_on_delete, prefix, max_message_bytes))]
-    fn new(compile: PyObject, schemas_enable: bool, tombstones_on_delete: bool, prefix: String, max_message_bytes: usize) -> Self {
+    #[pyo3(signature = (compile, *, schemas_enable, tombstones_on_delete, max_message_bytes, ticdc=false))]
+    fn new(compile: PyObject, schemas_enable: bool, tombstones_on_delete: bool, max_message_bytes: usize, ticdc: bool) -> Self {
         CanalToDebezium {
             compile,
             schemas_enable,
             tombstones_on_delete,
-            prefix,
             max_message_bytes,
+            ticdc,
             tables: HashMap::new(),
             last: None,
         }
     }
 
-    /// ``(counts, values, keys)``: per input value the number of output records it
-    /// gave (``-1``: not handled, Python's), and the output records' values (``None``:
-    /// tombstone) and keys, in order. Flat lists: no Python container per record.
+    /// ``(counts, values, keys, variants)``: per input value the number of output records
+    /// it gave (``-1``: not handled, Python's), and the output records' values (``None``:
+    /// tombstone), keys and variants (the Python side's topic and header edits), in
+    /// order. Flat lists: no Python container per record.
     fn convert<'py>(&mut self, py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyTuple>> {
         let counts = PyList::empty(py);
         let out_values = PyList::empty(py);
         let out_keys = PyList::empty(py);
+        let out_variants = PyList::empty(py);
         let none = py.None().into_bound(py);
         let mut records = Vec::new();
         for item in values.iter() {
@@ -129,7 +184,7 @@ impl CanalToDebezium {
                 continue;
             }
             counts.append(records.len())?;
-            for (value, key) in records.drain(..) {
+            for (value, key, variant) in records.drain(..) {
                 match value {
                     Some(v) => out_values.append(PyBytes::new(py, &v))?,
                     None => out_values.append(&none)?,
@@ -138,9 +193,10 @@ impl CanalToDebezium {
                     Some(k) => out_keys.append(PyBytes::new(py, &k))?,
                     None => out_keys.append(&none)?,
                 }
+                out_variants.append(variant)?;
             }
         }
-        PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any()])
+        PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
 
     /// Forget compiled tables (tests; a host never needs to).
@@ -183,24 +239,35 @@ impl CanalToDebezium {
             return Ok(false);
         }
         let Some(m) = canal::parse(value) else { return Ok(false) };
-        let code: &[u8] = match m.kind.as_deref() {
-            Some("INSERT") => b"c",
-            Some("UPDATE") => b"u",
-            Some("DELETE") => b"d",
-            Some("INIT") => b"r",
+        let op = match m.kind.as_deref() {
+            Some("INSERT") => 0,
+            Some("UPDATE") => 1,
+            Some("DELETE") => 2,
+            Some("INIT") => 3,
             _ => return Ok(false),
         };
         let Some(data) = &m.data else { return Ok(false) };
         if data.is_empty() {
             return Ok(false);
         }
+        // TiCDC: what its decoder warns about (official Canal read as TiCDC) or reads from
+        // ``_tidb`` (commitTs, handle-key-only rows, claim checks) is Python's.
+        if self.ticdc && (m.tidb || data.len() != 1 || m.id.is_some_and(|id| id.get() != "0")) {
+            return Ok(false);
+        }
         let old = m.old.as_deref().unwrap_or(&[]);
-        if code == b"u" && !old.is_empty() && old.len() != data.len() {
+        if op == 1 && !old.is_empty() && old.len() != data.len() {
             return Ok(false);
         }
         let Some(plan) = self.table(py, &m)? else { return Ok(false) };
+        let op_plan = match &plan.ops[op] {
+            OpEntry::Plan(p) => p,
+            OpEntry::Python => return Ok(false),
+            // Filtered out: the rows still have to be rows Python would have read.
+            OpEntry::Dropped => return Ok(data.iter().all(|row| row.0.iter().all(|(k, _)| plan.index.contains_key(k.as_ref())))),
+        };
         for (i, row) in data.iter().enumerate() {
-            if self.row(&plan, &m, code, i, row, old, out).is_err() {
+            if self.row(&plan, op_plan, &m, op, i, row, old, out).is_err() {
                 return Ok(false);
             }
         }
@@ -208,14 +275,16 @@ impl CanalToDebezium {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn row(&self, plan: &TablePlan, m: &canal::Message, code: &[u8], i: usize, row: &canal::Row, old: &[canal::Row], out: &mut Vec<Output>) -> Result<(), Fallback> {
+    fn row(&self, plan: &TablePlan, op_plan: &OpPlan, m: &canal::Message, op: usize, i: usize, row: &canal::Row, old: &[canal::Row], out: &mut Vec<Output>) -> Result<(), Fallback> {
+        let code = CODES[op];
         let mut payload = Vec::with_capacity(1024);
         let mut spans = vec![None; plan.columns.len()];
+        let mut scratch = Vec::new();
         payload.extend_from_slice(b"{\"before\":");
-        let image: Vec<(&str, Option<&str>)>;
+        let image: Vec<(&str, Option<&str>)> = row.0.iter().map(|(k, v)| (k.as_ref(), v.as_deref())).collect();
         match code {
             b"u" => {
-                let mut before: Vec<(&str, Option<&str>)> = row.0.iter().map(|(k, v)| (k.as_ref(), v.as_deref())).collect();
+                let mut before = image.clone();
                 if let Some(o) = old.get(i) {
                     for (k, v) in &o.0 {
                         match before.iter_mut().find(|(n, _)| *n == k.as_ref()) {
@@ -224,24 +293,21 @@ impl CanalToDebezium {
                         }
                     }
                 }
-                write_image(plan, &before, &mut payload, &mut vec![None; plan.columns.len()])?;
+                write_image(plan, &before, None, &mut payload, &mut vec![None; plan.columns.len()], &mut scratch)?;
                 payload.extend_from_slice(b",\"after\":");
-                image = row.0.iter().map(|(k, v)| (k.as_ref(), v.as_deref())).collect();
-                write_image(plan, &image, &mut payload, &mut spans)?;
+                write_image(plan, &image, Some((op_plan, m, i)), &mut payload, &mut spans, &mut scratch)?;
             }
             b"d" => {
-                image = row.0.iter().map(|(k, v)| (k.as_ref(), v.as_deref())).collect();
-                write_image(plan, &image, &mut payload, &mut spans)?;
+                write_image(plan, &image, Some((op_plan, m, i)), &mut payload, &mut spans, &mut scratch)?;
                 payload.extend_from_slice(b",\"after\":null");
             }
             _ => {
                 payload.extend_from_slice(b"null,\"after\":");
-                image = row.0.iter().map(|(k, v)| (k.as_ref(), v.as_deref())).collect();
-                write_image(plan, &image, &mut payload, &mut spans)?;
+                write_image(plan, &image, Some((op_plan, m, i)), &mut payload, &mut spans, &mut scratch)?;
             }
         }
         payload.extend_from_slice(b",\"source\":");
-        self.write_source(&mut payload, m, code, i);
+        self.write_source(&mut payload, m, op_plan, i);
         payload.extend_from_slice(b",\"op\":\"");
         payload.extend_from_slice(code);
         payload.extend_from_slice(b"\",\"ts_ms\":");
@@ -251,56 +317,50 @@ impl CanalToDebezium {
         }
         payload.extend_from_slice(b",\"transaction\":null}");
 
-        let key = if plan.pk.is_empty() {
+        let key = if plan.key.is_empty() {
             None
         } else {
             let mut body = Vec::with_capacity(64);
             body.push(b'{');
-            for (n, &c) in plan.pk.iter().enumerate() {
+            for (n, (name, c)) in plan.key.iter().enumerate() {
                 if n > 0 {
                     body.push(b',');
                 }
-                json::write_str(&mut body, &plan.columns[c].name);
+                json::write_str(&mut body, name);
                 body.push(b':');
-                match spans[c] {
+                match spans[*c] {
                     Some((start, end)) => body.extend_from_slice(&payload[start..end]),
+                    None if plan.explicit_key => return Err(Fallback), // Python: no such column in the row
                     None => body.extend_from_slice(b"null"),
                 }
             }
             body.push(b'}');
-            Some(match &plan.key_schema {
+            Some(match &op_plan.key_schema {
                 Some(schema) if self.schemas_enable => wrap(schema, &body),
                 _ => body,
             })
         };
-        let value = match &plan.envelope_schema {
+        let value = match &op_plan.envelope_schema {
             Some(schema) if self.schemas_enable => wrap(schema, &payload),
             _ => payload,
         };
+        let variant = op_plan.variant;
         if code == b"d" && self.tombstones_on_delete && key.is_some() {
-            out.push((Some(value), key.clone()));
-            out.push((None, key));
+            out.push((Some(value), key.clone(), variant));
+            out.push((None, key, variant));
         } else {
-            out.push((Some(value), key));
+            out.push((Some(value), key, variant));
         }
         Ok(())
     }
 
-    fn write_source(&self, out: &mut Vec<u8>, m: &canal::Message, code: &[u8], row: usize) {
-        out.extend_from_slice(b"{\"version\":\"cdc-smt\",\"connector\":\"mysql\",\"name\":");
-        json::write_str(out, &self.prefix);
-        out.extend_from_slice(b",\"ts_ms\":");
+    fn write_source(&self, out: &mut Vec<u8>, m: &canal::Message, op_plan: &OpPlan, row: usize) {
+        let (head, middle, tail) = &op_plan.source;
+        out.extend_from_slice(head);
         json::write_int(out, m.es.unwrap_or(0));
-        out.extend_from_slice(if code == b"r" { b",\"snapshot\":\"true\",\"db\":" } else { b",\"snapshot\":\"false\",\"db\":" });
-        json::write_str(out, m.database.as_deref().unwrap_or(""));
-        out.extend_from_slice(b",\"sequence\":null,\"table\":");
-        match m.table.as_deref() {
-            Some(t) if !t.is_empty() => json::write_str(out, t),
-            _ => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"server_id\":0,\"gtid\":null,\"file\":\"\",\"pos\":0,\"row\":");
+        out.extend_from_slice(middle);
         json::write_int(out, row);
-        out.extend_from_slice(b",\"thread\":null,\"query\":null}");
+        out.extend_from_slice(tail);
     }
 }
 
@@ -314,9 +374,19 @@ fn wrap(schema: &[u8], payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// One image as a JSON object in row order; ``spans`` gets each column's value bytes.
-fn write_image(plan: &TablePlan, image: &[(&str, Option<&str>)], out: &mut Vec<u8>, spans: &mut [Option<(usize, usize)>]) -> Result<(), Fallback> {
+/// One image as a JSON object in row order (the transforms' output names, masks, and
+/// ``added`` columns at the end when it is the row's main image); ``spans`` gets each
+/// written column's value bytes.
+fn write_image(
+    plan: &TablePlan,
+    image: &[(&str, Option<&str>)],
+    main: Option<(&OpPlan, &canal::Message, usize)>,
+    out: &mut Vec<u8>,
+    spans: &mut [Option<(usize, usize)>],
+    scratch: &mut Vec<u8>,
+) -> Result<(), Fallback> {
     let mut seen = vec![false; plan.columns.len()];
+    let mut first = true;
     out.push(b'{');
     for (n, (name, value)) in image.iter().enumerate() {
         let c = match plan.columns.get(n) {
@@ -327,29 +397,95 @@ fn write_image(plan: &TablePlan, image: &[(&str, Option<&str>)], out: &mut Vec<u
             return Err(Fallback); // a repeated key: Python's dict semantics decide
         }
         seen[c] = true;
-        if n > 0 {
+        let column = &plan.columns[c];
+        let Some(out_name) = &column.out else {
+            if column.validate {
+                if let Some(text) = value {
+                    scratch.clear();
+                    column.op.write(scratch, text)?;
+                }
+            }
+            continue;
+        };
+        if !first {
             out.push(b',');
         }
-        json::write_str(out, name);
+        first = false;
+        out.extend_from_slice(out_name);
         out.push(b':');
         let start = out.len();
-        match value {
-            None => out.extend_from_slice(b"null"),
-            Some(text) => plan.columns[c].op.write(out, text)?,
+        match (value, &column.mask) {
+            (None, _) => out.extend_from_slice(b"null"),
+            (Some(text), Mask::None) => column.op.write(out, text)?,
+            (Some(text), mask) => {
+                if column.validate {
+                    scratch.clear();
+                    column.op.write(scratch, text)?;
+                }
+                match mask {
+                    Mask::Hash(salt) => write_sha256(out, salt, text),
+                    _ => out.extend_from_slice(b"null"),
+                }
+            }
         }
         spans[c] = Some((start, out.len()));
+    }
+    if let Some((op_plan, m, row)) = main {
+        for (name, kind) in &plan.added {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(name);
+            out.push(b':');
+            match kind {
+                Added::Const(j) => out.extend_from_slice(&op_plan.consts[*j]),
+                Added::Es | Added::Ts => match if matches!(kind, Added::Es) { m.es } else { m.ts } {
+                    Some(ms) => json::write_int(out, ms),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Added::Row => json::write_int(out, row),
+            }
+        }
     }
     out.push(b'}');
     Ok(())
 }
 
+/// ``"<hex sha256(salt + text)>"``.
+fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
+    use sha2::{Digest, Sha256};
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut h = Sha256::new();
+    h.update(salt);
+    h.update(text.as_bytes());
+    out.push(b'"');
+    for b in h.finalize() {
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
+    }
+    out.push(b'"');
+}
+
+/// A table's spec from Python: ``(columns, added, key, explicit_key, ops)`` where a
+/// column is ``(name, op, arg, out_name | None, validate, mask, salt)``, ``added`` a
+/// list of ``(out_name, kind)`` (``const``/``es``/``ts``/``row``), ``key`` a list of
+/// ``(name, column index)`` and ``ops`` four entries (c, u, d, r), each
+/// ``(what, plan)``: ``what`` 0 (dropped), 1 (to Python) or 2 with ``plan`` =
+/// ``(variant, (source_head, source_middle, source_tail), consts, key_schema, envelope_schema)``.
 fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
-    let (columns, pk, key_schema, envelope_schema): (Vec<(String, String, PyObject)>, Vec<String>, Option<Vec<u8>>, Option<Vec<u8>>) =
-        spec.extract()?;
+    #[allow(clippy::type_complexity)]
+    let (columns, added, key, explicit_key, ops): (
+        Vec<(String, String, PyObject, Option<String>, bool, String, Vec<u8>)>,
+        Vec<(String, String)>,
+        Vec<(String, usize)>,
+        bool,
+        Vec<(u8, Option<(usize, (Vec<u8>, Vec<u8>, Vec<u8>), Vec<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>)>)>,
+    ) = spec.extract()?;
     let py = spec.py();
     let mut cols = Vec::with_capacity(columns.len());
     let mut index = HashMap::new();
-    for (name, op, arg) in columns {
+    for (name, op, arg, out, validate, mask, salt) in columns {
         let arg = arg.bind(py);
         let op = match op.as_str() {
             "str" => Op::Str,
@@ -380,17 +516,59 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
             "python" => Op::Python,
             other => return Err(PyValueError::new_err(format!("unknown native column op {other:?}"))),
         };
+        let mask = match mask.as_str() {
+            "" => Mask::None,
+            "null" => Mask::Null,
+            "hash" => Mask::Hash(salt),
+            other => return Err(PyValueError::new_err(format!("unknown native mask {other:?}"))),
+        };
         index.entry(name.clone()).or_insert(cols.len());
-        cols.push(Column { name, op });
+        let out = out.map(|n| {
+            let mut b = Vec::new();
+            json::write_str(&mut b, &n);
+            b
+        });
+        cols.push(Column { name, op, out, validate, mask });
     }
-    let mut pk_index = Vec::new();
-    for name in pk {
-        let c = *index.get(&name).ok_or_else(|| PyValueError::new_err(format!("key column {name:?} is not a column")))?;
-        if !pk_index.contains(&c) {
-            pk_index.push(c);
+    let mut consts = 0;
+    let mut added_cols = Vec::with_capacity(added.len());
+    for (name, kind) in added {
+        let kind = match kind.as_str() {
+            "const" => {
+                consts += 1;
+                Added::Const(consts - 1)
+            }
+            "es" => Added::Es,
+            "ts" => Added::Ts,
+            "row" => Added::Row,
+            other => return Err(PyValueError::new_err(format!("unknown added column kind {other:?}"))),
+        };
+        let mut b = Vec::new();
+        json::write_str(&mut b, &name);
+        added_cols.push((b, kind));
+    }
+    for (name, c) in &key {
+        if *c >= cols.len() {
+            return Err(PyValueError::new_err(format!("key column {name:?} is not a column")));
         }
     }
-    Ok(TablePlan { columns: cols, index, pk: pk_index, key_schema, envelope_schema })
+    if ops.len() != 4 {
+        return Err(PyValueError::new_err("expected four op plans (c, u, d, r)"));
+    }
+    let mut op_plans: [OpEntry; 4] = [OpEntry::Python, OpEntry::Python, OpEntry::Python, OpEntry::Python];
+    for (slot, (what, op)) in op_plans.iter_mut().zip(ops) {
+        *slot = match (what, op) {
+            (0, _) => OpEntry::Dropped,
+            (2, Some((variant, source, values, key_schema, envelope_schema))) => {
+                if values.len() != consts {
+                    return Err(PyValueError::new_err("one value per constant added column"));
+                }
+                OpEntry::Plan(OpPlan { variant, source, consts: values, key_schema, envelope_schema })
+            }
+            _ => OpEntry::Python,
+        };
+    }
+    Ok(TablePlan { columns: cols, index, added: added_cols, key, explicit_key, ops: op_plans })
 }
 
 /// ``orjson.dumps(v)`` of a float, as the plans write it (for the differential tests).

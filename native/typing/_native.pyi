@@ -8,8 +8,10 @@ __version__: str
 PLANS: tuple[str, ...]
 
 class CanalToDebezium:
-    """canal-json -> debezium-json; ``compile(mysqlType_json, sqlType_json, pkNames, database, table)``
-    returns a table's spec or ``None`` (the table is not native)."""
+    """canal-json (or TiCDC's dialect, ``ticdc``) -> debezium-json (and the chain's
+    transforms the planner lets it do);
+    ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns a table's
+    spec or ``None`` (the table is not native)."""
 
     def __init__(
         self,
@@ -17,10 +19,12 @@ class CanalToDebezium:
         *,
         schemas_enable: bool,
         tombstones_on_delete: bool,
-        prefix: str,
         max_message_bytes: int,
+        ticdc: bool = False,
     ) -> None: ...
-    def convert(self, values: list[bytes | None]) -> tuple[list[int], list[bytes | None], list[bytes | None]]: ...
+    def convert(
+        self, values: list[bytes | None]
+    ) -> tuple[list[int], list[bytes | None], list[bytes | None], list[int]]: ...
     def clear(self) -> None: ...
 
 def dumps_float(v: float) -> bytes: ...
