@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from cdc_smt.connector.kafka.admin import wait_until_ready
 from cdc_smt.connector.kafka.settings import connection_json
-from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, offsets_to_json, resolve
+from cdc_smt.connector.spark.kafkaio import OffsetMap, TopicPartition, offsets_to_json, plan_range
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
 from cdc_smt.connector.spark.settings import BackfillSettings, Position
 from cdc_smt.transforms.errors import CdcSmtError
@@ -83,12 +83,17 @@ def wait_for_kafka(job: Any) -> None:
 def plan_kafka(job: Any, settings: BackfillSettings) -> Plan:
     """Partitions and the ``[from, until)`` offsets of each, resolved once on the driver."""
     wait_for_kafka(job)
-    with KafkaSession(connection_json(job.kafka)) as session:
-        tps = session.partitions(job.source.topics, job.source.pattern)
-        starts, bounds = resolve(session, tps, settings.source.start, default="earliest")
-        targets, _ = resolve(session, tps, settings.source.until, default="latest")
-    _warn_clamped(settings.source.start, starts, bounds)
-    return Plan(starts=starts, targets={tp: max(targets[tp], starts[tp]) for tp in tps})
+    src = settings.source
+    starts, targets, bounds = plan_range(
+        connection_json(job.kafka),
+        job.source.topics,
+        job.source.pattern,
+        src.start,
+        src.until,
+        retry_s=src.retry_timeout_s,
+    )
+    _warn_clamped(src.start, starts, bounds)
+    return Plan(starts=starts, targets=targets)
 
 
 def _warn_clamped(position: Position, starts: OffsetMap, bounds: Mapping[TopicPartition, tuple[int, int]]) -> None:
@@ -167,6 +172,7 @@ def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -
         .option("starting", Position("offsets", _nested(plan.starts)).to_json())
         .option("ending", Position("offsets", _nested(plan.targets)).to_json())
         .option("max_records_per_batch", str(src.max_records_per_batch))
+        .option("retry_timeout_s", str(src.retry_timeout_s))
         .option("emit", "slices")
     )
     reader = (
@@ -177,6 +183,27 @@ def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -
     return reader.load()
 
 
+def spark_kafka_retry_options(retry_s: float) -> dict[str, str]:
+    """Options that make Spark's Kafka source wait ``retry_s`` for a broker that does not answer.
+
+    An executor's poll waits up to ``kafkaConsumer.pollTimeoutMs`` for records
+    (a broker coming back within it is simply a slow poll); offset lookups (the
+    driver's and the executors') block up to ``kafka.default.api.timeout.ms``
+    each and are tried ``fetchOffset.numRetries`` times. ``failOnDataLoss``
+    stays on: offsets the broker no longer has stop the run instead of being
+    skipped.
+    """
+    ms = str(int(retry_s * 1000))
+    return {
+        "kafkaConsumer.pollTimeoutMs": ms,
+        "kafka.default.api.timeout.ms": ms,
+        "fetchOffset.numRetries": "3",
+        "fetchOffset.retryIntervalMs": "1000",
+        "kafka.reconnect.backoff.max.ms": "1000",
+        "failOnDataLoss": "true",
+    }
+
+
 def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> Any:
     """Spark's own Kafka source (its connector jar supplied), cut at the planned targets."""
     from pyspark.sql import functions as F
@@ -184,10 +211,10 @@ def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: P
     reader = (
         spark.readStream.format("kafka")
         .options(**job.kafka.spark_options())
+        .options(**spark_kafka_retry_options(settings.source.retry_timeout_s))
         .option("startingOffsets", json.dumps(offsets_to_json(plan.starts)))
         .option("maxOffsetsPerTrigger", str(settings.source.max_records_per_batch))
         .option("includeHeaders", "true")
-        .option("failOnDataLoss", "true")
     )
     reader = (
         reader.option("subscribePattern", job.source.pattern)
@@ -246,6 +273,7 @@ def ddl_index(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> d
         .option("topics", ",".join(t for t, _ in plan.targets))
         .option("starting", Position("earliest").to_json())
         .option("ending", Position("offsets", _nested(plan.targets)).to_json())
+        .option("retry_timeout_s", str(settings.source.retry_timeout_s))
         .load()
     )
     rows = map_in_arrow(df, partial(find_ddl, job), "topic string, partition int, offset long").collect()
@@ -408,6 +436,7 @@ def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> T
         catalog_source=catalog_source,
         file_topic=job.source.topics[0] if job.source.topics else None,
         source_root=source_root,
+        retry_s=settings.source.retry_timeout_s,
     )
 
 

@@ -83,6 +83,8 @@ class SourceSpec:
     until: Position = Position("latest")
     max_records_per_batch: int = 1_000_000
     max_files_per_batch: int = 64
+    #: Seconds a Kafka source waits for a broker that does not answer before the backfill stops.
+    retry_timeout_s: float = 60.0
 
     @property
     def is_kafka(self) -> bool:
@@ -238,6 +240,7 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
         max_records_per_batch=o.max_records_per_batch
         or src.get("max_records_per_batch", SourceSpec.max_records_per_batch),
         max_files_per_batch=o.max_files_per_batch or src.get("max_files_per_batch", SourceSpec.max_files_per_batch),
+        retry_timeout_s=float(src.get("retry_timeout_s", SourceSpec.retry_timeout_s)),
     )
     if source.type in FILE_SOURCES and not source.path:
         raise ConfigError(f"a {source.type} source needs a path (or --source-path)", "backfill.source.path")
