@@ -201,6 +201,13 @@ class KafkaSession:
             out.extend((topic, p) for p in sorted(parts))
         return out
 
+    def partition_counts(self, topics: Sequence[str]) -> dict[str, int]:
+        """Partitions per existing topic of ``topics`` (missing topics left out)."""
+        c = self._consumer
+        self._run(c._client.force_metadata_update())  # noqa: SLF001 - aiokafka has no public refresh
+        counts = {t: len(c.partitions_for_topic(t) or ()) for t in topics}
+        return {t: n for t, n in counts.items() if n}
+
     def bounds(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """``(first offset, end offset)`` per partition, the end verified by reading (see module doc)."""
         from aiokafka import TopicPartition as TP

@@ -29,6 +29,8 @@ from typing import Any
 from cdc_smt.transforms.errors import ConfigError
 
 KAFKA_SOURCES = ("kafka", "spark-kafka")
+#: kafka: cdc-smt's producer in the tasks; spark-kafka: Spark's own ``format("kafka")`` writer.
+KAFKA_SINKS = ("kafka", "spark-kafka")
 FILE_SOURCES = ("jsonl", "avro")
 FILE_SINKS = ("jsonl", "parquet")
 DEFAULT_MASTER = "local[*]"
@@ -98,7 +100,7 @@ class SinkSpec:
 
     @property
     def is_kafka(self) -> bool:
-        return self.type == "kafka"
+        return self.type in KAFKA_SINKS
 
 
 @dataclass(frozen=True)
@@ -271,12 +273,13 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
             "the DDL first pass applies to Kafka sources (a file is read whole by one task)", "backfill.state.ddl"
         )
     package = o.spark_kafka_package or section.get("spark_kafka_package")
-    if source.type == "spark-kafka" and not package and not _has_spark_kafka_jar(conf):
-        raise ConfigError(
-            "source type spark-kafka needs Spark's Kafka connector: set backfill.spark_kafka_package "
-            "(or --spark-kafka-connector auto|GROUP:ARTIFACT:VERSION), or spark_conf spark.jars",
-            "backfill.source.type",
-        )
+    for kind, spec_type in (("source", source.type), ("sink", sink.type)):
+        if spec_type == "spark-kafka" and not package and not _has_spark_kafka_jar(conf):
+            raise ConfigError(
+                f"{kind} type spark-kafka needs Spark's Kafka connector: set backfill.spark_kafka_package "
+                "(or --spark-kafka-connector auto|GROUP:ARTIFACT:VERSION), or spark_conf spark.jars",
+                f"backfill.{kind}.type",
+            )
     return BackfillSettings(
         source=source,
         sink=sink,
