@@ -15,11 +15,13 @@ bytes each) and converts them to Debezium JSON (typed, no schema part):
 4. **Kafka -> Kafka** on one broker (``--broker``: Apache Kafka from the
    test tooling's cache, or the embedded Tansu; ``--partitions`` source
    partitions), after producing the input (timed separately), through both
-   Kafka sources of the backfill on the same input in the same run: the
-   Python Data Source (``source.type: kafka``) and Spark's own Kafka connector
-   (``spark-kafka``, resolved by :mod:`connector.apache_kafka`), plus
-   Spark's own ``format("kafka")`` read -> write copy of the same records (no
-   conversion at all: the ceiling of the JVM path).
+   Kafka sources and both Kafka sinks of the backfill on the same input in the
+   same run: the Python Data Source (``source.type: kafka``) and Spark's own
+   Kafka connector (``spark-kafka``, resolved by :mod:`connector.apache_kafka`);
+   cdc-smt's producer in the tasks (``sink.type: kafka``) and Spark's
+   ``format("kafka")`` writer (``sink.type: spark-kafka``); plus Spark's own
+   ``format("kafka")`` read -> write copy of the same records (no conversion at
+   all: the ceiling of the JVM path).
 
 Rates are wall-clock over the whole ``run()`` (planning, every micro-batch,
 commits), with the Spark session already up. Parallel efficiency = rate /
@@ -137,22 +139,29 @@ def kafka_runs(
     where = f"{args.partitions} partitions, {'Apache Kafka' if args.broker == 'apache' else 'embedded Tansu'}"
     try:
         bs = broker.bootstrap
-        topics = {"bk.in": args.partitions, "bk.dlq": 1, **{f"{v}.out": args.partitions for v in ("py", "sk", "copy")}}
+        outs = ("py", "sk", "pysk", "sksk", "copy")
+        topics = {"bk.in": args.partitions, **{f"{v}.out": args.partitions for v in outs}}
+        topics.update({f"{v}.dlq": 1 for v in outs})
         asyncio.run(kafka.create_topics(bs, topics))
         records = [Record(value=v, key=b'{"id":%d}' % i) for i, v in enumerate(messages)]
         started = time.perf_counter()
         asyncio.run(kafka.produce_records(bs, "bk.in", records))
         print(f"(produced the input at {len(records) / (time.perf_counter() - started):,.0f} msgs/s)", flush=True)
         del records
-        variants = [("py", "kafka", "Python Data Source")] + (
-            [("sk", "spark-kafka", "spark-kafka: Spark's Kafka source")] if spark_kafka else []
-        )
-        for name, source_type, label in variants:
+        variants = [("py", "kafka", "kafka", "Python Data Source -> cdc-smt's producer")]
+        if spark_kafka:
+            variants += [
+                ("sk", "spark-kafka", "kafka", "Spark's Kafka source -> cdc-smt's producer"),
+                ("pysk", "kafka", "spark-kafka", 'Python Data Source -> Spark\'s format("kafka") writer'),
+                ("sksk", "spark-kafka", "spark-kafka", "Spark's Kafka source -> Spark's format(\"kafka\") writer"),
+            ]
+        for name, source_type, sink_type, label in variants:
             backfill = {
                 "source": {"type": source_type, "max_records_per_batch": args.batch},
+                "sink": {"type": sink_type},
                 "checkpoint": str(work / f"{name}-ckpt"),
             }
-            if source_type == "spark-kafka":
+            if "spark-kafka" in (source_type, sink_type):
                 backfill["spark_conf"] = {"spark.jars": spark.conf.get("spark.jars")}
             seconds, progress = run_job(spark, work, job_doc(name, backfill, bs, source_topic="bk.in"))
             assert progress.totals.records == len(messages), progress.totals

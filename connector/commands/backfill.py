@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     io.add_argument(
         "--sink",
         dest="sink_type",
-        choices=("kafka", "jsonl", "parquet"),
+        choices=("kafka", "spark-kafka", "jsonl", "parquet"),
         help="sink type (default: the job file's, else kafka)",
     )
     io.add_argument(

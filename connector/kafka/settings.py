@@ -245,6 +245,25 @@ def producer_kwargs(p: ProducerSettings) -> dict[str, Any]:
     }
 
 
+def spark_producer_options(p: ProducerSettings) -> dict[str, str]:
+    """``kafka.*`` producer options for Spark's ``format("kafka")`` writer from the job's ``producer`` section.
+
+    The Java producer retries a send until ``delivery.timeout.ms``, which it
+    requires to be at least ``linger.ms + request.timeout.ms``: it is raised
+    with a long request timeout (as set to ride out a broker restart), never
+    below Java's 120 s default.
+    """
+    return {
+        "kafka.acks": "all" if p.acks == -1 else str(p.acks),
+        "kafka.compression.type": p.compression_type or "none",
+        "kafka.linger.ms": str(p.linger_ms),
+        "kafka.batch.size": str(p.batch_size),
+        "kafka.max.request.size": str(p.max_request_size),
+        "kafka.request.timeout.ms": str(p.request_timeout_ms),
+        "kafka.delivery.timeout.ms": str(max(120_000, p.linger_ms + p.request_timeout_ms)),
+    }
+
+
 def faust_client_settings(
     kafka: KafkaSettings, consumer: ConsumerSettings, producer: ProducerSettings
 ) -> dict[str, Any]:
@@ -278,4 +297,5 @@ __all__ = [
     "jaas_quote",
     "producer_kwargs",
     "settings_from_json",
+    "spark_producer_options",
 ]

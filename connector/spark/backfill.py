@@ -5,7 +5,9 @@ The query is ``readStream`` (Kafka or files) -> ``foreachBatch`` ->
 driver clears what an interrupted attempt at the same batch id left in the
 file sinks, then runs :func:`connector.spark.process.run_task` over the batch
 with ``mapInArrow`` (the chain is built once per task, never per row) and
-collects one summary row per stream for the progress line.
+collects one summary row per stream for the progress line. With Spark's own
+Kafka writer as the sink, the tasks return their records as rows and the
+driver writes them with ``format("kafka")`` (:mod:`connector.spark.kafkasink`).
 
 Spark commits a micro-batch after ``foreachBatch`` returns; a restarted query
 re-runs only the batch that was running when it stopped, with the same offsets
@@ -30,7 +32,8 @@ from typing import Any, TextIO
 
 from cdc_smt.connector.kafka.admin import wait_until_ready
 from cdc_smt.connector.kafka.settings import connection_json
-from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, offsets_to_json, resolve
+from cdc_smt.connector.spark import kafkasink
+from cdc_smt.connector.spark.kafkaio import OffsetMap, TopicPartition, offsets_to_json, plan_range
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
 from cdc_smt.connector.spark.settings import BackfillSettings, Position
 from cdc_smt.transforms.errors import CdcSmtError
@@ -83,12 +86,17 @@ def wait_for_kafka(job: Any) -> None:
 def plan_kafka(job: Any, settings: BackfillSettings) -> Plan:
     """Partitions and the ``[from, until)`` offsets of each, resolved once on the driver."""
     wait_for_kafka(job)
-    with KafkaSession(connection_json(job.kafka)) as session:
-        tps = session.partitions(job.source.topics, job.source.pattern)
-        starts, bounds = resolve(session, tps, settings.source.start, default="earliest")
-        targets, _ = resolve(session, tps, settings.source.until, default="latest")
-    _warn_clamped(settings.source.start, starts, bounds)
-    return Plan(starts=starts, targets={tp: max(targets[tp], starts[tp]) for tp in tps})
+    src = settings.source
+    starts, targets, bounds = plan_range(
+        connection_json(job.kafka),
+        job.source.topics,
+        job.source.pattern,
+        src.start,
+        src.until,
+        retry_s=src.retry_timeout_s,
+    )
+    _warn_clamped(src.start, starts, bounds)
+    return Plan(starts=starts, targets=targets)
 
 
 def _warn_clamped(position: Position, starts: OffsetMap, bounds: Mapping[TopicPartition, tuple[int, int]]) -> None:
@@ -167,6 +175,7 @@ def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -
         .option("starting", Position("offsets", _nested(plan.starts)).to_json())
         .option("ending", Position("offsets", _nested(plan.targets)).to_json())
         .option("max_records_per_batch", str(src.max_records_per_batch))
+        .option("retry_timeout_s", str(src.retry_timeout_s))
         .option("emit", "slices")
     )
     reader = (
@@ -177,6 +186,27 @@ def source_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -
     return reader.load()
 
 
+def spark_kafka_retry_options(retry_s: float) -> dict[str, str]:
+    """Options that make Spark's Kafka source wait ``retry_s`` for a broker that does not answer.
+
+    An executor's poll waits up to ``kafkaConsumer.pollTimeoutMs`` for records
+    (a broker coming back within it is simply a slow poll); offset lookups (the
+    driver's and the executors') block up to ``kafka.default.api.timeout.ms``
+    each and are tried ``fetchOffset.numRetries`` times. ``failOnDataLoss``
+    stays on: offsets the broker no longer has stop the run instead of being
+    skipped.
+    """
+    ms = str(int(retry_s * 1000))
+    return {
+        "kafkaConsumer.pollTimeoutMs": ms,
+        "kafka.default.api.timeout.ms": ms,
+        "fetchOffset.numRetries": "3",
+        "fetchOffset.retryIntervalMs": "1000",
+        "kafka.reconnect.backoff.max.ms": "1000",
+        "failOnDataLoss": "true",
+    }
+
+
 def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> Any:
     """Spark's own Kafka source (its connector jar supplied), cut at the planned targets."""
     from pyspark.sql import functions as F
@@ -184,10 +214,10 @@ def _spark_kafka_frame(spark: Any, job: Any, settings: BackfillSettings, plan: P
     reader = (
         spark.readStream.format("kafka")
         .options(**job.kafka.spark_options())
+        .options(**spark_kafka_retry_options(settings.source.retry_timeout_s))
         .option("startingOffsets", json.dumps(offsets_to_json(plan.starts)))
         .option("maxOffsetsPerTrigger", str(settings.source.max_records_per_batch))
         .option("includeHeaders", "true")
-        .option("failOnDataLoss", "true")
     )
     reader = (
         reader.option("subscribePattern", job.source.pattern)
@@ -246,6 +276,7 @@ def ddl_index(spark: Any, job: Any, settings: BackfillSettings, plan: Plan) -> d
         .option("topics", ",".join(t for t, _ in plan.targets))
         .option("starting", Position("earliest").to_json())
         .option("ending", Position("offsets", _nested(plan.targets)).to_json())
+        .option("retry_timeout_s", str(settings.source.retry_timeout_s))
         .load()
     )
     rows = map_in_arrow(df, partial(find_ddl, job), "topic string, partition int, offset long").collect()
@@ -373,7 +404,11 @@ def make_plan(job: Any, settings: BackfillSettings) -> Plan:
 
 
 class BatchRunner:
-    """The ``foreachBatch`` function: clear this batch's file output, run the tasks, report."""
+    """The ``foreachBatch`` function: clear this batch's file output, run the tasks, report.
+
+    With ``sink.type: spark-kafka`` the tasks return their records and Spark's
+    Kafka writer sends them (:mod:`connector.spark.kafkasink`).
+    """
 
     def __init__(self, settings: BackfillSettings, progress: Progress, base: TaskPlan) -> None:
         self.settings, self.progress, self.base = settings, progress, base
@@ -388,7 +423,11 @@ class BatchRunner:
             if not spec.is_kafka and spec.path:
                 clear_batch(spec.path, batch_id)
         task_plan = replace(self.base, batch_id=batch_id)
-        rows = map_in_arrow(df, partial(run_task, task_plan), SUMMARY_DDL).collect()
+        if self.settings.sink.type == kafkasink.SINK_TYPE:
+            options = kafkasink.writer_options(task_plan.job, self.settings.source.retry_timeout_s)
+            rows = kafkasink.write_batch(df, task_plan, options)
+        else:
+            rows = map_in_arrow(df, partial(run_task, task_plan), SUMMARY_DDL).collect()
         self.progress.update(batch_id, rows, time.monotonic() - started)
 
 
@@ -408,6 +447,7 @@ def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> T
         catalog_source=catalog_source,
         file_topic=job.source.topics[0] if job.source.topics else None,
         source_root=source_root,
+        retry_s=settings.source.retry_timeout_s,
     )
 
 
@@ -447,7 +487,7 @@ def run(
             .queryName(f"{APP_NAME}-{job.id}")
             .start()
         )
-        _await(query)
+        _await(query, job.kafka.bootstrap if "spark-kafka" in (settings.source.type, settings.sink.type) else None)
     finally:
         if own:
             spark.stop()
@@ -456,28 +496,31 @@ def run(
     return progress
 
 
-def _await(query: Any) -> None:
+def _await(query: Any, bootstrap: str | None = None) -> None:
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
         raise
     except Exception as exc:  # noqa: BLE001 - StreamingQueryException and friends: one clear line
-        raise BackfillError(explain(exc)) from None
+        raise BackfillError(explain(exc, bootstrap)) from None
 
 
 _HALT = re.compile(re.escape(HALT_MARK) + r"\s*(.+)")
 
 
-_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Halted)): (.+)$")
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Halted|Unavailable)): (.+)$")
+#: What Spark's Kafka connector (a Java client) reports when the broker did not answer in time.
+_KAFKA_TIMEOUT = re.compile(r"org\.apache\.kafka\.common\.errors\.(\w*TimeoutException): ([^\n]+)")
 _FRAMEWORK = ("pyspark.", "py4j.", "org.apache.", "java.", "scala.")
 
 
-def explain(exc: BaseException) -> str:
+def explain(exc: BaseException, bootstrap: str | None = None) -> str:
     """The reason a query failed, without the JVM and Python stack traces around it.
 
     A record that stopped the run (:data:`HALT_MARK`) wins; otherwise the last
-    Python ``SomeError: message`` line that is not Spark's own wrapper.
+    Python ``SomeError: message`` line that is not Spark's own wrapper; else a
+    Kafka client timeout of Spark's connector, with the broker (``bootstrap``).
     """
     text = str(exc)
     m = _HALT.search(text)
@@ -487,6 +530,13 @@ def explain(exc: BaseException) -> str:
     ours = [line for line in found if not line.startswith(_FRAMEWORK)]
     if ours:
         return ours[-1]
+    timeout = _KAFKA_TIMEOUT.search(text)
+    if timeout:
+        where = f" at {bootstrap}" if bootstrap else ""
+        return (
+            f"Kafka{where} did not answer in time: {timeout.group(1)}: {timeout.group(2).strip()} "
+            "(set backfill.source.retry_timeout_s to wait longer)"
+        )
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 

@@ -45,12 +45,13 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from cdc_smt.connector.spark.kafkaio import (
+    DEFAULT_RETRY_S,
     KafkaSession,
     OffsetMap,
     TopicPartition,
     offsets_from_json,
     offsets_to_json,
-    resolve,
+    plan_range,
 )
 from cdc_smt.connector.spark.settings import Position
 
@@ -103,6 +104,7 @@ class _KafkaOptions:
     ``topics`` (comma-separated) or ``pattern``; ``starting``/``ending``:
     :class:`Position` JSON (default earliest / latest);
     ``max_records_per_batch``: a micro-batch's share of all partitions;
+    ``retry_timeout_s``: how long planning and reads wait for a broker that does not answer;
     ``emit``: ``records`` (default) or ``slices``.
     """
 
@@ -115,15 +117,24 @@ class _KafkaOptions:
         self.ending = Position.from_json(options["ending"]) if "ending" in options else Position("latest")
         limit = options.get("max_records_per_batch")
         self.max_records = int(limit) if limit else None
+        self.retry_s = float(options.get("retry_timeout_s", DEFAULT_RETRY_S))
         self.slices = _emit_slices(options)
 
     def plan(self) -> tuple[OffsetMap, OffsetMap]:
         """Start and end offsets of every partition (an end never before its start)."""
-        with KafkaSession(self.connection) as session:
-            tps = session.partitions(self.topics, self.pattern)
-            starts, _ = resolve(session, tps, self.starting, default="earliest")
-            ends, _ = resolve(session, tps, self.ending, default="latest")
-        return starts, {tp: max(ends[tp], starts[tp]) for tp in tps}
+        starts, ends, _ = plan_range(
+            self.connection, self.topics, self.pattern, self.starting, self.ending, retry_s=self.retry_s
+        )
+        return starts, ends
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The rows of one input partition (runs in the executor).
+
+        Spark hands a plan without partitions (every range empty) one
+        placeholder partition: an empty range is an empty batch.
+        """
+        if isinstance(partition, KafkaSlice):
+            yield from read_kafka_slice(self.connection, partition, self.slices, retry_s=self.retry_s)
 
 
 def _emit_slices(options: Any) -> bool:
@@ -135,12 +146,14 @@ def _emit_slices(options: Any) -> bool:
     return emit == "slices"
 
 
-def read_kafka_slice(connection: str, part: KafkaSlice, slices: bool = False) -> Iterator[Any]:
+def read_kafka_slice(
+    connection: str, part: KafkaSlice, slices: bool = False, *, retry_s: float = DEFAULT_RETRY_S
+) -> Iterator[Any]:
     """Arrow batches of one slice in offset order, or its descriptor row (runs in the executor)."""
     if slices:
         yield (part.topic, part.partition, part.start, part.end, None, None)
         return
-    with KafkaSession(connection) as session:
+    with KafkaSession(connection, retry_s=retry_s) as session:
         for chunk in session.read((part.topic, part.partition), part.start, part.end, max_records=ROWS_PER_ARROW_BATCH):
             yield kafka_batch(part.topic, part.partition, chunk)
 
@@ -176,8 +189,7 @@ class KafkaBatchReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaSlice)
-        yield from read_kafka_slice(self.options.connection, partition, self.options.slices)
+        yield from self.options.read(partition)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -221,8 +233,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaSlice)
-        yield from read_kafka_slice(self.options.connection, partition, self.options.slices)
+        yield from self.options.read(partition)
 
 
 def next_offsets(current: OffsetMap, target: OffsetMap, max_rows: int | None) -> OffsetMap:
@@ -341,7 +352,11 @@ class _FileOptions:
         self.max_files = int(limit) if limit else None
         self.slices = _emit_slices(options)
 
-    def read(self, path: str) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The rows of one file (nothing for the placeholder partition of an empty directory)."""
+        if not isinstance(partition, FileSlice):
+            return
+        path = partition.path
         if self.slices:
             yield (None, None, None, None, path, self.binary)
         else:
@@ -356,8 +371,7 @@ class FileBatchReader(DataSourceReader):
         return [FileSlice(p) for p in list_files(self.options.path)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FileSlice)
-        yield from self.options.read(partition.path)
+        yield from self.options.read(partition)
 
 
 class FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -393,8 +407,7 @@ class FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [FileSlice(f) for f in self._files() if start["last"] < f <= end["last"]]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FileSlice)
-        yield from self.options.read(partition.path)
+        yield from self.options.read(partition)
 
 
 class FileSource(DataSource):

@@ -17,28 +17,53 @@ aiokafka was measured against confluent-kafka for slice reads on the embedded
 broker (50,000 records of 300 bytes, one partition): 0.14 s vs 0.10-0.12 s
 with batch ``consume(10000)``, i.e. both far above what the chain processes;
 aiokafka is the one the project already depends on.
+
+A broker that stops answering (a restart, a leader moving) is waited for, up
+to ``retry_s`` seconds (``backfill.source.retry_timeout_s``, default
+:data:`DEFAULT_RETRY_S`): connecting and planning are retried after the
+start-up probe (:func:`connector.kafka.wait_until_ready`) sees the cluster
+answer again, and a slice read may make no progress for that long. After it,
+one error names the broker and the cause.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
+from cdc_smt.connector.kafka.admin import wait_until_ready
+from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.settings import settings_from_json
 from cdc_smt.transforms.errors import CdcSmtError
 
 TopicPartition = tuple[str, int]
 OffsetMap = dict[TopicPartition, int]
+T = TypeVar("T")
 
-#: How long a slice read may see no progress before it gives up.
-STALL_SECONDS = 60.0
+log = logging.getLogger("cdc_smt.backfill")
+
+#: Seconds a Kafka read waits for a broker that does not answer (a restart takes 10-30 s).
+DEFAULT_RETRY_S = 60.0
+#: The setting a user raises to wait longer (named in the errors).
+RETRY_SETTING = "backfill.source.retry_timeout_s"
+#: Pause between attempts once the broker answers again but an operation still fails.
+_PAUSE_S = 0.5
 
 
 class KafkaRangeError(CdcSmtError):
     """A planned offset range cannot be read (missing topic, offsets gone, broker silent)."""
+
+
+def _transient() -> tuple[type[BaseException], ...]:
+    """What a broker that is down or restarting makes a client raise (SASL and TLS failures are told
+    apart by the probe, which reports them at once)."""
+    from aiokafka.errors import KafkaError
+
+    return (KafkaError, OSError, asyncio.TimeoutError)
 
 
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -61,39 +86,53 @@ class KafkaSession:
 
     ``conn``: :func:`connector.kafka.connection_json` text (data source options
     and task closures carry the settings as strings), or its parsed dict.
+    ``retry_s``: how long a broker that does not answer is waited for (see the module doc).
     """
 
-    def __init__(self, conn: str | Mapping[str, Any], *, fetch_max_bytes: int = 50 * 1024 * 1024) -> None:
-        self._kwargs = settings_from_json(conn).aiokafka_kwargs()
+    def __init__(
+        self,
+        conn: str | Mapping[str, Any],
+        *,
+        fetch_max_bytes: int = 50 * 1024 * 1024,
+        retry_s: float = DEFAULT_RETRY_S,
+    ) -> None:
+        self._settings = settings_from_json(conn)
+        self._kwargs = self._settings.aiokafka_kwargs()
         self._fetch_max_bytes = fetch_max_bytes
+        self.retry_s = retry_s
         self._loop = asyncio.new_event_loop()
         self._consumer: Any = None
 
+    @property
+    def bootstrap(self) -> str:
+        return self._settings.bootstrap
+
     def __enter__(self) -> KafkaSession:
-        from aiokafka import AIOKafkaConsumer
-
-        async def start() -> Any:  # aiokafka clients must be created inside the running loop
-            consumer = AIOKafkaConsumer(
-                **self._kwargs,
-                enable_auto_commit=False,
-                auto_offset_reset="none",
-                fetch_max_bytes=self._fetch_max_bytes,
-                max_partition_fetch_bytes=min(self._fetch_max_bytes, 16 * 1024 * 1024),
-                fetch_max_wait_ms=50,  # a range read waits for nothing new: do not idle on an empty fetch
-            )
-            try:
-                await consumer.start()
-            except BaseException:
-                await consumer.stop()  # no "Unclosed AIOKafkaConsumer" after a failed start
-                raise
-            return consumer
-
         try:
-            self._consumer = self._run(start())
+            self._consumer = self.retrying(lambda: self._run(self._start()), "connecting")
         except BaseException:
             self._loop.close()
             raise
         return self
+
+    async def _start(self) -> Any:
+        """A started consumer (aiokafka clients must be created inside the running loop)."""
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(
+            **self._kwargs,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            fetch_max_bytes=self._fetch_max_bytes,
+            max_partition_fetch_bytes=min(self._fetch_max_bytes, 16 * 1024 * 1024),
+            fetch_max_wait_ms=50,  # a range read waits for nothing new: do not idle on an empty fetch
+        )
+        try:
+            await consumer.start()
+        except BaseException:
+            await consumer.stop()  # no "Unclosed AIOKafkaConsumer" after a failed start
+            raise
+        return consumer
 
     def __exit__(self, *exc: object) -> None:
         try:
@@ -104,6 +143,43 @@ class KafkaSession:
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run_until_complete(coro)
+
+    # -- riding out a broker outage --------------------------------------------------------
+    def retrying(self, op: Callable[[], T], what: str) -> T:
+        """``op()``, retried for up to ``retry_s`` while the broker does not answer.
+
+        After a failure the start-up probe waits for the cluster to answer (it
+        raises :class:`KafkaUnavailable`, naming the address and the cause, when
+        the time is up, and at once for causes waiting cannot cure, such as a
+        wrong password); then ``op`` runs again.
+        """
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                return op()
+            except _transient() as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise KafkaRangeError(
+                        f"Kafka at {self.bootstrap}: {what} failed for {self.retry_s:g} s: "
+                        f"{type(exc).__name__}: {_one_line(exc)} (set {RETRY_SETTING} to wait longer)"
+                    ) from None
+                log.warning("Kafka at %s: %s failed (%s: %s); retrying", self.bootstrap, what, type(exc).__name__, exc)
+                self._wait_for_broker(left)
+                time.sleep(min(_PAUSE_S, max(deadline - time.monotonic(), 0.0)))
+
+    def _wait_for_broker(self, seconds: float) -> None:
+        """Return once the cluster answers; :class:`KafkaUnavailable` after ``seconds``."""
+        self._run(wait_until_ready(self._settings, timeout=max(seconds, 0.1), timeout_setting=RETRY_SETTING))
+
+    def _stalled(self, tp: TopicPartition, position: int, start: int, end: int) -> KafkaRangeError:
+        """The error of a read that made no progress for ``retry_s``: the broker's state says why."""
+        where = f"{tp[0]}[{tp[1]}]: no progress at offset {position} of [{start}, {end}) for {self.retry_s:g} s"
+        try:
+            self._wait_for_broker(1.0)
+        except KafkaUnavailable as exc:
+            return KafkaRangeError(f"{where}: {exc}")
+        return KafkaRangeError(f"{where}; Kafka at {self.bootstrap} answers but did not serve the records")
 
     # -- metadata ----------------------------------------------------------------------------
     def partitions(self, topics: Sequence[str] = (), pattern: str | None = None) -> list[TopicPartition]:
@@ -124,6 +200,13 @@ class KafkaSession:
                 raise KafkaRangeError(f"source topic {topic!r} does not exist")
             out.extend((topic, p) for p in sorted(parts))
         return out
+
+    def partition_counts(self, topics: Sequence[str]) -> dict[str, int]:
+        """Partitions per existing topic of ``topics`` (missing topics left out)."""
+        c = self._consumer
+        self._run(c._client.force_metadata_update())  # noqa: SLF001 - aiokafka has no public refresh
+        counts = {t: len(c.partitions_for_topic(t) or ()) for t in topics}
+        return {t: n for t, n in counts.items() if n}
 
     def bounds(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """``(first offset, end offset)`` per partition, the end verified by reading (see module doc)."""
@@ -211,17 +294,22 @@ class KafkaSession:
         position = start
         last_progress = time.monotonic()
         while position < end:
-            chunk, new_position = self._run(self._next(key, position, max_records))
+            try:
+                chunk, new_position = self._run(self._next(key, position, max_records))
+            except KafkaRangeError:
+                raise
+            except _transient() as exc:  # the consumer reconnects by itself: only progress counts
+                log.warning("%s[%s]: read at offset %s failed (%s); retrying", tp[0], tp[1], position, exc)
+                chunk, new_position = [], position
+                time.sleep(_PAUSE_S)
             records = [m for m in chunk if start <= m.offset < end]
             if records:
                 yield records
             if new_position > position:
                 position = new_position
                 last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > STALL_SECONDS:
-                raise KafkaRangeError(
-                    f"{tp[0]}[{tp[1]}]: no progress at offset {position} of [{start}, {end}) for {STALL_SECONDS:.0f}s"
-                )
+            elif time.monotonic() - last_progress > self.retry_s:
+                raise self._stalled(tp, position, start, end)
 
     async def _seek(self, key: Any, offset: int) -> None:
         self._consumer.assign([key])
@@ -238,6 +326,36 @@ class KafkaSession:
                 "retention?); start the backfill later with --from-offsets or --from-time"
             ) from None
         return chunk, await self._consumer.position(key)
+
+
+def plan_range(
+    conn: str | Mapping[str, Any],
+    topics: Sequence[str],
+    pattern: str | None,
+    start: Any,
+    until: Any,
+    *,
+    retry_s: float = DEFAULT_RETRY_S,
+) -> tuple[OffsetMap, OffsetMap, dict[TopicPartition, tuple[int, int]]]:
+    """``(starts, ends, bounds)`` of the partitions of ``topics`` (or ``pattern``) between two
+    :class:`connector.spark.settings.Position` values; an end is never before its start.
+
+    Planning is retried as a whole while the broker does not answer (see :meth:`KafkaSession.retrying`).
+    """
+
+    def plan(session: KafkaSession) -> tuple[OffsetMap, OffsetMap, dict[TopicPartition, tuple[int, int]]]:
+        tps = session.partitions(topics, pattern)
+        starts, bounds = resolve(session, tps, start, default="earliest")
+        ends, _ = resolve(session, tps, until, default="latest")
+        return starts, {tp: max(ends[tp], starts[tp]) for tp in tps}, bounds
+
+    with KafkaSession(conn, retry_s=retry_s) as session:
+        return session.retrying(lambda: plan(session), "planning the offset range")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def resolve(
@@ -266,11 +384,13 @@ def resolve(
 
 
 __all__ = [
+    "DEFAULT_RETRY_S",
     "KafkaRangeError",
     "KafkaSession",
     "OffsetMap",
     "TopicPartition",
     "offsets_from_json",
     "offsets_to_json",
+    "plan_range",
     "resolve",
 ]

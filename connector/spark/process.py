@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_smt.connector.spark.kafkaio import KafkaRangeError, KafkaSession, TopicPartition
+from cdc_smt.connector.spark.kafkaio import DEFAULT_RETRY_S, KafkaRangeError, KafkaSession, TopicPartition
 from cdc_smt.connector.spark.settings import SinkSpec
 from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms.chain import Chain, ChainHalted, ChainResult, DeadLetter
@@ -87,7 +87,8 @@ class TaskPlan:
     slice reaches it is flushed). ``ddl_offsets``: offsets of DDL records per
     partition, from the first pass. ``catalog_data``: the parsed schema file
     each stream's catalog starts from. ``file_topic``: the source topic of file records that
-    carry none (``None``: the file's stem).
+    carry none (``None``: the file's stem). ``retry_s``: how long Kafka reads wait for a broker
+    that does not answer (``backfill.source.retry_timeout_s``).
     """
 
     job: Any  # connector.jobconfig.JobConfig
@@ -102,6 +103,7 @@ class TaskPlan:
     catalog_source: str = "schema file"
     file_topic: str | None = None
     source_root: str | None = None
+    retry_s: float = DEFAULT_RETRY_S
 
 
 @dataclass
@@ -244,7 +246,7 @@ class Task:
         if not ddl and begin == start:
             return
         records: list[Record] = []
-        with KafkaSession(_connection(plan)) as session:
+        with KafkaSession(_connection(plan), retry_s=plan.retry_s) as session:
             for o in ddl:
                 records.extend(_to_records(tp, session.read(tp, o, o + 1)))
             try:
@@ -286,7 +288,7 @@ class Task:
             self._feed_kafka((row["topic"], row["partition"]), row["start"], row["end"])
 
     def _feed_kafka(self, tp: TopicPartition, start: int, end: int) -> None:
-        with KafkaSession(_connection(self.plan)) as session:
+        with KafkaSession(_connection(self.plan), retry_s=self.plan.retry_s) as session:
             for chunk in session.read(tp, start, end, max_records=CHUNK):
                 records = _to_records(tp, [chunk])
                 self.feed([tp] * len(records), records, [m.offset for m in chunk])

@@ -29,6 +29,8 @@ from typing import Any
 from cdc_smt.transforms.errors import ConfigError
 
 KAFKA_SOURCES = ("kafka", "spark-kafka")
+#: kafka: cdc-smt's producer in the tasks; spark-kafka: Spark's own ``format("kafka")`` writer.
+KAFKA_SINKS = ("kafka", "spark-kafka")
 FILE_SOURCES = ("jsonl", "avro")
 FILE_SINKS = ("jsonl", "parquet")
 DEFAULT_MASTER = "local[*]"
@@ -83,6 +85,8 @@ class SourceSpec:
     until: Position = Position("latest")
     max_records_per_batch: int = 1_000_000
     max_files_per_batch: int = 64
+    #: Seconds a Kafka source waits for a broker that does not answer before the backfill stops.
+    retry_timeout_s: float = 60.0
 
     @property
     def is_kafka(self) -> bool:
@@ -96,7 +100,7 @@ class SinkSpec:
 
     @property
     def is_kafka(self) -> bool:
-        return self.type == "kafka"
+        return self.type in KAFKA_SINKS
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,7 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
         max_records_per_batch=o.max_records_per_batch
         or src.get("max_records_per_batch", SourceSpec.max_records_per_batch),
         max_files_per_batch=o.max_files_per_batch or src.get("max_files_per_batch", SourceSpec.max_files_per_batch),
+        retry_timeout_s=float(src.get("retry_timeout_s", SourceSpec.retry_timeout_s)),
     )
     if source.type in FILE_SOURCES and not source.path:
         raise ConfigError(f"a {source.type} source needs a path (or --source-path)", "backfill.source.path")
@@ -268,12 +273,13 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
             "the DDL first pass applies to Kafka sources (a file is read whole by one task)", "backfill.state.ddl"
         )
     package = o.spark_kafka_package or section.get("spark_kafka_package")
-    if source.type == "spark-kafka" and not package and not _has_spark_kafka_jar(conf):
-        raise ConfigError(
-            "source type spark-kafka needs Spark's Kafka connector: set backfill.spark_kafka_package "
-            "(or --spark-kafka-connector auto|GROUP:ARTIFACT:VERSION), or spark_conf spark.jars",
-            "backfill.source.type",
-        )
+    for kind, spec_type in (("source", source.type), ("sink", sink.type)):
+        if spec_type == "spark-kafka" and not package and not _has_spark_kafka_jar(conf):
+            raise ConfigError(
+                f"{kind} type spark-kafka needs Spark's Kafka connector: set backfill.spark_kafka_package "
+                "(or --spark-kafka-connector auto|GROUP:ARTIFACT:VERSION), or spark_conf spark.jars",
+                f"backfill.{kind}.type",
+            )
     return BackfillSettings(
         source=source,
         sink=sink,

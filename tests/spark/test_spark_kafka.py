@@ -60,10 +60,14 @@ def spark_write(spark: Any, bootstrap: str, topic: str, records: list[Record]) -
     )
 
 
-def prepare(spark: Any, apache: Any, name: str, count: int, seed: int) -> list[Record]:
+def prepare(spark: Any, apache: Any, name: str, count: int, seed: int, *, bad_every: int = 0) -> list[Record]:
+    """The topics, and ``count`` messages written with Spark's sink (every ``bad_every``-th not JSON)."""
     topics = {f"{name}.in": IN_PARTITIONS, f"{name}.out": OUT_PARTITIONS, f"{name}.ref": OUT_PARTITIONS}
-    run_async(kafka.create_topics(apache.bootstrap, {**topics, f"{name}.dlq": 1}))
-    records = source_records(canal_messages(count, seed=seed))
+    run_async(kafka.create_topics(apache.bootstrap, {**topics, f"{name}.dlq": 1, f"{name}.refdlq": 1}))
+    values = canal_messages(count, seed=seed)
+    if bad_every:
+        values = [b"{not json %d" % i if i % bad_every == bad_every - 1 else v for i, v in enumerate(values)]
+    records = source_records(values)
     spark_write(spark, apache.bootstrap, f"{name}.in", records)
     return records
 
@@ -78,6 +82,9 @@ def job_file(
     *,
     kafka_extra: dict | None = None,
     batch: int = 400,
+    sink_type: str = "kafka",
+    dlq: str = "dlq",
+    dead_letters: dict | None = None,
     **source: Any,
 ) -> Path:
     doc = {
@@ -85,13 +92,16 @@ def job_file(
         "kafka": {"bootstrap_servers": bootstrap, **(kafka_extra or {})},
         "source": {"topics": [f"{name}.in"], "format": "canal-json"},
         "sink": {"topic": f"{name}.{out}", "format": "debezium-json"},
-        "errors": {"tolerance": "all", "dead_letter_topic": f"{name}.dlq"},
+        "errors": {"tolerance": "all", "dead_letter_topic": f"{name}.{dlq}"},
         "backfill": {
             "source": {"type": source_type, "max_records_per_batch": batch, **source},
+            "sink": {"type": sink_type},
             "checkpoint": str(tmp / f"{name}-{source_type}-{out}-ckpt"),
             "spark_conf": {"spark.jars": ",".join(str(j) for j in jars)},
         },
     }
+    if dead_letters:
+        doc["backfill"]["dead_letters"] = dead_letters
     path = tmp / f"{name}-{source_type}-{out}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -143,12 +153,14 @@ def test_spark_kafka_source_reads_an_offset_range_like_the_python_source(spark, 
     assert len(chosen) == wanted
 
 
+@pytest.mark.parametrize("sink_type", ["kafka", "spark-kafka"])
 def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_finished_batches(
-    spark, spark_kafka, apache, tmp_path
+    spark, spark_kafka, apache, tmp_path, sink_type: str
 ) -> None:
-    name = "sk-resume"
+    """Spark's Kafka source, with either Kafka sink (cdc-smt's producer, or Spark's writer)."""
+    name = f"sk-resume-{sink_type}"
     prepare(spark, apache, name, 3000, seed=13)
-    path = job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, batch=300)
+    path = job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, batch=300, sink_type=sink_type)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     cmd = [
         sys.executable,
@@ -204,6 +216,80 @@ def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_fini
         for out in chain.process(record).outputs:
             if out.value is not None:
                 assert sent[out.value] == 1, (record.partition, record.offset)
+
+
+def full_contents(bootstrap: str, topic: str) -> dict[tuple[int, bytes | None], list[tuple[Any, ...]]]:
+    """``(value, headers)`` per (partition, key) in offset order."""
+    out: dict[tuple[int, bytes | None], list[tuple[Any, ...]]] = {}
+    for r in run_async(kafka.consume_all(bootstrap, topic)):
+        out.setdefault((r.partition, r.key), []).append((r.value, [(k, v) for k, v in r.headers]))
+    return out
+
+
+def test_spark_kafka_sink_writes_what_the_kafka_sink_writes(spark, spark_kafka, apache, tmp_path) -> None:
+    """Over an offset range, Spark's format("kafka") writer and cdc-smt's producer put the same
+    records (values, keys, headers) in the same partitions in the same order, dead letters included."""
+    name = "sk-sink"
+    records = prepare(spark, apache, name, 1200, seed=31, bad_every=97)
+    sizes = Counter(r.partition for r in records)
+    start = {"0": 30, "1": 10}
+    until = {"0": sizes[0] - 40, "1": sizes[1] - 5}
+    rng = {"from": {"offsets": {f"{name}.in": start}}, "until": {"offsets": {f"{name}.in": until}}}
+    wanted = sum(until[p] - start[p] for p in start)
+
+    spark_sink = run(
+        spark, job_file(tmp_path, name, apache.bootstrap, "kafka", "out", spark_kafka, sink_type="spark-kafka", **rng)
+    )
+    own_sink = run(spark, job_file(tmp_path, name, apache.bootstrap, "kafka", "ref", spark_kafka, dlq="refdlq", **rng))
+    assert spark_sink.totals.records == own_sink.totals.records == wanted
+    assert spark_sink.totals.batches >= 2
+    assert spark_sink.totals.dead_letters == own_sink.totals.dead_letters > 0
+    got, expected = full_contents(apache.bootstrap, f"{name}.out"), full_contents(apache.bootstrap, f"{name}.ref")
+    assert sum(map(len, expected.values())) == own_sink.totals.outputs == spark_sink.totals.outputs  # tombstones too
+    assert got == expected
+    dead, dead_ref = full_contents(apache.bootstrap, f"{name}.dlq"), full_contents(apache.bootstrap, f"{name}.refdlq")
+    assert sum(map(len, dead.values())) == spark_sink.totals.dead_letters
+    assert dead == dead_ref
+
+
+def test_spark_kafka_sink_through_sasl_with_dead_letters_in_files(spark, spark_kafka, apache, tmp_path) -> None:
+    """The writer reaches the SASL listener with the mapped options; dead letters go to the files configured."""
+    from cdc_smt.connector.apache_kafka import USERS
+
+    name = "sk-sink-sasl"
+    records = prepare(spark, apache, name, 400, seed=9, bad_every=50)
+    sasl = {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "bob",
+        "sasl_password": USERS["bob"],
+    }
+    dead_dir = tmp_path / "dead"
+    path = job_file(
+        tmp_path,
+        name,
+        apache.server.sasl_bootstrap,
+        "kafka",
+        "out",
+        spark_kafka,
+        kafka_extra=sasl,
+        batch=150,
+        sink_type="spark-kafka",
+        dead_letters={"type": "jsonl", "path": str(dead_dir)},
+    )
+    progress = run(spark, path)
+    assert progress.totals.records == len(records)
+    assert progress.totals.dead_letters == 8
+    got = per_key(apache.bootstrap, f"{name}.out")
+    assert sum(map(len, got.values())) == len(records) - 8
+    entries = [
+        orjson.loads(line) for f in sorted(dead_dir.glob("batch=*/*.jsonl")) for line in f.read_bytes().splitlines()
+    ]
+    assert sorted(e["message"] for e in entries) == sorted(
+        r.value.decode() for r in records if r.value.startswith(b"{not")
+    )
+    assert all(e["topic"] == f"{name}.in" and e["stage"] == "decode" for e in entries)
+    assert not run_async(kafka.consume_all(apache.bootstrap, f"{name}.dlq"))
 
 
 SASL = [
