@@ -10,7 +10,10 @@ collects one summary row per stream for the progress line.
 Spark commits a micro-batch after ``foreachBatch`` returns; a restarted query
 re-runs only the batch that was running when it stopped, with the same offsets
 and batch id. File output of that batch is replaced; Kafka output of that batch
-may be sent twice (at-least-once), never output of committed batches.
+may be sent twice (at-least-once), never output of committed batches; with
+``backfill.sink.processing_guarantee: exactly_once`` each stream's share is a
+Kafka transaction with a commit marker, and a re-run skips the shares already
+committed (see :mod:`connector.spark.sinks`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from cdc_smt.connector.kafka.settings import connection_json
 from cdc_smt.connector.spark.kafkaio import KafkaSession, OffsetMap, TopicPartition, offsets_to_json, resolve
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
 from cdc_smt.connector.spark.settings import BackfillSettings, Position
+from cdc_smt.connector.spark.sinks import ExactlyOnce
 from cdc_smt.transforms.errors import CdcSmtError
 
 log = logging.getLogger("cdc_smt.backfill")
@@ -392,7 +396,17 @@ class BatchRunner:
         self.progress.update(batch_id, rows, time.monotonic() - started)
 
 
-def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> TaskPlan:
+def prepare_exactly_once(job: Any, settings: BackfillSettings, plan: Plan) -> ExactlyOnce | None:
+    """``exactly_once`` Kafka output: transactions checked, commit topic made, every stream's id fenced."""
+    from cdc_smt.connector.spark.process import stream_name
+    from cdc_smt.connector.spark.sinks import prepare_exactly_once as prepare
+
+    root = settings.source.path if not settings.source.is_kafka else None
+    streams = [stream_name(key, root) for key in [*plan.targets, *plan.files]]
+    return prepare(job, settings.sink, streams, Path(settings.checkpoint) / STATE_DIR)
+
+
+def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any, eos: ExactlyOnce | None = None) -> TaskPlan:
     source_root = settings.source.path if not settings.source.is_kafka else None
     catalog_data, catalog_source = schema_file(settings.state.schema_file)
     return TaskPlan(
@@ -408,6 +422,8 @@ def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> T
         catalog_source=catalog_source,
         file_topic=job.source.topics[0] if job.source.topics else None,
         source_root=source_root,
+        run_id=eos.run_id if eos else None,
+        commit_topic=eos.commit_topic if eos else None,
     )
 
 
@@ -427,6 +443,7 @@ def run(
     if settings.needs_kafka and not settings.source.is_kafka:
         wait_for_kafka(job)  # a Kafka sink or dead-letter topic (a Kafka source is probed by the plan)
     plan = make_plan(job, settings)
+    eos = prepare_exactly_once(job, settings, plan)  # before Spark: a broker without transactions is refused now
     own = spark is None
     if own:
         spark = spark_session(
@@ -437,7 +454,7 @@ def run(
         )
     progress = Progress(plan, progress_out)
     try:
-        base = task_plan(job, settings, plan, spark)
+        base = task_plan(job, settings, plan, spark, eos)
         df = source_frame(spark, job, settings, plan)
         runner = BatchRunner(settings, progress, base)
         query = (
@@ -486,7 +503,9 @@ def explain(exc: BaseException) -> str:
     found = [line.strip() for line in text.splitlines() if _ERROR_LINE.match(line.strip())]
     ours = [line for line in found if not line.startswith(_FRAMEWORK)]
     if ours:
-        return ours[-1]
+        m = _ERROR_LINE.match(ours[-1])
+        # cdc-smt's own errors are worded for the user: their message alone, as the CLI shows them.
+        return m.group(2) if m and m.group(1).startswith("cdc_smt.") else ours[-1]
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
