@@ -134,6 +134,7 @@ class BlockingProducer:
         self._loop = asyncio.new_event_loop()
         self._producer: Any = None
         self._counts: dict[str, int] = {}
+        self._failed = False  # a step failed: closing does not wait for the broker again
 
     @property
     def address(self) -> str:
@@ -185,9 +186,16 @@ class BlockingProducer:
         """``coro`` within the delivery timeout; past it, or on a failure, one :class:`KafkaDeliveryError`."""
         try:
             return await asyncio.wait_for(coro, self._timeout)
-        except (KafkaDeliveryError, KafkaUnavailable):
+        except KafkaDeliveryError:
+            self._failed = True
             raise
+        except KafkaUnavailable as down:  # the broker did not come back while starting
+            self._failed = True
+            raise KafkaDeliveryError(
+                self.address, f"{down.cause} ({what})", waited=self._timeout, setting=self._timeout_setting
+            ) from None
         except Exception as exc:  # noqa: BLE001 - aiokafka's errors become one line naming the broker
+            self._failed = True
             raise await self._failure(exc, what) from None
 
     async def _failure(self, exc: BaseException, what: str) -> KafkaDeliveryError:
@@ -260,15 +268,19 @@ class BlockingProducer:
     def abort(self) -> None:
         """Abort the open transaction, if any (best effort: a fenced or unreachable producer is left to time out)."""
         producer = self._producer
-        if producer is None or not producer._txn_manager.is_in_transaction():  # noqa: SLF001 - no public state
-            return
+        if producer is None or self._failed or not producer._txn_manager.is_in_transaction():  # noqa: SLF001
+            return  # nothing open, or the broker is gone: the next start of this id (or the timeout) aborts it
         self._run(self._bounded(producer.abort_transaction(), "aborting the transaction"))
 
     def close(self) -> None:
         """Stop the producer (it sends what it still holds) and close the loop."""
         try:
             if self._producer is not None:
-                self._run(asyncio.wait_for(self._producer.stop(), self._timeout))
+                # After a failure, what the producer still holds is lost anyway: do not wait for the broker again.
+                self._run(asyncio.wait_for(self._producer.stop(), 5.0 if self._failed else self._timeout))
+        except TimeoutError:
+            if not self._failed:
+                raise
         finally:
             self._loop.close()
 

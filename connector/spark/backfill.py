@@ -503,9 +503,7 @@ def explain(exc: BaseException) -> str:
     found = [line.strip() for line in text.splitlines() if _ERROR_LINE.match(line.strip())]
     ours = [line for line in found if not line.startswith(_FRAMEWORK)]
     if ours:
-        m = _ERROR_LINE.match(ours[-1])
-        # cdc-smt's own errors are worded for the user: their message alone, as the CLI shows them.
-        return m.group(2) if m and m.group(1).startswith("cdc_smt.") else ours[-1]
+        return ours[-1]
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
