@@ -2,17 +2,23 @@
 faster than one ``send()`` per message; partitions chosen as the Java client chooses them.
 
 :class:`BlockingProducer` drives a producer from synchronous code (Spark tasks)
-on a private event loop.
+on a private event loop, riding out a broker restart for a bounded time, and
+optionally in Kafka transactions (:func:`supports_transactions` probes a
+cluster for them, :func:`fence` ends what killed producers left open).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from cdc_smt.connector.kafka.admin import bootstrap_addresses, wait_until_ready
+from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.partitioner import partition_for
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs, producer_kwargs
+from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
 if TYPE_CHECKING:
@@ -77,31 +83,137 @@ async def produce_records(
             await producer.stop()
 
 
+#: Seconds a send, start or transaction step may ride out an unreachable broker by default.
+DEFAULT_DELIVERY_TIMEOUT_S = 60.0
+#: Seconds one transaction may stay open by default (the broker's default ``transaction.max.timeout.ms``).
+DEFAULT_TRANSACTION_TIMEOUT_S = 900
+
+
+class KafkaDeliveryError(CdcSmtError):
+    """Records could not be delivered within the delivery timeout: which broker, why, what to change."""
+
+    def __init__(self, address: str, cause: str, *, waited: float, setting: str) -> None:
+        self.address, self.cause, self.waited = address, cause, waited
+        super().__init__(f"cannot deliver to Kafka at {address}: {cause} (retried for {waited:g} s; see {setting})")
+
+
 class BlockingProducer:
     """An aiokafka producer for synchronous callers, on a private event loop.
 
-    Started at the first send; :meth:`send` returns once every record is
+    Started at the first use; :meth:`send` returns once every record is
     acknowledged. Partition counts of output topics are looked up once.
+
+    An unreachable broker (a restart) is ridden out for ``delivery_timeout_s``:
+    starting is retried, unacknowledged batches are kept and re-sent in order
+    by aiokafka (their expiry is raised to the timeout), and past it one
+    :class:`KafkaDeliveryError` names the broker and the cause.
+
+    With ``transactional_id`` the producer is transactional (idempotent,
+    ``acks=all``): starting it fences any older producer of the same id and
+    ends that one's open transaction; :meth:`begin`, :meth:`commit` and
+    :meth:`abort` drive one transaction at a time.
     """
 
-    def __init__(self, conn: Conn, settings: ProducerSettings) -> None:
+    def __init__(
+        self,
+        conn: Conn,
+        settings: ProducerSettings,
+        *,
+        delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S,
+        transactional_id: str | None = None,
+        transaction_timeout_s: int = DEFAULT_TRANSACTION_TIMEOUT_S,
+        timeout_setting: str = "backfill.sink.delivery_timeout_s",
+    ) -> None:
+        self._conn = conn
         self._kwargs = client_kwargs(conn)
         self._settings = settings
+        self._timeout = delivery_timeout_s
+        self._transactional_id = transactional_id
+        self._transaction_timeout_s = transaction_timeout_s
+        self._timeout_setting = timeout_setting
         self._loop = asyncio.new_event_loop()
         self._producer: Any = None
         self._counts: dict[str, int] = {}
+        self._failed = False  # a step failed: closing does not wait for the broker again
+
+    @property
+    def address(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in bootstrap_addresses(self._kwargs))
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run_until_complete(coro)
 
+    def _producer_kwargs(self) -> dict[str, Any]:
+        kwargs = {**self._kwargs, **producer_kwargs(self._settings)}
+        # Batches not acknowledged within the request timeout expire: keep them through an outage.
+        kwargs["request_timeout_ms"] = max(kwargs["request_timeout_ms"], int(self._timeout * 1000))
+        if self._transactional_id is not None:
+            kwargs.update(
+                acks="all",
+                enable_idempotence=True,
+                transactional_id=self._transactional_id,
+                transaction_timeout_ms=self._transaction_timeout_s * 1000,
+            )
+        return kwargs
+
     async def _started(self) -> Any:
         if self._producer is None:
-            from aiokafka import AIOKafkaProducer
-
-            producer = AIOKafkaProducer(**self._kwargs, **producer_kwargs(self._settings))
-            await producer.start()
-            self._producer = producer
+            self._producer = await self._bounded(self._start(), "starting the producer")
         return self._producer
+
+    async def _start(self) -> Any:
+        """A started producer (transactional: older ones fenced), retried while the broker is down."""
+        from aiokafka import AIOKafkaProducer
+
+        deadline = time.monotonic() + self._timeout
+        while True:
+            producer = AIOKafkaProducer(**self._producer_kwargs())
+            try:
+                await producer.start()
+                if self._transactional_id is not None:
+                    await producer._txn_manager.wait_for_pid()  # noqa: SLF001 - init_transactions, as Java's
+                return producer
+            except Exception:
+                await producer.stop()
+                if time.monotonic() >= deadline:
+                    raise
+                # The broker is restarting: wait until it answers (or the deadline names why it does not).
+                await wait_until_ready(
+                    self._conn, max(deadline - time.monotonic(), 0.1), timeout_setting=self._timeout_setting
+                )
+
+    async def _bounded(self, coro: Any, what: str) -> Any:
+        """``coro`` within the delivery timeout; past it, or on a failure, one :class:`KafkaDeliveryError`."""
+        try:
+            return await asyncio.wait_for(coro, self._timeout)
+        except KafkaDeliveryError:
+            self._failed = True
+            raise
+        except KafkaUnavailable as down:  # the broker did not come back while starting
+            self._failed = True
+            raise KafkaDeliveryError(
+                self.address, f"{down.cause} ({what})", waited=self._timeout, setting=self._timeout_setting
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - aiokafka's errors become one line naming the broker
+            self._failed = True
+            raise await self._failure(exc, what) from None
+
+    async def _failure(self, exc: BaseException, what: str) -> KafkaDeliveryError:
+        """Why ``what`` failed: the broker's state if it does not answer, else aiokafka's error."""
+        cause = f"{what} failed: {type(exc).__name__}"
+        if str(exc):
+            cause += f": {exc}"
+        if isinstance(exc, TimeoutError):
+            cause = f"{what} timed out"
+        try:
+            await wait_until_ready(self._conn, 1.0)
+        except KafkaUnavailable as down:
+            cause = f"{down.cause} ({what})"
+        return KafkaDeliveryError(self.address, cause, waited=self._timeout, setting=self._timeout_setting)
+
+    def start(self) -> None:
+        """Start now (a transactional producer: fence older producers of its id)."""
+        self._run(self._started())
 
     def partitions(self, topic: str) -> int:
         """How many partitions ``topic`` has (a ``RuntimeError`` naming it when it is missing)."""
@@ -113,7 +225,7 @@ class BlockingProducer:
     async def _partition_count(self, topic: str) -> int:
         producer = await self._started()
         try:
-            parts = await producer.partitions_for(topic)
+            parts = await asyncio.wait_for(producer.partitions_for(topic), self._timeout)
         except Exception as exc:  # noqa: BLE001 - one clear line instead of a client traceback
             raise RuntimeError(
                 f"cannot get the partitions of output topic {topic!r}: {type(exc).__name__}: {exc}"
@@ -135,17 +247,94 @@ class BlockingProducer:
     async def _send(self, by_topic: dict[str, list[Record]]) -> None:
         producer = await self._started()
         batch = self._settings.batch_size
-        await asyncio.gather(
+        sends = asyncio.gather(
             *(produce_records(None, t, recs, producer=producer, max_batch_bytes=batch) for t, recs in by_topic.items())
         )
+        await self._bounded(sends, "sending")
+
+    # -- transactions --------------------------------------------------------------------------
+    def begin(self) -> None:
+        """Start a transaction (the producer is started, and older ones fenced, first)."""
+        self._run(self._begin())
+
+    async def _begin(self) -> None:
+        producer = await self._started()
+        await producer.begin_transaction()
+
+    def commit(self) -> None:
+        """Commit the open transaction: everything sent in it becomes visible to read_committed readers."""
+        self._run(self._bounded(self._producer.commit_transaction(), "committing the transaction"))
+
+    def abort(self) -> None:
+        """Abort the open transaction, if any (best effort: a fenced or unreachable producer is left to time out)."""
+        producer = self._producer
+        if producer is None or self._failed or not producer._txn_manager.is_in_transaction():  # noqa: SLF001
+            return  # nothing open, or the broker is gone: the next start of this id (or the timeout) aborts it
+        self._run(self._bounded(producer.abort_transaction(), "aborting the transaction"))
 
     def close(self) -> None:
         """Stop the producer (it sends what it still holds) and close the loop."""
         try:
             if self._producer is not None:
-                self._run(self._producer.stop())
+                # After a failure, what the producer still holds is lost anyway: do not wait for the broker again.
+                self._run(asyncio.wait_for(self._producer.stop(), 5.0 if self._failed else self._timeout))
+        except TimeoutError:
+            if not self._failed:
+                raise
         finally:
             self._loop.close()
 
 
-__all__ = ["BlockingProducer", "produce_records"]
+async def supports_transactions(conn: Conn, transactional_id: str, timeout: float = 15.0) -> str | None:
+    """``None`` when the cluster grants ``transactional_id`` a producer id, else why not (one phrase).
+
+    A broker without transactions (Tansu) fails ``FindCoordinator``/``InitProducerId``
+    or never answers them; either is reported after at most ``timeout`` seconds.
+    """
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(**client_kwargs(conn), transactional_id=transactional_id, enable_idempotence=True)
+    try:
+        await producer.start()
+        await asyncio.wait_for(producer._txn_manager.wait_for_pid(), timeout)  # noqa: SLF001 - init_transactions
+        return None
+    except TimeoutError:
+        return f"no producer id for a transactional producer within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - the reason is the answer
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    finally:
+        await producer.stop()
+
+
+async def fence(conn: Conn, transactional_ids: Iterable[str], *, timeout: float = 60.0, parallel: int = 16) -> None:
+    """Fence the producers of ``transactional_ids`` and end their open transactions (Java's ``initTransactions``).
+
+    Run before tasks that read commit markers with read_committed: a transaction
+    a killed process left open would otherwise hold back every later marker
+    until it times out.
+    """
+    from aiokafka import AIOKafkaProducer
+
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(tid: str) -> None:
+        async with gate:
+            producer = AIOKafkaProducer(**client_kwargs(conn), transactional_id=tid, enable_idempotence=True)
+            try:
+                await producer.start()
+                await asyncio.wait_for(producer._txn_manager.wait_for_pid(), timeout)  # noqa: SLF001
+            finally:
+                await producer.stop()
+
+    await asyncio.gather(*(one(t) for t in transactional_ids))
+
+
+__all__ = [
+    "DEFAULT_DELIVERY_TIMEOUT_S",
+    "DEFAULT_TRANSACTION_TIMEOUT_S",
+    "BlockingProducer",
+    "KafkaDeliveryError",
+    "fence",
+    "produce_records",
+    "supports_transactions",
+]

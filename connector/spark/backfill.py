@@ -12,7 +12,10 @@ driver writes them with ``format("kafka")`` (:mod:`connector.spark.kafkasink`).
 Spark commits a micro-batch after ``foreachBatch`` returns; a restarted query
 re-runs only the batch that was running when it stopped, with the same offsets
 and batch id. File output of that batch is replaced; Kafka output of that batch
-may be sent twice (at-least-once), never output of committed batches.
+may be sent twice (at-least-once), never output of committed batches; with
+``backfill.sink.processing_guarantee: exactly_once`` each stream's share is a
+Kafka transaction with a commit marker, and a re-run skips the shares already
+committed (see :mod:`connector.spark.sinks`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from cdc_smt.connector.spark import kafkasink
 from cdc_smt.connector.spark.kafkaio import OffsetMap, TopicPartition, offsets_to_json, plan_range
 from cdc_smt.connector.spark.process import HALT_MARK, SUMMARY_DDL, TaskPlan, run_task
 from cdc_smt.connector.spark.settings import BackfillSettings, Position
+from cdc_smt.connector.spark.sinks import ExactlyOnce
 from cdc_smt.transforms.errors import CdcSmtError
 
 log = logging.getLogger("cdc_smt.backfill")
@@ -431,7 +435,17 @@ class BatchRunner:
         self.progress.update(batch_id, rows, time.monotonic() - started)
 
 
-def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> TaskPlan:
+def prepare_exactly_once(job: Any, settings: BackfillSettings, plan: Plan) -> ExactlyOnce | None:
+    """``exactly_once`` Kafka output: transactions checked, commit topic made, every stream's id fenced."""
+    from cdc_smt.connector.spark.process import stream_name
+    from cdc_smt.connector.spark.sinks import prepare_exactly_once as prepare
+
+    root = settings.source.path if not settings.source.is_kafka else None
+    streams = [stream_name(key, root) for key in [*plan.targets, *plan.files]]
+    return prepare(job, settings.sink, streams, Path(settings.checkpoint) / STATE_DIR)
+
+
+def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any, eos: ExactlyOnce | None = None) -> TaskPlan:
     source_root = settings.source.path if not settings.source.is_kafka else None
     catalog_data, catalog_source = schema_file(settings.state.schema_file)
     return TaskPlan(
@@ -448,6 +462,8 @@ def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any) -> T
         file_topic=job.source.topics[0] if job.source.topics else None,
         source_root=source_root,
         retry_s=settings.source.retry_timeout_s,
+        run_id=eos.run_id if eos else None,
+        commit_topic=eos.commit_topic if eos else None,
     )
 
 
@@ -467,6 +483,7 @@ def run(
     if settings.needs_kafka and not settings.source.is_kafka:
         wait_for_kafka(job)  # a Kafka sink or dead-letter topic (a Kafka source is probed by the plan)
     plan = make_plan(job, settings)
+    eos = prepare_exactly_once(job, settings, plan)  # before Spark: a broker without transactions is refused now
     own = spark is None
     if own:
         spark = spark_session(
@@ -477,7 +494,7 @@ def run(
         )
     progress = Progress(plan, progress_out)
     try:
-        base = task_plan(job, settings, plan, spark)
+        base = task_plan(job, settings, plan, spark, eos)
         df = source_frame(spark, job, settings, plan)
         runner = BatchRunner(settings, progress, base)
         query = (

@@ -64,6 +64,8 @@ SUMMARY_SCHEMA = pa.schema(
         ("seconds", pa.float64()),
     ]
 )
+#: What a commit marker keeps of a stream's summary (a skipped re-run reports it again).
+MARKER_FIELDS = ("first", "last", "records", "outputs", "dead_letters")
 SUMMARY_DDL = (
     "stream string, topic string, partition int, first long, last long, records long, outputs long, "
     "dead_letters long, tombstones_skipped long, seconds double"
@@ -104,6 +106,8 @@ class TaskPlan:
     file_topic: str | None = None
     source_root: str | None = None
     retry_s: float = DEFAULT_RETRY_S
+    run_id: str | None = None  # exactly-once Kafka output: the run's id (transactional ids, markers)
+    commit_topic: str | None = None  # exactly-once Kafka output: where the markers go
 
 
 @dataclass
@@ -126,6 +130,8 @@ class Stream:
     last_timestamp: int | None = None
     last_partition: int = 0
     started: float = field(default_factory=time.perf_counter)
+    transactional: Any = None  # the stream's exactly-once KafkaOutput, if any
+    committed: bool = False  # an earlier attempt committed this batch's share: write nothing
 
 
 def _connection(plan: TaskPlan) -> str:
@@ -217,16 +223,37 @@ class Task:
     def _open(self, key: Any, first: Record, position: int) -> Stream:
         plan = self.plan
         chain = plan.job.build_chain(catalog=self._catalog())
+        name = stream_name(key, plan.source_root)
         if isinstance(key, tuple):
             topic, partition = key
-            name, source_topic, final = f"{topic}-{partition}", topic, plan.targets.get(key, 0) - 1
-            self._warm_up(chain, key, position)
+            source_topic, final = topic, plan.targets.get(key, 0) - 1
         else:
             topic, partition, final = None, first.partition, None
-            name = _relative(key, plan.source_root)
             source_topic = first.topic or plan.file_topic or _stem(key)
         outputs, dead = self._sinks(name)
-        return Stream(name, chain, source_topic, topic, partition, final, outputs, dead)
+        st = Stream(name, chain, source_topic, topic, partition, final, outputs, dead)
+        if self._begin(st) and isinstance(key, tuple):
+            self._warm_up(chain, key, position)
+        return st
+
+    def _begin(self, st: Stream) -> bool:
+        """Exactly-once: fence an earlier attempt, skip a share it committed, else open the transaction.
+
+        ``False`` when the stream writes nothing in this batch (its marker is there).
+        """
+        tx = next((s for s in (st.outputs, st.dead_letters) if getattr(s, "transactional", False)), None)
+        if tx is None:
+            return True
+        st.transactional = tx
+        marker = tx.committed()
+        if marker is None:
+            tx.begin()
+            return True
+        st.committed = True
+        st.first, st.last = marker["first"], marker["last"]
+        st.records, st.written, st.failed = marker["records"], marker["outputs"], marker["dead_letters"]
+        log.info("%s: batch %s was committed by an earlier attempt; not written again", st.name, self.plan.batch_id)
+        return False
 
     def _catalog(self) -> Any:
         """A fresh catalog from the schema file (``None``: codecs make their own)."""
@@ -260,18 +287,29 @@ class Task:
             chain.tolerance = saved
 
     def _sinks(self, name: str) -> tuple[Any, Any]:
-        from cdc_smt.connector.spark.sinks import DeadLetterFiles, FileOutput, KafkaOutput
+        from cdc_smt.connector.spark.sinks import DeadLetterFiles, FileOutput
 
         plan = self.plan
         if plan.sink.is_kafka:
-            outputs: Any = KafkaOutput(_connection(plan), plan.job.producer)
+            outputs: Any = self._kafka_output(plan.sink, name)
         else:
             outputs = FileOutput(_path(plan.sink, "sink"), plan.sink.type, plan.batch_id, name)
         if plan.dead_letters.is_kafka:
-            dead: Any = outputs if plan.sink.is_kafka else KafkaOutput(_connection(plan), plan.job.producer)
+            dead: Any = outputs if plan.sink.is_kafka else self._kafka_output(plan.dead_letters, name)
         else:
             dead = DeadLetterFiles(_path(plan.dead_letters, "dead_letters"), plan.batch_id, name)
         return outputs, dead
+
+    def _kafka_output(self, spec: SinkSpec, name: str) -> Any:
+        from cdc_smt.connector.spark.sinks import KafkaOutput, Transactional
+
+        plan = self.plan
+        tx = None
+        if spec.exactly_once:
+            if plan.run_id is None or plan.commit_topic is None:
+                raise RuntimeError("exactly-once backfill task plan has no run id or commit topic")
+            tx = Transactional(plan.run_id, name, plan.batch_id, plan.commit_topic, spec.transaction_timeout_s)
+        return KafkaOutput(_connection(plan), plan.job.producer, spec, tx)
 
     def sink_topic(self, source_topic: str) -> str:
         name = self._sink_topics.get(source_topic)
@@ -288,6 +326,9 @@ class Task:
             self._feed_kafka((row["topic"], row["partition"]), row["start"], row["end"])
 
     def _feed_kafka(self, tp: TopicPartition, start: int, end: int) -> None:
+        exactly_once = self.plan.run_id is not None
+        if exactly_once and self.stream(tp, Record(value=None, topic=tp[0], partition=tp[1]), start).committed:
+            return  # written by an earlier attempt: not even read
         with KafkaSession(_connection(self.plan), retry_s=self.plan.retry_s) as session:
             for chunk in session.read(tp, start, end, max_records=CHUNK):
                 records = _to_records(tp, [chunk])
@@ -315,6 +356,8 @@ class Task:
             if key != current:
                 st, current = self.stream(key, record, pos), key
             assert st is not None
+            if st.committed:
+                continue
             if st.first < 0:
                 st.first = pos
             st.last = pos
@@ -377,12 +420,15 @@ class Task:
         """Flush file streams, close every sink, and summarise."""
         rows = []
         for st in self.streams.values():
-            if st.final_offset is None and st.records:
+            if st.final_offset is None and st.records and not st.committed:
                 self._flush(st, Record(value=None, partition=st.last_partition, timestamp=st.last_timestamp), st.last)
-            st.outputs.close()
-            if st.dead_letters is not st.outputs:
-                st.dead_letters.close()
-            rows.append(self._summary(st))
+            summary = self._summary(st)
+            for sink in {id(st.outputs): st.outputs, id(st.dead_letters): st.dead_letters}.values():
+                if sink is st.transactional:
+                    sink.close({k: summary[k] for k in MARKER_FIELDS})  # the marker commits with the outputs
+                else:
+                    sink.close()
+            rows.append(summary)
         return pa.RecordBatch.from_pylist(rows, schema=SUMMARY_SCHEMA)
 
     def _summary(self, st: Stream) -> dict[str, Any]:
@@ -453,6 +499,13 @@ def _stem(path: str) -> str:
     return safe_name(Path(path).name.split(".")[0])
 
 
+def stream_name(key: Any, source_root: str | None) -> str:
+    """A stream's name: ``<topic>-<partition>`` for a Kafka slice, else the file's (see :func:`_relative`)."""
+    if isinstance(key, tuple):
+        return f"{key[0]}-{key[1]}"
+    return _relative(key, source_root)
+
+
 def _relative(path: str, root: str | None) -> str:
     """A file's stream name: its path under the source directory, without its framing extension."""
     p = Path(path)
@@ -469,4 +522,4 @@ def _relative(path: str, root: str | None) -> str:
     return rel.replace("/", "__")
 
 
-__all__ = ["BackfillHalted", "HALT_MARK", "SUMMARY_DDL", "TaskPlan", "run_task"]
+__all__ = ["BackfillHalted", "HALT_MARK", "SUMMARY_DDL", "TaskPlan", "run_task", "stream_name"]

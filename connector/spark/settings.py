@@ -95,12 +95,29 @@ class SourceSpec:
 
 @dataclass(frozen=True)
 class SinkSpec:
+    """Where outputs (or dead letters) go; the Kafka delivery settings apply to a Kafka sink.
+
+    ``processing_guarantee``: ``exactly_once`` writes each stream's share of a
+    micro-batch in one Kafka transaction with a commit marker on
+    ``commit_topic`` (``None``: ``<job id>.backfill-commits``; see :mod:`connector.spark.sinks`).
+    ``delivery_timeout_s``: how long sends ride out an unreachable broker before the run fails.
+    ``transaction_timeout_s``: the longest a stream's transaction may stay open.
+    """
+
     type: str = "kafka"
     path: str | None = None
+    processing_guarantee: str = "at_least_once"
+    commit_topic: str | None = None
+    delivery_timeout_s: float = 60.0
+    transaction_timeout_s: int = 900
 
     @property
     def is_kafka(self) -> bool:
         return self.type in KAFKA_SINKS
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly_once"
 
 
 @dataclass(frozen=True)
@@ -250,11 +267,35 @@ def build_settings(section: Mapping[str, Any], job_doc: Mapping[str, Any], overr
         raise ConfigError("offset and time ranges apply to Kafka sources only; files are read whole", "backfill.source")
 
     sink_type = o.sink_type or snk.get("type") or ("jsonl" if (o.sink_path or snk.get("path")) else "kafka")
-    sink = SinkSpec(sink_type, o.sink_path or snk.get("path"))
+    sink = SinkSpec(
+        sink_type,
+        o.sink_path or snk.get("path"),
+        processing_guarantee=snk.get("processing_guarantee", SinkSpec.processing_guarantee),
+        commit_topic=snk.get("commit_topic"),
+        delivery_timeout_s=float(snk.get("delivery_timeout_s", SinkSpec.delivery_timeout_s)),
+        transaction_timeout_s=snk.get("transaction_timeout_s", SinkSpec.transaction_timeout_s),
+    )
     if sink.type in FILE_SINKS and not sink.path:
         raise ConfigError(f"a {sink.type} sink needs a path (or --sink-path)", "backfill.sink.path")
 
     dead_letters = _dead_letter_spec(dlq, sink, job_doc, o)
+    if sink.exactly_once and not sink.is_kafka:
+        raise ConfigError(
+            f"exactly_once applies to a Kafka sink; a {sink.type} sink is already replaced per micro-batch",
+            "backfill.sink.processing_guarantee",
+        )
+    if sink.exactly_once and sink.type != "kafka":
+        raise ConfigError(
+            f"exactly_once needs the kafka sink (cdc-smt's transactional producer); Spark's format(\"kafka\") "
+            f"writer ({sink.type}) cannot write in transactions",
+            "backfill.sink.processing_guarantee",
+        )
+    if sink.exactly_once and not dead_letters.is_kafka:
+        # A re-run skips a committed stream's share, so its file dead letters (replaced per batch) would be lost.
+        raise ConfigError(
+            "exactly_once writes dead letters in the outputs' transaction: use the job's dead-letter topic, not files",
+            "backfill.dead_letters.type",
+        )
 
     checkpoint = o.checkpoint or section.get("checkpoint")
     if not checkpoint:
@@ -305,7 +346,8 @@ def _dead_letter_spec(dlq: Mapping[str, Any], sink: SinkSpec, job_doc: Mapping[s
         if not sink.path:
             raise ConfigError("dead letters to files need a path", "backfill.dead_letters.path")
         path = str(Path(sink.path) / "_dead_letters")
-    return SinkSpec(kind, path if kind == "jsonl" else None)
+    # Kafka dead letters are delivered as the sink's Kafka output is (same guarantee, same timeouts).
+    return dataclasses.replace(sink, type=kind, path=path if kind == "jsonl" else None)
 
 
 def _conf_text(value: Any) -> str:

@@ -6,7 +6,20 @@ shuffle), in source order, so order per key is the source partition's order.
 Kafka output goes through aiokafka's batch API (:func:`connector.kafka.produce_records`)
 with the worker's partitioning: murmur2 of the key, keyless records to the
 source partition (modulo the output partition count), the source timestamp
-kept. Every chunk is acknowledged before the next is sent.
+kept. Every chunk is acknowledged before the next is sent; an unreachable
+broker is ridden out for ``backfill.sink.delivery_timeout_s``.
+
+Exactly-once Kafka output (``backfill.sink.processing_guarantee: exactly_once``):
+Spark tasks write independently, so the unit of commit is a *stream's* share of
+a micro-batch (a source partition's slice, or a file). Each is one Kafka
+transaction whose last record is a marker ``{batch, stream, offsets, counts}``
+on the commit topic, under a transactional id per (run, stream). A task first
+starts its producer, which fences an older attempt of the same stream and ends
+its transaction, then reads the stream's markers (read_committed): when this
+batch's marker is there, the earlier attempt committed and the stream writes
+nothing again. The driver fences every stream's id before the first batch of a
+run (:func:`connector.kafka.produce.fence`), so no transaction a killed process
+left open holds back read_committed readers of the commit topic.
 
 File output is laid out for lakehouse loading and for idempotent retries::
 
@@ -21,16 +34,19 @@ re-run batch replaces what an interrupted attempt left.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from cdc_smt.connector.spark.settings import SinkSpec
 from cdc_smt.transforms.chain import DeadLetter
 from cdc_smt.transforms.model import Record
 
@@ -307,14 +323,141 @@ def dead_letter_entry(dl: DeadLetter, where: dict[str, Any]) -> dict[str, Any]:
 # -- Kafka ---------------------------------------------------------------------------------------
 
 
-class KafkaOutput:
-    """Records queued and sent in acknowledged chunks through the kafka package's producer."""
+@dataclass(frozen=True)
+class Transactional:
+    """What an exactly-once :class:`KafkaOutput` needs: whose transaction, which batch, where markers go."""
 
-    def __init__(self, conn: str, producer_settings: Any) -> None:
+    run_id: str
+    stream: str
+    batch_id: int
+    commit_topic: str
+    timeout_s: int
+
+    @property
+    def transactional_id(self) -> str:
+        return transactional_id(self.run_id, self.stream)
+
+    @property
+    def marker_key(self) -> str:
+        return f"{self.run_id}/{self.stream}"
+
+
+def transactional_id(run_id: str, stream: str) -> str:
+    """One transactional id per stream of a run: a re-run's task fences the killed attempt's producer."""
+    return f"cdc-smt-backfill.{run_id}.{stream}"
+
+
+def commit_topic(spec: SinkSpec, job_id: str) -> str:
+    """Where exactly-once markers go: ``backfill.sink.commit_topic``, else ``<job id>.backfill-commits``."""
+    return spec.commit_topic or f"{job_id}.backfill-commits"
+
+
+@dataclass(frozen=True)
+class ExactlyOnce:
+    """The driver's part of exactly-once output, handed to every task: the run's id and the commit topic."""
+
+    run_id: str
+    commit_topic: str
+
+
+def prepare_exactly_once(job: Any, spec: SinkSpec, streams: Iterable[str], state_dir: Path) -> ExactlyOnce | None:
+    """Before the first batch of a run (or a resumed run): check, create and fence (driver side).
+
+    The broker must grant transactional producer ids (a clear error at start
+    otherwise: Tansu does not); the commit topic is created (compacted) when
+    missing; every stream's transactional id is fenced, ending what a killed
+    process left open. The run id lives in the checkpoint so a resumed run
+    finds its markers, and a new checkpoint never mistakes an old run's for its own.
+    """
+    if not spec.exactly_once:
+        return None
+    from cdc_smt.connector.kafka.admin import create_topics
+    from cdc_smt.connector.kafka.markers import COMMIT_TOPIC_CONFIG
+    from cdc_smt.connector.kafka.produce import fence, supports_transactions
+    from cdc_smt.transforms.errors import ConfigError
+
+    run_id = _run_id(state_dir)
+    topic = commit_topic(spec, job.id)
+    reason = asyncio.run(supports_transactions(job.kafka, transactional_id(run_id, "_probe")))
+    if reason is not None:
+        raise ConfigError(
+            f"exactly_once needs Kafka transactions, which the cluster at {job.kafka.bootstrap} does not grant "
+            f"({reason}); use at_least_once there",
+            "backfill.sink.processing_guarantee",
+        )
+    creation = job.worker.create_topics
+    replication = creation.replication_factor if creation is not None else 1
+    asyncio.run(create_topics(job.kafka, {topic: 1}, replication_factor=replication, config=COMMIT_TOPIC_CONFIG))
+    ids = [transactional_id(run_id, name) for name in streams]
+    asyncio.run(fence(job.kafka, ids, timeout=spec.delivery_timeout_s))
+    return ExactlyOnce(run_id, topic)
+
+
+def _run_id(state_dir: Path) -> str:
+    """This checkpoint's run id (made at its first run)."""
+    path = state_dir / "run-id"
+    if path.is_file():
+        return path.read_text().strip()
+    import uuid
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    run_id = uuid.uuid4().hex[:16]
+    tmp = path.with_name(".run-id.tmp")
+    tmp.write_text(run_id)
+    os.replace(tmp, path)
+    return run_id
+
+
+class KafkaOutput:
+    """Records queued and sent in acknowledged chunks through the kafka package's producer.
+
+    With ``transactional`` (``processing_guarantee: exactly_once``) the stream's
+    share of the micro-batch is one Kafka transaction: :meth:`committed` first
+    fences an older attempt and looks for this batch's marker (a re-run then
+    writes nothing), :meth:`begin` opens the transaction, and :meth:`close`
+    sends the marker with the stream's summary and commits.
+    """
+
+    def __init__(
+        self, conn: str, producer_settings: Any, spec: SinkSpec, transactional: Transactional | None = None
+    ) -> None:
         from cdc_smt.connector.kafka import BlockingProducer, settings_from_json
 
-        self._producer = BlockingProducer(settings_from_json(conn), producer_settings)
+        self._conn = conn
+        self._tx = transactional
+        self._producer = BlockingProducer(
+            settings_from_json(conn),
+            producer_settings,
+            delivery_timeout_s=spec.delivery_timeout_s,
+            transactional_id=transactional.transactional_id if transactional else None,
+            transaction_timeout_s=spec.transaction_timeout_s,
+        )
         self._pending: list[tuple[Record, int]] = []
+        self._open = False
+
+    @property
+    def transactional(self) -> bool:
+        return self._tx is not None
+
+    def committed(self) -> dict[str, Any] | None:
+        """This batch's marker when an earlier attempt committed the stream's share, else ``None``."""
+        from cdc_smt.connector.kafka import settings_from_json
+        from cdc_smt.connector.kafka.markers import read_markers
+
+        tx = self._require_tx()
+        self._producer.start()  # fences the producer of an earlier attempt and ends its transaction
+        markers = asyncio.run(read_markers(settings_from_json(self._conn), tx.commit_topic, tx.marker_key))
+        return next((m for m in reversed(markers) if m.get("batch") == tx.batch_id), None)
+
+    def begin(self) -> None:
+        self._require_tx()
+        self._producer.begin()
+        self._open = True
+
+    def _require_tx(self) -> Transactional:
+        if self._tx is None:
+            raise RuntimeError("KafkaOutput: transactions need processing_guarantee exactly_once")
+        return self._tx
 
     def add(self, record: Record, source_partition: int) -> None:
         """Queue ``record`` (topic and timestamp set); sends a chunk when enough are queued."""
@@ -336,23 +479,43 @@ class KafkaOutput:
             record.partition = partition_for(record.key, self._producer.partitions(record.topic), source_partition)
         self._producer.send(record for record, _ in pending)
 
-    def close(self) -> None:
+    def close(self, summary: Mapping[str, Any] | None = None) -> None:
+        """Send what is queued; in a transaction, the marker (``summary`` and the batch) too, then commit."""
         try:
             self.flush()
+            if self._open:
+                from cdc_smt.connector.kafka.markers import marker_record
+
+                tx = self._require_tx()
+                marker = {"batch": tx.batch_id, "stream": tx.stream, **(summary or {})}
+                parts = self._producer.partitions(tx.commit_topic)
+                self._producer.send([marker_record(tx.commit_topic, parts, tx.marker_key, marker)])
+                self._producer.commit()
+                self._open = False
         finally:
             self._producer.close()
 
     def abort(self) -> None:
         self._pending = []
-        self._producer.close()
+        try:
+            if self._open:
+                self._open = False
+                self._producer.abort()
+        finally:
+            self._producer.close()
 
 
 __all__ = [
     "DeadLetterFiles",
+    "ExactlyOnce",
     "FileOutput",
     "KafkaOutput",
+    "Transactional",
+    "commit_topic",
+    "transactional_id",
     "batch_dir",
     "clear_batch",
+    "prepare_exactly_once",
     "dead_letter_entry",
     "rows_to_table",
     "safe_name",
