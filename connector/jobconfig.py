@@ -154,6 +154,14 @@ class WorkerSettings:
     data_dir: str | None = None
     pattern_refresh_s: float = 300.0
     processes: int = 1
+    #: ``at_least_once`` or ``exactly_once`` (Kafka transactions; see docs/operations.md).
+    processing_guarantee: str = "at_least_once"
+    #: exactly_once: the broker aborts a transaction left open this long (a worker that died mid-batch).
+    transaction_timeout_ms: int = 60_000
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly_once"
 
 
 @dataclass(frozen=True)
