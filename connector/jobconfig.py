@@ -158,6 +158,8 @@ class WorkerSettings:
     processing_guarantee: str = "at_least_once"
     #: exactly_once: the broker aborts a transaction left open this long (a worker that died mid-batch).
     transaction_timeout_ms: int = 60_000
+    #: exactly_once under a backlog: a partition's transaction commits after this long (caught up: at once).
+    transaction_interval_ms: int = 100
 
     @property
     def exactly_once(self) -> bool:

@@ -24,17 +24,24 @@ def doc(**worker: Any) -> dict[str, Any]:
 def test_at_least_once_is_the_default() -> None:
     w = load_job(doc()).worker
     assert w.processing_guarantee == "at_least_once" and not w.exactly_once
-    assert w.transaction_timeout_ms == 60_000
+    assert w.transaction_timeout_ms == 60_000 and w.transaction_interval_ms == 100
 
 
 def test_exactly_once_and_its_transaction_timeout() -> None:
-    w = load_job(doc(processing_guarantee="exactly_once", transaction_timeout_ms=30_000)).worker
-    assert w.exactly_once and w.transaction_timeout_ms == 30_000
+    w = load_job(
+        doc(processing_guarantee="exactly_once", transaction_timeout_ms=30_000, transaction_interval_ms=250)
+    ).worker
+    assert w.exactly_once and w.transaction_timeout_ms == 30_000 and w.transaction_interval_ms == 250
 
 
 @pytest.mark.parametrize(
     "worker",
-    [{"processing_guarantee": "exactly-once"}, {"processing_guarantee": "none"}, {"transaction_timeout_ms": 10}],
+    [
+        {"processing_guarantee": "exactly-once"},
+        {"processing_guarantee": "none"},
+        {"transaction_timeout_ms": 10},
+        {"transaction_interval_ms": 0},
+    ],
 )
 def test_bad_settings_are_refused_naming_the_key(worker: dict[str, Any]) -> None:
     with pytest.raises(ConfigError) as info:

@@ -182,6 +182,12 @@ class CdcConsumer(faust_aiokafka.Consumer):
 
     async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
         await super().on_partitions_assigned(assigned, generation_id)
+        if self.pipeline is not None and self.pipeline.transactions is not None:
+            # Fence older producers of these partitions now, all at once (not at each first batch).
+            try:
+                await self.pipeline.transactions.prepare(tp for tp in assigned if self.pipeline.owns(tp.topic))
+            except Exception as exc:  # noqa: BLE001 - the first batch of each partition tries again, and reports
+                log.warning("preparing transactions of the assigned partitions: %s: %s", type(exc).__name__, exc)
         log.info(
             "partitions assigned: %s",
             describe_partitions(assigned),

@@ -454,7 +454,7 @@ class Pipeline:
                     st.pending.popleft()
             self._acked.set()
 
-        await self.transactions.commit(tp, batch.groups, batch.next_offset, done)
+        await self.transactions.send(tp, batch.groups, batch.next_offset, done, commit_now=not self.sizer.behind)
 
     def _on_ack(self, st: PartitionState, flight: InFlight, topic: str, count: int, fut: asyncio.Future) -> None:
         flight.remaining -= 1
@@ -516,6 +516,8 @@ class Pipeline:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            if self.transactions is not None:
+                self.transactions.commit_all()  # open transactions commit now, not at their interval
             if self.busy == 0 and all(f.done for st in self.states.values() for f in st.pending):
                 return True
             remaining = None if deadline is None else deadline - time.monotonic()

@@ -41,6 +41,8 @@ from tests.integration.test_broker_faults import tables
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 PARTITIONS = 4
+#: Input chunks of the SIGKILL test: one kill at a random point of each.
+STAGES = 7
 EXACTLY_ONCE = {"processing_guarantee": "exactly_once", "create_topics": True, "batch_size": 2000}
 
 
@@ -125,36 +127,43 @@ def test_sigkills_and_a_rebalance_lose_nothing_and_duplicate_nothing(
 ) -> None:
     src, out, group = names("eos.canal"), names("eos.debezium"), names("eos")
     records = row_changes(rows=50_000, updates=3)  # 200,000 changes of 50,000 rows
-    produce(apache, src, records, partitions=PARTITIONS)
     total = len(records)
+    # The input arrives in chunks, one more after each kill, so every kill lands mid-stream
+    # (a worker converts a chunk in about a second; the kills follow each other every few seconds).
+    chunk = total // STAGES
+    chunks = [records[i * chunk : (i + 1) * chunk if i < STAGES - 1 else total] for i in range(STAGES)]
+    produce(apache, src, chunks[0], partitions=PARTITIONS)
+    produced = len(chunks[0])
     job = job_doc(apache, group, src, out, worker=EXACTLY_ONCE)
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     record_property("seed", seed)
-    kill_points = sorted(rng.sample(range(total // 20, total * 17 // 20), 6))
-    joiner_at = kill_points[2]  # the second worker joins between the 2nd and 3rd kill
 
     running = [workers(job, "w0").start()]
     running[0].wait_running(90)
     started = 1
-    kills: list[int] = []
-    for i, point in enumerate(kill_points):
-        if point == joiner_at:
-            running.append(workers(job, f"w{started}").start())  # a rebalance mid-run
+    kills: list[tuple[int, int]] = []  # (committed right after the kill, produced by then)
+    for stage in range(STAGES):
+        if stage == 2:  # a second worker joins: a rebalance mid-run
+            running.append(workers(job, f"w{started}").start())
             started += 1
-            continue
+        size = len(chunks[stage])
+        point = produced - size + int(size * rng.uniform(0.1, 0.6))
         wait_for(lambda p=point: _progress(apache, group, src) >= p, 180, f"{point} records committed", interval=0.05)
         victim = running.pop(rng.randrange(len(running)))
         victim.send_signal(signal.SIGKILL)
         assert victim.wait(10) == -signal.SIGKILL
-        kills.append(_progress(apache, group, src))
+        kills.append((_progress(apache, group, src), produced))
         assert "worker_failed" not in victim.text(), victim.text()[-3000:]
         running.append(workers(job, f"w{started}").start())  # restarted at once
         started += 1
-        if i < len(kill_points) - 1:
-            running[-1].wait_running(90)
-    assert len(kills) >= 5 and kills[-1] < total, f"kills after {kills} of {total} committed"
+        if stage + 1 < STAGES:
+            produce(apache, src, chunks[stage + 1], partitions=PARTITIONS)
+            produced += len(chunks[stage + 1])
+        running[-1].wait_running(90)
     record_property("committed_at_kills", kills)
+    mid_stream = sum(1 for done, available in kills if done < available)
+    assert mid_stream >= 5, f"kills at (committed, produced) {kills}: fewer than five mid-stream"
 
     sizes = partition_sizes(records, PARTITIONS)
     wait_for(lambda: committed(apache, group, src) == sizes, 240, "the workers to finish")
@@ -164,7 +173,7 @@ def test_sigkills_and_a_rebalance_lose_nothing_and_duplicate_nothing(
     for w in running:
         assert w.wait(60) == 0, w.text()[-3000:]
         assert "Traceback" not in w.text()
-    print(f"seed {seed}: SIGKILLs after {kills} of {total} committed; {started} worker processes")
+    print(f"seed {seed}: SIGKILLs at (committed, produced) {kills} of {total}; {started} worker processes")
     assert_exactly_once(apache, src, out, records, record_property)
 
 
