@@ -24,7 +24,7 @@ def doc(**worker: Any) -> dict[str, Any]:
 def test_at_least_once_is_the_default() -> None:
     w = load_job(doc()).worker
     assert w.processing_guarantee == "at_least_once" and not w.exactly_once
-    assert w.transaction_timeout_ms == 60_000 and w.transaction_interval_ms == 100
+    assert w.transaction_timeout_ms == 60_000 and w.transaction_interval_ms == 500
 
 
 def test_exactly_once_and_its_transaction_timeout() -> None:

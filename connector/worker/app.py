@@ -444,6 +444,7 @@ class WorkerRuntime:
         consumer = self.app.consumer
         assert isinstance(consumer, CdcConsumer)
         consumer.pipeline = self.pipeline
+        self.pipeline.highwater = consumer.highwater
         self.subscribe(sources)
         if job.worker.metrics_port is not None:
             self.server = MetricsServer(

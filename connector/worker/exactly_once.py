@@ -18,13 +18,14 @@ that does the new owner read the partition's committed offset (a zombie's
 last commit could otherwise land after the read); records before it are
 skipped, so nothing is processed twice.
 
-Cost. While the worker keeps up, each converted step commits at once (a
-read_committed reader sees it a commit later: low latency). Under a backlog a
-partition's transaction takes steps for ``worker.transaction_interval_ms``
-(default 100, as Kafka Streams' exactly-once commit interval) before it
-commits: a commit costs a few round trips to the transaction coordinator and
-a marker per partition written. Steps convert while the previous transaction
-commits. Faust's periodic offset commit is not used for these partitions.
+Cost. A step that reaches its partition's high watermark (the worker keeps
+up) commits at once: a read_committed reader sees it a commit later. Under a
+backlog a partition's transaction takes steps for
+``worker.transaction_interval_ms`` (default 500) before it commits: a commit
+costs a few round trips to the transaction coordinator and a marker per
+partition written. Steps convert while the previous transaction commits (they
+queue for the next one). Faust's periodic offset commit is not used for these
+partitions.
 
 Errors. A fenced producer (another worker owns the partition now) and the
 other fatal transaction errors stop the worker with one line; anything else
@@ -150,8 +151,8 @@ class Transactions:
     async def send(self, tp: Any, groups: Groups, next_offset: int, on_done: OnDone, *, commit_now: bool) -> None:
         """Send one converted step of ``tp`` into its open transaction (begun if none is).
 
-        The transaction commits at once when ``commit_now`` (the worker keeps up:
-        latency first), else when it has been open ``worker.transaction_interval_ms``
+        The transaction commits at once when ``commit_now`` (the partition is caught
+        up: latency first), else when it has been open ``worker.transaction_interval_ms``
         (a backlog: fewer, larger transactions). ``on_done`` reports the end of the
         transaction that holds this step. While the partition's previous transaction
         commits, the step waits in a short queue (the next transaction takes it), so

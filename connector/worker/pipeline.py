@@ -231,6 +231,8 @@ class Pipeline:
         self.source_topics: set[str] = set()
         #: How much of a fetch is converted in one step (small while caught up, large under lag).
         self.sizer = BatchSizer(max_step=job.worker.batch_size)
+        #: The consumer's high watermark of a source partition (set by the app): is a partition caught up?
+        self.highwater: Callable[[Any], int | None] | None = None
         #: exactly_once: the partitions' transactional producers; None: at-least-once (acks + commits).
         self.transactions: Transactions | None = (
             Transactions(job, self.build_batches) if job.worker.exactly_once else None
@@ -454,7 +456,17 @@ class Pipeline:
                     st.pending.popleft()
             self._acked.set()
 
-        await self.transactions.send(tp, batch.groups, batch.next_offset, done, commit_now=not self.sizer.behind)
+        await self.transactions.send(tp, batch.groups, batch.next_offset, done, commit_now=self._caught_up(tp, batch))
+
+    def _caught_up(self, tp: Any, batch: Converted) -> bool:
+        """Has this batch reached the partition's high watermark (nothing more waits to be read)?"""
+        if self.highwater is None:
+            return not self.sizer.behind
+        try:
+            hw = self.highwater(tp)
+        except Exception:  # noqa: BLE001 - not known (yet): commit now, latency first
+            return True
+        return hw is None or hw < 0 or batch.next_offset >= hw
 
     def _on_ack(self, st: PartitionState, flight: InFlight, topic: str, count: int, fut: asyncio.Future) -> None:
         flight.remaining -= 1
