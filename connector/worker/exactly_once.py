@@ -101,8 +101,8 @@ class Transactions:
         self.interval = job.worker.transaction_interval_ms / 1000
         self._build = build  # Pipeline.build_batches: rows -> aiokafka batches
         self._producers: dict[Any, PartitionProducer] = {}
-        #: Committed offsets read by prepare(), right after fencing, for each partition's first batch.
-        self._resume: dict[Any, int | None] = {}
+        #: Per partition: the task that fenced it and read its committed offset (shared by prepare and open).
+        self._opening: dict[Any, asyncio.Future] = {}
         # AssertionError: aiokafka checks its transaction state with asserts (a state we cannot continue from)
         self._fatal: tuple[type[BaseException], ...] = (*T.fatal_errors(), AssertionError)
 
@@ -111,42 +111,53 @@ class Transactions:
 
     async def prepare(self, tps: Iterable[Any]) -> None:
         """:meth:`open` the newly assigned partitions together (their first batches then start at once)."""
-        new = [tp for tp in tps if tp not in self._producers]
-        if not new:
-            return
-        await asyncio.gather(*(self._start(tp) for tp in new))
-        committed = await K.committed_offsets(
-            self.job.kafka.aiokafka_kwargs(), self.group_id, sorted({tp.topic for tp in new})
-        )
-        for tp in new:
-            self._resume[tp] = committed.get((tp.topic, tp.partition))
+        new = [tp for tp in tps if tp not in self._producers and tp not in self._opening]
+        if new:
+            await asyncio.shield(self._opening_task(new))
 
     async def open(self, tp: Any) -> int | None:
-        """Fence older producers of ``tp``'s transactional id; then the committed offset to resume from."""
-        if tp in self._resume:
-            return self._resume.pop(tp)
-        await self._start(tp)
-        committed = await K.committed_offsets(self.job.kafka.aiokafka_kwargs(), self.group_id, [tp.topic])
-        return committed.get((tp.topic, tp.partition))
+        """Fence older producers of ``tp``'s transactional id; then the committed offset to resume from.
+
+        One producer per partition, ever: a first batch that comes while :meth:`prepare`
+        is still opening its partition waits for that, and takes its result.
+        """
+        task = self._opening.get(tp)
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            task = self._opening_task([tp])  # none yet, or prepare's failed (it logged why): try again
+        return (await asyncio.shield(task)).get(tp)
+
+    def _opening_task(self, tps: list[Any]) -> asyncio.Future:
+        task = asyncio.ensure_future(self._open_all(tps))
+        for tp in tps:
+            self._opening[tp] = task
+        return task
+
+    async def _open_all(self, tps: list[Any]) -> dict[Any, int | None]:
+        await asyncio.gather(*(self._start(tp) for tp in tps))
+        committed = await K.committed_offsets(
+            self.job.kafka.aiokafka_kwargs(), self.group_id, sorted({tp.topic for tp in tps})
+        )
+        return {tp: committed.get((tp.topic, tp.partition)) for tp in tps}
 
     async def _start(self, tp: Any) -> None:
-        if tp not in self._producers:
-            txn_id = self.transactional_id(tp)
-            producer = T.new_transactional_producer(
-                self.job.kafka,
-                self.job.producer,
-                txn_id,
-                transaction_timeout_ms=self.job.worker.transaction_timeout_ms,
-            )
-            try:
-                await producer.start()  # InitProducerId: fences, and ends the zombie's open transaction
-            except T.fatal_errors() as exc:
-                await _stop(producer)
-                raise TransactionFailed(_fatal_message(txn_id, exc)) from None
-            except BaseException:
-                await _stop(producer)
-                raise
-            self._producers[tp] = PartitionProducer(txn_id, producer)
+        if tp in self._producers:
+            return
+        txn_id = self.transactional_id(tp)
+        producer = T.new_transactional_producer(
+            self.job.kafka,
+            self.job.producer,
+            txn_id,
+            transaction_timeout_ms=self.job.worker.transaction_timeout_ms,
+        )
+        try:
+            await producer.start()  # InitProducerId: fences, and ends the zombie's open transaction
+        except T.fatal_errors() as exc:
+            await _stop(producer)
+            raise TransactionFailed(_fatal_message(txn_id, exc)) from None
+        except BaseException:
+            await _stop(producer)
+            raise
+        self._producers[tp] = PartitionProducer(txn_id, producer)
 
     async def send(self, tp: Any, groups: Groups, next_offset: int, on_done: OnDone, *, commit_now: bool) -> None:
         """Send one converted step of ``tp`` into its open transaction (begun if none is).
@@ -293,10 +304,14 @@ class Transactions:
 
     async def close(self, tps: Iterable[Any] | None = None) -> None:
         """Stop the producers of ``tps`` (default all): partitions revoked, or the worker stopping."""
-        chosen = list(self._producers) if tps is None else [tp for tp in tps if tp in self._producers]
+        given = list(self._producers) if tps is None else list(tps)
+        for tp in given:  # a partition still being opened: let that finish, then close it too
+            opening = self._opening.pop(tp, None)
+            if opening is not None and not opening.done():
+                await asyncio.wait([opening])
+        chosen = [tp for tp in given if tp in self._producers]
         await self.wait(chosen)
         for tp in chosen:
-            self._resume.pop(tp, None)
             await _stop(self._producers.pop(tp).producer)
 
 
