@@ -243,6 +243,8 @@ class Transactions:
 
     async def _finish(self, tp: Any, slot: PartitionProducer, txn: OpenTransaction) -> BaseException | None:
         """Commit ``txn`` (steps, then the source offset); abort and send it again on a passing error."""
+        from aiokafka import TopicPartition
+
         producer = slot.producer
         backoff = RETRY_BACKOFF_S
         futures = txn.futures
@@ -258,7 +260,9 @@ class Transactions:
                 for result in await asyncio.gather(*futures, return_exceptions=True):
                     if isinstance(result, BaseException):
                         raise result
-                await producer.send_offsets_to_transaction({tp: txn.next_offset}, self.group_id)
+                # aiokafka's own TopicPartition: after a rebalance Faust may hand over its TP tuples.
+                offsets = {TopicPartition(tp.topic, tp.partition): txn.next_offset}
+                await producer.send_offsets_to_transaction(offsets, self.group_id)
                 await producer.commit_transaction()
                 return None
             except asyncio.CancelledError:
