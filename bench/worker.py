@@ -20,7 +20,18 @@ and then the end-to-end latency (p50/p99, source record timestamp to the
 moment a consumer of the output topic receives it) while the worker runs at a
 fixed moderate rate (``--latency-rate``, default a quarter of (a)).
 
-Targets (issue 5): (a) >= 50,000 msgs/s for one worker and (a) >= 0.7 x (b).
+``--guarantee both --rounds 2`` (with ``--apache-kafka``: the embedded broker
+has no transactions) runs (a) and its latency once per guarantee and round,
+at_least_once then exactly_once back to back, each worker in a fresh consumer
+group over the same input; exactly_once's latency is read with a
+read_committed consumer (an output counts once its transaction committed).
+The runs' transactional ids are initialized once before any run is timed (the
+cluster's first transactions create and load ``__transaction_state``).
+Each latency run adds its records to the input, so later runs convert a few
+more records after the measured ones (the same for both guarantees).
+
+Targets (issue 5): (a) >= 50,000 msgs/s for one worker and (a) >= 0.7 x (b);
+(issue 14) exactly_once >= 0.8 x at_least_once throughput.
 Everything shares the machine: on 2 cores the broker, the worker's consumer
 thread and its conversion compete, and so does anything else running.
 """
@@ -60,10 +71,16 @@ Msg = namedtuple("Msg", "topic partition offset timestamp key value headers")
 
 
 def job_doc(
-    bootstrap: str, partitions: int, batch_size: int, fetch_wait_ms: int = 100, processes: int = 1
+    bootstrap: str,
+    partitions: int,
+    batch_size: int,
+    fetch_wait_ms: int = 100,
+    processes: int = 1,
+    guarantee: str = "at_least_once",
+    job_id: str = "bench-canal-to-debezium",
 ) -> dict[str, Any]:
     return {
-        "id": "bench-canal-to-debezium",
+        "id": job_id,
         "kafka": {"bootstrap_servers": bootstrap},
         "source": {"topics": [IN], "format": "canal-json"},
         "sink": {"topic": OUT, "format": "debezium-json", "options": dict(DEBEZIUM_TYPED_NO_SCHEMA)},
@@ -76,6 +93,7 @@ def job_doc(
             "metrics_port": 0,
             "create_topics": {"partitions": partitions},
             "processes": processes,
+            "processing_guarantee": guarantee,
         },
     }
 
@@ -222,12 +240,17 @@ def worker_throughput(worker: WorkerProcess, count: int, expected_out: int, time
     raise TimeoutError(f"worker did not finish {count} records in {timeout:.0f}s")
 
 
-async def latency(bootstrap: str, rate: int, seconds: float, partitions: int) -> list[float]:
-    """Produce at ``rate``/s for ``seconds``; latencies (ms) of the outputs as a consumer sees them."""
+async def latency(
+    bootstrap: str, rate: int, seconds: float, partitions: int, isolation_level: str = "read_uncommitted"
+) -> list[float]:
+    """Produce at ``rate``/s for ``seconds``; latencies (ms) of the outputs as a consumer sees them
+    (``read_committed`` for exactly-once: an output counts once its transaction committed)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     messages = canal_messages(int(rate * seconds), seed=11)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=20, isolation_level=isolation_level
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
     await consumer.start()
     await producer.start()
@@ -292,6 +315,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)"
     )
+    parser.add_argument(
+        "--apache-kafka",
+        action="store_true",
+        help="start Apache Kafka (connector/apache_kafka.py) instead of the embedded broker",
+    )
+    parser.add_argument(
+        "--guarantee",
+        choices=("at_least_once", "exactly_once", "both"),
+        default="at_least_once",
+        help="the worker's processing_guarantee; both: one run of each per round, back to back (needs transactions)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="worker runs per guarantee (default 1)")
+    parser.add_argument(
+        "--transaction-interval-ms", type=int, default=None, help="exactly_once: worker.transaction_interval_ms"
+    )
     args = parser.parse_args(argv)
 
     from cdc_smt.connector.broker import EmbeddedBroker
@@ -310,9 +348,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
 
-    broker = None if args.bootstrap else EmbeddedBroker().start()
-    bootstrap = args.bootstrap or broker.bootstrap
+    server = None
+    if args.apache_kafka and not args.bootstrap:
+        from cdc_smt.connector.apache_kafka import ApacheKafka
+
+        server = ApacheKafka().start()
+    broker = None if args.bootstrap or server is not None else EmbeddedBroker().start()
+    bootstrap = args.bootstrap or (server.bootstrap if server is not None else broker.bootstrap)
     results: dict[str, float] = {}
+    runs: list[dict[str, Any]] = []
     try:
         t0 = time.perf_counter()
         asyncio.run(produce_input(bootstrap, records, args.partitions))
@@ -337,32 +381,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["c"] = args.count / seconds
         print(f"(c) broker ceiling, raw aiokafka pipe:     {results['c']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
 
+        guarantees = ["at_least_once", "exactly_once"] if args.guarantee == "both" else [args.guarantee]
+        plan = [(g, r) for r in range(1, args.rounds + 1) for g in guarantees]
+        input_total = args.count
+        if "exactly_once" in guarantees:
+            job_ids = [f"bench-exactly-once-{r}-{os.getpid()}" for r in range(1, args.rounds + 1)]
+            seconds = asyncio.run(warm_up_transactions(bootstrap, job_ids, args.partitions))
+            print(f"transaction coordinator warmed up for the runs' transactional ids ({seconds:.1f}s)", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
-            worker = WorkerProcess(doc, Path(tmp))
-            try:
-                worker.wait_metrics()
-                seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
-                results["a"] = args.count / seconds
-                print(
-                    f"(a) worker, broker to broker:              {results['a']:>10,.0f} msgs/s  ({seconds:.1f}s)",
-                    flush=True,
+            for guarantee, round_no in plan:
+                # A fresh consumer group per run: each reads the whole input from the start.
+                run_doc = job_doc(
+                    bootstrap,
+                    args.partitions,
+                    args.batch_size,
+                    args.fetch_wait_ms,
+                    args.processes,
+                    guarantee=guarantee,
+                    job_id=f"bench-{guarantee.replace('_', '-')}-{round_no}-{os.getpid()}",
                 )
-                rate = args.latency_rate or max(100, int(results["a"] / 4 // 100 * 100))
-                lat = asyncio.run(latency(bootstrap, rate, args.latency_seconds, args.partitions))
-                p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-                print(
-                    f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s: "
-                    f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
-                    flush=True,
-                )
-                results.update(rate=rate, p50=p50, p99=p99)
-            finally:
-                code = worker.stop()
-                if code != 0:
-                    print(f"worker exit code {code}; log tail:\n{worker.log.read_text(errors='replace')[-1500:]}")
+                if args.transaction_interval_ms is not None:
+                    run_doc["worker"]["transaction_interval_ms"] = args.transaction_interval_ms
+                rate = args.latency_rate or int(results.get("rate", 0))
+                run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate)
+                input_total += run["latency_records"]
+                runs.append({"guarantee": guarantee, "round": round_no, **run})
+                results.setdefault("a", run["a"])
+                results.setdefault("rate", run["rate"])
+                results.setdefault("p50", run["p50"])
+                results.setdefault("p99", run["p99"])
     finally:
         if broker is not None:
             broker.stop()
+        if server is not None:
+            server.close()
 
     a, b, c = results["a"], results["b"], results["c"]
     print()
@@ -380,8 +432,86 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; "
         f"(a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
     )
+    if len(runs) > 1:
+        print_guarantees(runs)
     print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     return 0
+
+
+def run_worker(
+    doc: dict[str, Any], tmp: Path, args: argparse.Namespace, bootstrap: str, n_out: int, input_total: int, rate: int
+) -> dict[str, Any]:
+    """One worker process: its throughput over the input, then its latency at ``rate`` (0: a quarter of it)."""
+    guarantee = doc["worker"]["processing_guarantee"]
+    worker = WorkerProcess(doc, tmp)
+    try:
+        worker.wait_metrics()
+        seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
+        a = args.count / seconds
+        print(f"(a) worker, broker to broker, {guarantee}: {a:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+        wait_consumed(worker, input_total)  # inputs of earlier latency runs too: start the latency run caught up
+        rate = rate or max(100, int(a / 4 // 100 * 100))
+        isolation = "read_committed" if guarantee == "exactly_once" else "read_uncommitted"
+        lat = asyncio.run(latency(bootstrap, rate, args.latency_seconds, args.partitions, isolation))
+        p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+        print(
+            f"latency at {rate:,} msgs/s for {args.latency_seconds:.0f}s ({guarantee}, {isolation} reader): "
+            f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
+            flush=True,
+        )
+        return {"a": a, "rate": rate, "p50": p50, "p99": p99, "latency_records": int(rate * args.latency_seconds)}
+    finally:
+        code = worker.stop()
+        if code != 0:
+            print(f"worker exit code {code}; log tail:\n{worker.log.read_text(errors='replace')[-1500:]}")
+
+
+async def warm_up_transactions(bootstrap: str, job_ids: list[str], partitions: int) -> float:
+    """Initialize the transactional ids the exactly_once runs will use, once, before any is timed.
+
+    A cluster's first transactions create ``__transaction_state`` (50 partitions) and load
+    the coordinator partitions the ids hash to: a one-time cost of the cluster, not of a
+    worker run, that would otherwise land on whichever run comes first.
+    """
+    from cdc_smt.connector.jobconfig import ProducerSettings
+    from cdc_smt.connector.kafka import transactions as T
+
+    started = time.perf_counter()
+    settings = K.KafkaSettings((bootstrap,))
+    for job_id in job_ids:
+        for p in range(partitions):
+            txn_id = T.transactional_id("cdc-smt", job_id, IN, p)
+            producer = T.new_transactional_producer(settings, ProducerSettings(), txn_id, transaction_timeout_ms=60_000)
+            await producer.start()
+            await producer.stop()
+    return time.perf_counter() - started
+
+
+def wait_consumed(worker: WorkerProcess, total: int, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while worker.counters()[0] < total:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the worker did not consume all {total:,} input records in {timeout:.0f}s")
+        time.sleep(0.1)
+
+
+def print_guarantees(runs: list[dict[str, Any]]) -> None:
+    """exactly_once against at_least_once of the same round (run back to back)."""
+    print()
+    print("| round | guarantee | msgs/s | vs at_least_once | p50 ms | p99 ms |")
+    print("|---:|---|---:|---:|---:|---:|")
+    base = {r["round"]: r for r in runs if r["guarantee"] == "at_least_once"}
+    ratios = []
+    for r in runs:
+        ref = base.get(r["round"])
+        ratio = r["a"] / ref["a"] if ref else float("nan")
+        if r["guarantee"] == "exactly_once" and ref:
+            ratios.append(ratio)
+        print(f"| {r['round']} | {r['guarantee']} | {r['a']:,.0f} | {ratio:.2f} | {r['p50']:.0f} | {r['p99']:.0f} |")
+    if ratios:
+        verdict = "met" if min(ratios) >= 0.8 else "NOT met"
+        figures = ", ".join(f"{x:.2f}" for x in ratios)
+        print(f"target exactly_once >= 0.80 x at_least_once throughput: {verdict} ({figures})")
 
 
 if __name__ == "__main__":

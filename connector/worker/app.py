@@ -13,7 +13,10 @@ Other topics (table changelogs) still take Faust's normal path. Its consumer
 thread also gets the fetch settings Faust does not expose (see
 :class:`CdcConsumerThread`).
 
-Delivery guarantee: at-least-once. A source offset is committed only after
+Delivery guarantee (``worker.processing_guarantee``): at-least-once by default;
+exactly-once commits each batch with its source offset in a Kafka transaction
+(:mod:`connector.worker.exactly_once`), and the consumer then reads
+``read_committed``. At-least-once: a source offset is committed only after
 every record produced from it (output and dead letters) is acknowledged. On
 SIGTERM the worker stops fetching, waits for in-flight batches to be
 acknowledged, commits, and exits. After a crash (SIGKILL, OOM, power loss)
@@ -39,6 +42,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
+from cdc_smt.connector.kafka import transactions
 from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
 from cdc_smt.connector.worker.batching import steps
 from cdc_smt.connector.worker.pipeline import Pipeline, WorkerFailed
@@ -67,6 +71,8 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
             settings = pipeline.job.consumer
             consumer._fetch_max_wait_ms = settings.fetch_max_wait_ms
             consumer._fetch_max_bytes = settings.fetch_max_bytes
+            if pipeline.job.worker.exactly_once:  # never read what an aborted transaction wrote
+                consumer._isolation_level = "read_committed"
         return consumer
 
 
@@ -169,11 +175,19 @@ class CdcConsumer(faust_aiokafka.Consumer):
     async def on_partitions_revoked(self, revoked: set) -> None:
         await super().on_partitions_revoked(revoked)  # waits, commits (see wait_empty)
         if self.pipeline is not None:
+            if self.pipeline.transactions is not None:
+                await self.pipeline.transactions.close(revoked)
             self.pipeline.forget(revoked)
         log.info("partitions revoked: %s", describe_partitions(revoked))
 
     async def on_partitions_assigned(self, assigned: set, generation_id: int = 0) -> None:
         await super().on_partitions_assigned(assigned, generation_id)
+        if self.pipeline is not None and self.pipeline.transactions is not None:
+            # Fence older producers of these partitions now, all at once (not at each first batch).
+            try:
+                await self.pipeline.transactions.prepare(tp for tp in assigned if self.pipeline.owns(tp.topic))
+            except Exception as exc:  # noqa: BLE001 - the first batch of each partition tries again, and reports
+                log.warning("preparing transactions of the assigned partitions: %s: %s", type(exc).__name__, exc)
         log.info(
             "partitions assigned: %s",
             describe_partitions(assigned),
@@ -419,6 +433,10 @@ class WorkerRuntime:
             timeout_setting="kafka.connect_timeout_s / --connect-timeout",
             address_setting="kafka.bootstrap_servers / --bootstrap",
         )
+        if job.worker.exactly_once:
+            # TransactionsUnsupported (the embedded broker): one error line, exit 2.
+            await transactions.probe(job.kafka, job.producer)
+            log.info("exactly-once: one Kafka transaction per batch and source partition")
         sources = await self.resolve_sources()
         await self.create_topics(sources)
         await self.check_outputs(sources)
@@ -426,6 +444,7 @@ class WorkerRuntime:
         consumer = self.app.consumer
         assert isinstance(consumer, CdcConsumer)
         consumer.pipeline = self.pipeline
+        self.pipeline.highwater = consumer.highwater
         self.subscribe(sources)
         if job.worker.metrics_port is not None:
             self.server = MetricsServer(
@@ -459,6 +478,8 @@ class WorkerRuntime:
             if refresher is not None:
                 refresher.cancel()
             await host.stop()
+            if self.pipeline.transactions is not None:
+                await self.pipeline.transactions.close()
             if self.pool is not None:
                 self.pool.shutdown()
             if self.server is not None:

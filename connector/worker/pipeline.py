@@ -32,6 +32,7 @@ from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.kafka import partition_for
 from cdc_smt.connector.metrics import LATENCY_SAMPLES, WorkerMetrics
 from cdc_smt.connector.worker.batching import BatchSizer
+from cdc_smt.connector.worker.exactly_once import Transactions
 from cdc_smt.transforms.chain import Chain, ChainHalted, DeadLetter
 from cdc_smt.transforms.model import Record
 
@@ -230,6 +231,12 @@ class Pipeline:
         self.source_topics: set[str] = set()
         #: How much of a fetch is converted in one step (small while caught up, large under lag).
         self.sizer = BatchSizer(max_step=job.worker.batch_size)
+        #: The consumer's high watermark of a source partition (set by the app): is a partition caught up?
+        self.highwater: Callable[[Any], int | None] | None = None
+        #: exactly_once: the partitions' transactional producers; None: at-least-once (acks + commits).
+        self.transactions: Transactions | None = (
+            Transactions(job, self.build_batches) if job.worker.exactly_once else None
+        )
 
     # -- topics --------------------------------------------------------------------------
     def owns(self, topic: str) -> bool:
@@ -302,6 +309,11 @@ class Pipeline:
 
     async def _process(self, tp: Any, messages: Sequence[Any]) -> None:
         st = self.state(tp)
+        if self.transactions is not None and not st.started and st.next_offset is None:
+            # Fence older producers of this partition first; only then is its committed offset final.
+            resume = await self.transactions.open(tp)
+            if resume is not None:
+                st.next_offset = resume
         if st.next_offset is not None:
             # Already processed in this assignment (a seek back re-delivered them):
             # they are in flight or acked, and will be committed.
@@ -345,7 +357,10 @@ class Pipeline:
                 changelog, key, value = row
                 batch.groups.setdefault((changelog, partition), []).append((key, value, None, []))
         self._report_dead_letters(batch.dead_letters)
-        await self._produce(st, batch)
+        if self.transactions is not None:
+            await self._produce_transactional(tp, st, batch)
+        else:
+            await self._produce(st, batch)
 
     @staticmethod
     def _halted(where: str, describe: str, batch_start: int) -> WorkerFailed:
@@ -376,12 +391,12 @@ class Pipeline:
         if len(dead) > DEAD_LETTER_LOG_LIMIT:
             log.warning("%d more dead letters in this batch", len(dead) - DEAD_LETTER_LOG_LIMIT)
 
-    async def _produce(self, st: PartitionState, batch: Converted) -> None:
-        producer = self._producer()
-        flight = InFlight(next_offset=batch.next_offset, remaining=0, timestamps=batch.timestamps)
-        st.pending.append(flight)
+    @staticmethod
+    def build_batches(producer: Any, groups: dict) -> list[tuple[str, int, Any, int]]:
+        """``(topic, partition, aiokafka batch, records)`` for the rows of ``groups``, split where a
+        batch is full (``producer.batch_size``)."""
         sends: list[tuple[str, int, Any, int]] = []
-        for (topic, p), rows in batch.groups.items():
+        for (topic, p), rows in groups.items():
             builder = producer.create_batch()
             count = 0
             for key, value, ts, headers in rows:
@@ -400,6 +415,13 @@ class Pipeline:
                 count += 1
             if count:
                 sends.append((topic, p, builder, count))
+        return sends
+
+    async def _produce(self, st: PartitionState, batch: Converted) -> None:
+        producer = self._producer()
+        flight = InFlight(next_offset=batch.next_offset, remaining=0, timestamps=batch.timestamps)
+        st.pending.append(flight)
+        sends = self.build_batches(producer, batch.groups)
         flight.remaining = len(sends)
         if not sends:
             self._settle(st)
@@ -410,6 +432,41 @@ class Pipeline:
                 builder.close()
             fut = await producer.send_batch(builder, topic, partition=p)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
+
+    async def _produce_transactional(self, tp: Any, st: PartitionState, batch: Converted) -> None:
+        """exactly_once: the batch and its source offset in one transaction (connector.worker.exactly_once)."""
+        assert self.transactions is not None
+        flight = InFlight(next_offset=batch.next_offset, remaining=1, timestamps=batch.timestamps)
+        st.pending.append(flight)
+        counts: dict[str, int] = {}
+        for (topic, _), rows in batch.groups.items():
+            counts[topic] = counts.get(topic, 0) + len(rows)
+
+        def done(exc: BaseException | None) -> None:
+            flight.remaining = 0
+            if exc is not None:
+                flight.error = exc
+                self._fail(WorkerFailed(str(exc)))
+            else:
+                for topic, n in counts.items():
+                    self.metrics.count_out(topic, n)
+                self.metrics.observe_latency(flight.timestamps)
+                st.committed = flight.next_offset
+                while st.pending and st.pending[0].done and st.pending[0].error is None:
+                    st.pending.popleft()
+            self._acked.set()
+
+        await self.transactions.send(tp, batch.groups, batch.next_offset, done, commit_now=self._caught_up(tp, batch))
+
+    def _caught_up(self, tp: Any, batch: Converted) -> bool:
+        """Has this batch reached the partition's high watermark (nothing more waits to be read)?"""
+        if self.highwater is None:
+            return not self.sizer.behind
+        try:
+            hw = self.highwater(tp)
+        except Exception:  # noqa: BLE001 - not known (yet): commit now, latency first
+            return True
+        return hw is None or hw < 0 or batch.next_offset >= hw
 
     def _on_ack(self, st: PartitionState, flight: InFlight, topic: str, count: int, fut: asyncio.Future) -> None:
         flight.remaining -= 1
@@ -446,6 +503,7 @@ class Pipeline:
 
     # -- commits and draining -----------------------------------------------------------
     def committable(self, tp: Any) -> int | None:
+        """The offset Faust may commit for ``tp`` (never under exactly_once: transactions commit offsets)."""
         st = self.states.get(tp)
         return st.committable if st is not None else None
 
@@ -470,6 +528,8 @@ class Pipeline:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            if self.transactions is not None:
+                self.transactions.commit_all()  # open transactions commit now, not at their interval
             if self.busy == 0 and all(f.done for st in self.states.values() for f in st.pending):
                 return True
             remaining = None if deadline is None else deadline - time.monotonic()
