@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run a job: consume source topics, convert, produce to the sink topic",
         description=(
             "Run the job in JOB.yaml as a Faust worker: consumer group = the job id, "
-            "at-least-once delivery, dead letters, Prometheus metrics. Stops cleanly on SIGTERM."
+            "at-least-once delivery (exactly-once on Apache Kafka with worker.processing_guarantee), "
+            "dead letters, Prometheus metrics. Stops cleanly on SIGTERM."
         ),
     )
     p.add_argument("-c", "--config", required=True, metavar="JOB.yaml", help="the job file")
