@@ -635,3 +635,21 @@ def test_the_shop_job_runs_natively() -> None:
     slow.native = None
     records = records_of(lines)
     assert outputs(chain.process_batch(records)) == outputs(slow.process_batch(records))
+
+
+def test_convert_runs_natively_unless_schema_files_seed_a_catalog(tmp_path: Path) -> None:
+    """``cdc-smt convert -f canal-json -t debezium-json`` builds its chain as the worker does:
+    without ``--schema`` no shared catalog, so the native plan applies; with one, Python."""
+    from cdc_smt.connector.cli import build_parser
+    from cdc_smt.connector.commands.convert import build_chain as convert_chain
+
+    if not native.enabled():
+        pytest.skip("the native core is not built or is switched off")
+    schema = tmp_path / "shop.yaml"
+    schema.write_text("ddl:\n  - {database: shop, sql: 'CREATE TABLE orders (id INT PRIMARY KEY)'}\n")
+    bare = build_parser().parse_args(["convert", "-f", "canal-json", "-t", "debezium-json", "in.jsonl"])
+    seeded = build_parser().parse_args(
+        ["convert", "-f", "canal-json", "-t", "debezium-json", "--schema", str(schema), "in.jsonl"]
+    )
+    assert convert_chain(bare, None).native is not None
+    assert convert_chain(seeded, None).native is None

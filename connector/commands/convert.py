@@ -180,7 +180,9 @@ def build_chain(args: argparse.Namespace, tolerance: str | None) -> Chain:
         return _chain_from_config(args, shared, source, sink, tolerance)
     if not args.source_format or not args.sink_format:
         raise ConfigError("convert needs --from and --to (or -c YAML)")
-    catalog = schema_catalog(args.schema)
+    # Without --schema the codecs keep their own catalogs, as in the worker (jobconfig.new_catalog),
+    # and a chain without a shared catalog can run on the native core.
+    catalog = schema_catalog(args.schema) if args.schema else None
     src_opts, sink_opts = split_options(shared, source, sink, args.source_format, args.sink_format)
     decoder = get_codec(args.source_format, src_opts, path="source", catalog=catalog)
     encoder = get_codec(args.sink_format, sink_opts, path="sink", catalog=catalog)
