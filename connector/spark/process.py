@@ -422,12 +422,12 @@ class Task:
         for st in self.streams.values():
             if st.final_offset is None and st.records and not st.committed:
                 self._flush(st, Record(value=None, partition=st.last_partition, timestamp=st.last_timestamp), st.last)
-            summary = self._summary(st)
             for sink in {id(st.outputs): st.outputs, id(st.dead_letters): st.dead_letters}.values():
-                if sink is st.transactional:
-                    sink.close({k: summary[k] for k in MARKER_FIELDS})  # the marker commits with the outputs
-                else:
-                    sink.close()
+                if sink is not st.transactional:
+                    sink.close()  # before the summary: a file sink counts the tombstones it skipped at close
+            summary = self._summary(st)
+            if st.transactional is not None:
+                st.transactional.close({k: summary[k] for k in MARKER_FIELDS})  # the marker commits with the outputs
             rows.append(summary)
         return pa.RecordBatch.from_pylist(rows, schema=SUMMARY_SCHEMA)
 
