@@ -5,6 +5,7 @@
     ./dev fuzz                                # 1,000,000 inputs per target
     ./dev fuzz --inputs 50000 canal-json      # fewer, one target
     ./dev fuzz --seconds 600 --seed 7         # at most ten minutes per target
+    nice -n 10 ./dev fuzz --jobs 2            # two targets at a time, niced
 
 Each target gets a seeded ``random.Random`` (the run is reproducible with
 ``--seed``) driving the same mutators the test suite's hypothesis run uses,
@@ -20,7 +21,9 @@ file per distinct exception site); exit 1 if there are any.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
+import multiprocessing
 import random
 import resource
 import sys
@@ -116,15 +119,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="where minimized findings go")
     p.add_argument("--progress", action="store_true", help="a line every 100,000 inputs")
+    p.add_argument("--jobs", type=int, default=1, help="targets fuzzed in parallel, one process each (default 1)")
     args = p.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     logging.disable(logging.CRITICAL)  # the catalog's and transforms' warnings about garbage are expected
-    total = 0
-    findings: list[Finding] = []
-    for name in args.targets or names:
-        n, found = fuzz_target(name, args.inputs, args.seconds, args.seed, args.out, args.progress)
-        total += n
-        findings.extend(found)
+    run = functools.partial(
+        fuzz_target, inputs=args.inputs, seconds=args.seconds, seed=args.seed, out=args.out, progress=args.progress
+    )
+    if args.jobs > 1:  # one process per target at a time (each with its own CPU timer and memory cap)
+        with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as pool:
+            results = pool.map(run, args.targets or names, chunksize=1)
+    else:
+        results = [run(name) for name in args.targets or names]
+    total = sum(n for n, _ in results)
+    findings = [f for _, found in results for f in found]
     print(f"total {total:,} inputs, {len(findings)} distinct findings" + (f" (in {args.out}/)" if findings else ""))
     return 1 if findings else 0
 

@@ -319,3 +319,19 @@ def test_decimal_bounds_are_mysqls(text: str, ok: bool) -> None:
     else:
         with pytest.raises(ValueError):
             fast(text)
+
+
+def test_debezium_envelope_ts_ms_is_int64_when_the_event_has_none() -> None:
+    """The native differential fuzz target's first finding: a Canal message without ``es``/``ts``
+    made debezium-json's envelope schema type ``ts_ms`` (null) as a string; Debezium's is an
+    optional int64, as the native plan writes it."""
+    data = (
+        b'{"data":[{"id":"1"}],"database":"shop","table":"t","type":"INSERT","isDdl":false,'
+        b'"mysqlType":{"id":"int"},"pkNames":["id"]}'
+    )
+    chain = Chain(get_codec("canal-json"), get_codec("debezium-json", {"schemas_enable": True}), [], "all")
+    chain.native = None
+    (out,) = chain.process(Record(value=data)).outputs
+    fields = orjson.loads(out.value)["schema"]["fields"]
+    assert {"type": "int64", "optional": True, "field": "ts_ms"} in fields
+    assert orjson.loads(out.value)["payload"]["ts_ms"] is None
