@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import random
 import resource
+import signal
 import sys
 import time
 from pathlib import Path
@@ -70,30 +71,38 @@ def fuzz_target(
     choice = rng.choice
     with Guard() as guard:
         check = guard.check
-        while n < inputs and time.monotonic() - started < seconds:
-            data = choice(seeds)
-            # stack 1-3 mutations: a mutated input is mutated further now and then
-            for _ in range(choice((1, 1, 2, 3))):
-                data = mutator(data, rng)
-            n += 1
-            finding = check(name, run, expected, data, limit)
-            if n % RSS_EVERY == 0:
-                rss = _rss_mb()
-                if rss > RSS_LIMIT_MB and finding is None:
-                    finding = Finding(name, "memory", "rss", f"resident memory {rss:.0f} MB", data, 0.0)
-                if progress and n % 100_000 == 0:
-                    cpu = time.process_time() - cpu_started
-                    print(f"  {name}: {n} inputs, {n / cpu:.0f}/CPU s, RSS {rss:.0f} MB", flush=True)
-            if finding is not None and finding.signature not in found:
-                target.reset()
-                small = finding if finding.kind == "memory" else minimize(guard, name, run, expected, finding, limit)
-                found[finding.signature] = small
-                _save(out, small)
-                print(f"  FOUND {small.describe()}", flush=True)
+        try:
+            while n < inputs and time.monotonic() - started < seconds:
+                data = choice(seeds)
+                # stack 1-3 mutations: a mutated input is mutated further now and then
+                for _ in range(choice((1, 1, 2, 3))):
+                    data = mutator(data, rng)
+                n += 1
+                finding = check(name, run, expected, data, limit)
+                if n % RSS_EVERY == 0:
+                    rss = _rss_mb()
+                    if rss > RSS_LIMIT_MB and finding is None:
+                        finding = Finding(name, "memory", "rss", f"resident memory {rss:.0f} MB", data, 0.0)
+                    if progress and n % 100_000 == 0:
+                        cpu = time.process_time() - cpu_started
+                        print(
+                            f"  {name}: {n} inputs, {n / cpu:.0f}/CPU s, slowest {guard.max_cpu_s * 1000:.1f} ms CPU, "
+                            f"RSS {rss:.0f} MB",
+                            flush=True,
+                        )
+                if finding is not None and finding.signature not in found:
+                    target.reset()
+                    memory = finding.kind == "memory"  # not the input's doing alone: kept as it is
+                    small = finding if memory else minimize(guard, name, run, expected, finding, limit)
+                    found[finding.signature] = small
+                    _save(out, small)
+                    print(f"  FOUND {small.describe()}", flush=True)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop here, and say how far it got
+            print(f"  {name}: interrupted", flush=True)
         elapsed = time.monotonic() - started
         cpu = time.process_time() - cpu_started
         print(
-            f"{name:40} {n:>10,} inputs {elapsed:8.1f} s {cpu:8.1f} s CPU {n / cpu:7.0f}/CPU s  "
+            f"{name:40} {n:>10,} inputs {elapsed:8.1f} s {cpu:8.1f} s CPU {n / max(cpu, 1e-9):7.0f}/CPU s  "
             f"findings {len(found)}  slowest {guard.max_cpu_s * 1000:6.1f} ms CPU  "
             f"peak RSS {_peak_rss_mb():5.0f} MB",
             flush=True,
@@ -122,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="targets fuzzed in parallel, one process each (default 1)")
     args = p.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill: the summary of what ran
     logging.disable(logging.CRITICAL)  # the catalog's and transforms' warnings about garbage are expected
     run = functools.partial(
         fuzz_target, inputs=args.inputs, seconds=args.seconds, seed=args.seed, out=args.out, progress=args.progress

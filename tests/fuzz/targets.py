@@ -17,6 +17,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from cdc_smt.transforms.catalog import SchemaCatalog
@@ -193,10 +194,43 @@ class NativeDifferential:
         record = Record(value=data, topic="t", partition=0, offset=1)
         got = self.native.process(record)
         want = self.python.process(record)
-        if _outputs(got) != _outputs(want):
-            raise AssertionError(f"native output differs: {_outputs(got)[:2]!r} != {_outputs(want)[:2]!r}")
-        if _dead_letters(got) != _dead_letters(want):
-            raise AssertionError(f"native dead letter differs: {_dead_letters(got)!r} != {_dead_letters(want)!r}")
+        a, b = _outputs(got), _outputs(want)
+        if a != b:
+            site = "count" if len(a) != len(b) else _difference(a, b)
+            raise Mismatch(f"output:{site}", f"native output differs: {a[:2]!r} != {b[:2]!r}")
+        a, b = _dead_letters(got), _dead_letters(want)
+        if a != b:
+            raise Mismatch(f"dead-letter:{b[0][0] if b else 'none'}", f"native dead letter differs: {a!r} != {b!r}")
+
+
+class Mismatch(AssertionError):
+    """A differential finding; ``site`` (where the outputs differ: ``output:payload.after``)
+    tells findings apart, as the raising line does for exceptions."""
+
+    def __init__(self, site: str, message: str) -> None:
+        super().__init__(message)
+        self.site = site
+
+
+def _difference(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str:
+    """The first differing record part, as a JSON path (``payload.after``) where it is JSON."""
+    for (va, ka, *_), (vb, kb, *_) in zip(a, b, strict=True):
+        for part, x, y in (("value", va, vb), ("key", ka, kb)):
+            if x == y:
+                continue
+            try:
+                x, y = orjson.loads(x), orjson.loads(y)
+            except (orjson.JSONDecodeError, TypeError):
+                return part
+            path = [part]
+            while isinstance(x, dict) and isinstance(y, dict) and len(path) < 4:
+                k = next((k for k in (*x, *y) if x.get(k) != y.get(k)), None)
+                if k is None:
+                    break
+                path.append(k)
+                x, y = x.get(k), y.get(k)
+            return ".".join(path)
+    return "other"
 
 
 def _outputs(result: Any) -> list[tuple[Any, ...]]:
