@@ -335,3 +335,18 @@ def test_debezium_envelope_ts_ms_is_int64_when_the_event_has_none() -> None:
     fields = orjson.loads(out.value)["schema"]["fields"]
     assert {"type": "int64", "optional": True, "field": "ts_ms"} in fields
     assert orjson.loads(out.value)["payload"]["ts_ms"] is None
+
+
+@pytest.mark.parametrize("length", ["1e100000000", "2.5", '"3"', "true"])
+def test_maxwell_column_length_that_is_no_integer_is_a_decode_error(length: str) -> None:
+    """The long run's maxwell-json target stalled (in C, where the CPU timer cannot interrupt,
+    growing to a gigabyte): ``int()`` of a table-create's ``column-length`` ``1e100000000``."""
+    data = (
+        b'{"type":"table-create","database":"test","table":"e","ts":1,"def":{"database":"test","table":"e",'
+        b'"columns":[{"type":"int","name":"id"},{"type":"timestamp","name":"c","column-length":'
+        + length.encode()
+        + b'}],"primary-key":["id"]}}'
+    )
+    _within_a_second(lambda: pytest.raises(DecodeError, decode, "maxwell-json", data))
+    with pytest.raises(DecodeError, match="column-length must be an integer"):
+        decode("maxwell-json", data)
