@@ -78,7 +78,7 @@ def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
     exact = Context(prec=100)  # the default 28 digits would round decimal(65,30) values
     edge = [
         Decimal(bound).scaleb(-scale, exact),
-        -Decimal(bound).scaleb(-scale, exact),
+        Decimal(-bound).scaleb(-scale, exact),  # (-Decimal(bound) rounds to 28 digits: -1E+65)
         Decimal(0).scaleb(-scale, exact),
     ]
     return (

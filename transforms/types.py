@@ -549,6 +549,41 @@ def set_bits_from_labels(mtype: MySQLType, text: str) -> int:
     return sum(1 << i for i, label in enumerate(mtype.values) if label in wanted)
 
 
+#: MySQL's widest DECIMAL values: 65 digits before the point (DECIMAL(65,0)), 30 after it
+#: (DECIMAL(65,30)). Decoders refuse wider ones: the plain notation text encoders write
+#: (``format(d, "f")``, ``quantize``) of ``1e100000000`` is a hundred million digits.
+DECIMAL_MAX_INTEGER_DIGITS = 65
+DECIMAL_MAX_SCALE = 30
+
+
+def checked_decimal(d: Decimal) -> Decimal:
+    """``d`` if a MySQL DECIMAL column can hold it, else ``ValueError`` (the caller names the
+    column): finite, at most 65 integer digits and 30 significant fraction digits (a zero:
+    no exponent writing more zeros than those, ``0E-100000000``)."""
+    sign, digits, exponent = d.as_tuple()
+    if not isinstance(exponent, int):  # NaN, sNaN, Infinity
+        raise ValueError(f"{d} is not a DECIMAL value")
+    if d:
+        if len(digits) + exponent > DECIMAL_MAX_INTEGER_DIGITS:
+            raise ValueError(f"decimal has more than {DECIMAL_MAX_INTEGER_DIGITS} integer digits (MySQL's DECIMAL)")
+        if exponent < -DECIMAL_MAX_SCALE:
+            fraction = -exponent - (len(digits) - len(bytes(digits).rstrip(b"\0")))
+            if fraction > DECIMAL_MAX_SCALE:
+                raise ValueError(f"decimal has more than {DECIMAL_MAX_SCALE} fraction digits (MySQL's DECIMAL)")
+    elif not -DECIMAL_MAX_INTEGER_DIGITS - DECIMAL_MAX_SCALE <= exponent <= DECIMAL_MAX_INTEGER_DIGITS:
+        raise ValueError(f"decimal zero with exponent {exponent}: beyond MySQL's DECIMAL")
+    return d
+
+
+def decimal_from_text(s: str) -> Decimal:
+    """A DECIMAL column's value from text (``ValueError`` when it is no decimal or too wide)."""
+    try:
+        d = Decimal(s)
+    except ArithmeticError:  # decimal.InvalidOperation: not a number
+        raise ValueError(f"not a decimal: {s[:80]!r}") from None
+    return checked_decimal(d)
+
+
 def from_text(mtype: MySQLType, s: str) -> Any:
     """Typed value from MySQL's own text rendering of it.
 
@@ -561,7 +596,7 @@ def from_text(mtype: MySQLType, s: str) -> Any:
     if kind is Kind.STRING or kind is Kind.ENUM or kind is Kind.SET or kind is Kind.JSON:
         return s
     if kind is Kind.DECIMAL:
-        return Decimal(s)
+        return decimal_from_text(s)
     if kind is Kind.FLOAT:
         return float32(float(s)) if mtype.is_single_float else float(s)
     if kind is Kind.DATETIME or kind is Kind.TIMESTAMP:
@@ -612,7 +647,7 @@ def text_converter(mtype: MySQLType, target: Any) -> Callable[[str], Any] | None
         return str if tk == "typed" or tk == "str" else None
     if kind is Kind.DECIMAL:
         if tk == "typed":
-            return Decimal
+            return decimal_from_text
         if tk == "unscaled_b64":
             return _unscaled_b64_from_text(target.scale)
         return None
@@ -666,6 +701,7 @@ def _unscaled_b64_from_text(scale: int) -> Callable[[str], str]:
         short = scale - len(frac)
         if (
             short < 0
+            or len(whole) > DECIMAL_MAX_INTEGER_DIGITS  # wider than a DECIMAL (or zero-padded): the typed path decides
             or (frac and not frac.isdecimal())
             or not (whole.isdecimal() or (whole[:1] == "-" and whole[1:].isdecimal()))
         ):
@@ -746,8 +782,10 @@ def fit_value(mtype: MySQLType, v: Any) -> Any:
         return v.year if isinstance(v, dt.date) else int(v)
     if k is Kind.DECIMAL:
         if isinstance(v, Decimal):
-            return v
-        return Decimal(repr(v) if isinstance(v, float) else v if isinstance(v, int) else str(v))
+            return checked_decimal(v)
+        if isinstance(v, str):
+            return decimal_from_text(v)
+        return checked_decimal(Decimal(repr(v) if isinstance(v, float) else v if isinstance(v, int) else str(v)))
     if k is Kind.FLOAT:
         return float(v)
     if k is Kind.BIT:
@@ -851,6 +889,8 @@ __all__ = [
     "MySQLType",
     "TypeParseError",
     "check_zero_date",
+    "checked_decimal",
+    "decimal_from_text",
     "is_zero_date",
     "format_date",
     "format_datetime",

@@ -51,6 +51,9 @@ class Finding:
 
 
 def _where(exc: BaseException) -> str:
+    site = getattr(exc, "site", None)  # a differential target's mismatch names its own site
+    if isinstance(site, str):
+        return site
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "/transforms/" in f.filename or "/connector/" in f.filename]
     f = (ours or frames or [None])[-1]

@@ -17,6 +17,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from cdc_smt.transforms.catalog import SchemaCatalog
@@ -79,10 +80,10 @@ def _corpus_seeds(fmt: str) -> list[bytes]:
     return out
 
 
-def _generated_seeds(fmt: str) -> list[bytes]:
+def _generated_seeds(fmt: str, options: tuple[tuple[str, Any], ...] = ()) -> list[bytes]:
     """The deterministic workload encoded by the format itself (what it writes, it must read)."""
     try:
-        codec = get_codec(fmt, {}, catalog=new_catalog())
+        codec = get_codec(fmt, dict(options), catalog=new_catalog())
     except Exception:  # noqa: BLE001
         return []
     out: list[bytes] = []
@@ -95,9 +96,9 @@ def _generated_seeds(fmt: str) -> list[bytes]:
 
 
 @cache
-def decoder_seeds(fmt: str) -> tuple[bytes, ...]:
+def decoder_seeds(fmt: str, options: tuple[tuple[str, Any], ...] = ()) -> tuple[bytes, ...]:
     seen: dict[bytes, None] = {}
-    for s in (*_corpus_seeds(fmt), *_generated_seeds(fmt)):
+    for s in (*_corpus_seeds(fmt), *_generated_seeds(fmt, options)):
         seen.setdefault(s, None)
     return tuple(seen)
 
@@ -107,8 +108,9 @@ class DecoderRun:
     as in a stream), type every event's values (decoders may type lazily: a value
     form's ``to_python`` raises ``ValueError`` naming the column, by contract), flush."""
 
-    def __init__(self, fmt: str) -> None:
+    def __init__(self, fmt: str, options: dict[str, Any] | None = None) -> None:
         self.fmt = fmt
+        self.options = options or {}
         self.codec: Any = None
         self.used = 0
 
@@ -118,7 +120,7 @@ class DecoderRun:
     def __call__(self, data: bytes) -> None:
         if self.codec is None or self.used >= ROTATE:
             old = self.codec
-            self.codec = get_codec(self.fmt, {}, catalog=new_catalog())
+            self.codec = get_codec(self.fmt, self.options, catalog=new_catalog())
             self.used = 0
             if old is not None:
                 old.flush()
@@ -131,21 +133,131 @@ class DecoderRun:
                     raise AssertionError(f"value error without the column: {exc}") from None
 
 
-def decoder_target(fmt: str) -> Target:
+#: Decoder option variants that change what is decoded (the seeds are written with them too):
+#: Debezium with the Connect schema part and its other value representations.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "debezium-json+schema": (
+        "debezium-json",
+        {
+            "schemas_enable": True,
+            "decimal_handling_mode": "string",
+            "time_precision_mode": "connect",
+            "binary_handling_mode": "hex",
+            "bigint_unsigned_handling_mode": "precise",
+        },
+    ),
+    "debezium-json+numeric": (
+        "debezium-json",
+        {"schemas_enable": True, "decimal_format": "numeric", "binary_handling_mode": "base64-url-safe"},
+    ),
+}
+
+
+def decoder_target(fmt: str, options: dict[str, Any] | None = None, name: str | None = None) -> Target:
     cls = registry()[fmt]
     if cls.binary:
         walker = mutate.AvroWalker(_avro_schema(fmt))
         mutator: Callable[[bytes, Any], bytes] = lambda data, rng: mutate.mutate_avro(data, rng, walker)  # noqa: E731
     else:
         mutator = mutate.mutate_json
-    run = DecoderRun(fmt)
-    return Target(fmt, list(decoder_seeds(fmt)), mutator, run, (DecodeError,), run.reset)
+    run = DecoderRun(fmt, options)
+    seeds = decoder_seeds(fmt, tuple(sorted((options or {}).items())))
+    return Target(name or fmt, list(seeds), mutator, run, (DecodeError,), run.reset)
 
 
 def _avro_schema(fmt: str) -> Any:
     from cdc_smt import schemas
 
     return schemas.load_avro(fmt)
+
+
+# -- the native core, against the Python path ----------------------------------------------------
+
+
+class NativeDifferential:
+    """canal-json -> debezium-json through the native plan and through Python, one record at
+    a time: no panic may reach Python (a ``PanicException`` is a finding like any other), and
+    the outputs and dead letters must be equal, whichever path the plan sends a record to."""
+
+    def __init__(self, sink: dict[str, Any]) -> None:
+        from cdc_smt.transforms.chain import Chain
+
+        def chain() -> Chain:
+            return Chain(get_codec("canal-json"), get_codec("debezium-json", sink), [], "all")
+
+        self.native = chain()
+        self.python = chain()
+        self.python.native = None
+        self.handled = 0
+
+    def __call__(self, data: bytes) -> None:
+        record = Record(value=data, topic="t", partition=0, offset=1)
+        got = self.native.process(record)
+        want = self.python.process(record)
+        a, b = _outputs(got), _outputs(want)
+        if a != b:
+            site = "count" if len(a) != len(b) else _difference(a, b)
+            raise Mismatch(f"output:{site}", f"native output differs: {a[:2]!r} != {b[:2]!r}")
+        a, b = _dead_letters(got), _dead_letters(want)
+        if a != b:
+            raise Mismatch(f"dead-letter:{b[0][0] if b else 'none'}", f"native dead letter differs: {a!r} != {b!r}")
+
+
+class Mismatch(AssertionError):
+    """A differential finding; ``site`` (where the outputs differ: ``output:payload.after``)
+    tells findings apart, as the raising line does for exceptions."""
+
+    def __init__(self, site: str, message: str) -> None:
+        super().__init__(message)
+        self.site = site
+
+
+def _difference(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str:
+    """The first differing record part, as a JSON path (``payload.after``) where it is JSON."""
+    for (va, ka, *_), (vb, kb, *_) in zip(a, b, strict=True):
+        for part, x, y in (("value", va, vb), ("key", ka, kb)):
+            if x == y:
+                continue
+            try:
+                x, y = orjson.loads(x), orjson.loads(y)
+            except (orjson.JSONDecodeError, TypeError):
+                return part
+            path = [part]
+            while isinstance(x, dict) and isinstance(y, dict) and len(path) < 4:
+                k = next((k for k in (*x, *y) if x.get(k) != y.get(k)), None)
+                if k is None:
+                    break
+                path.append(k)
+                x, y = x.get(k), y.get(k)
+            return ".".join(path)
+    return "other"
+
+
+def _outputs(result: Any) -> list[tuple[Any, ...]]:
+    return [(r.value, r.key, r.topic, r.headers) for r in result.outputs]
+
+
+def _dead_letters(result: Any) -> list[tuple[Any, ...]]:
+    return [(d.stage, d.error_class, d.message, d.transform) for d in result.dead_letters]
+
+
+#: Debezium sinks of the differential target: the defaults, and the schema part.
+NATIVE_SINKS: dict[str, dict[str, Any]] = {
+    "native:canal-json>debezium-json": {},
+    "native:canal-json>debezium-json+schema": {"schemas_enable": True},
+}
+
+
+def native_target(name: str) -> Target | None:
+    """The differential target, or ``None`` when the native core is not built (or switched off)."""
+    from cdc_smt.transforms import native
+
+    if not native.enabled():
+        return None
+    run = NativeDifferential(NATIVE_SINKS[name])
+    if run.native.native is None:
+        return None
+    return Target(name, list(decoder_seeds("canal-json")), mutate.mutate_json, run, ())
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -177,13 +289,16 @@ def _config_seeds(docs: list[Any]) -> list[bytes]:
     return out
 
 
-# The mutator's own parsing: pure Python (libyaml's composer overflows the C stack on deep nesting).
-_LOADER = yaml.SafeLoader
+# The mutator's own parsing: libyaml where it is there and the text cannot nest deeply (its
+# composer overflows the C stack on deep nesting), else pure Python (a hundred times slower).
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAX_FAST_NESTING = 1000
 
 
 @lru_cache(maxsize=64)
 def _parsed(data: bytes) -> Any:
-    return yaml.load(data, Loader=_LOADER)  # noqa: S506 - a safe loader
+    shallow = data.count(b"[") + data.count(b"{") + data.count(b"\n") < _MAX_FAST_NESTING
+    return yaml.load(data, Loader=_FAST_LOADER if shallow else yaml.SafeLoader)  # noqa: S506 - safe loaders
 
 
 def _config_mutator(data: bytes, rng: Any) -> bytes:
@@ -223,12 +338,17 @@ def job_target() -> Target:
     return Target("job-loader", _config_seeds(_docs("jobs")), _config_mutator, run, (ConfigError,), limit_s=5.0)
 
 
-def all_targets() -> dict[str, Callable[[], Target]]:
-    """Target name -> factory, every decoder first."""
-    out: dict[str, Callable[[], Target]] = {fmt: (lambda f=fmt: decoder_target(f)) for fmt in registry()}
+def all_targets() -> dict[str, Callable[[], Target | None]]:
+    """Target name -> factory: every decoder (and its option variants), the native differential
+    targets, the loaders. A factory returns ``None`` for a target this build cannot run."""
+    out: dict[str, Callable[[], Target | None]] = {fmt: (lambda f=fmt: decoder_target(f)) for fmt in registry()}
+    for name, (fmt, options) in VARIANTS.items():
+        out[name] = lambda f=fmt, o=options, n=name: decoder_target(f, o, n)
+    for name in NATIVE_SINKS:
+        out[name] = lambda n=name: native_target(n)
     out["chain-loader"] = chain_target
     out["job-loader"] = job_target
     return out
 
 
-__all__ = ["Target", "all_targets", "chain_target", "decoder_target", "job_target"]
+__all__ = ["Target", "all_targets", "chain_target", "decoder_target", "job_target", "native_target"]

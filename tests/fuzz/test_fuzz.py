@@ -26,13 +26,15 @@ LOADER_EXAMPLES = 20
 
 
 @cache
-def target(name: str) -> Target:
+def target(name: str) -> Target | None:
     return all_targets()[name]()
 
 
 @pytest.mark.parametrize("name", list(all_targets()))
 def test_fuzz_short(name: str) -> None:
     t = target(name)
+    if t is None:
+        pytest.skip(f"{name}: the native core is not built")
     if not t.seeds:
         pytest.skip(f"no seed inputs for {name}")
     logging.disable(logging.CRITICAL)  # warnings about garbage input are expected
@@ -64,5 +66,5 @@ def test_seeds_cover_every_decoder() -> None:
     """Every decoder has generated seeds at least (the corpus adds real ones when present)."""
     from cdc_smt.transforms.formats import registry
 
-    empty = [name for name in registry() if not target(name).seeds]
+    empty = [name for name in registry() if not target(name).seeds]  # type: ignore[union-attr]
     assert empty == []

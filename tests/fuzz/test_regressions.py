@@ -7,10 +7,13 @@ contract); the chain and job loaders raise ``ConfigError``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
+from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import load_config
 from cdc_smt.transforms.errors import ConfigError, DecodeError
 from cdc_smt.transforms.formats import get_codec
@@ -188,3 +191,162 @@ def test_chain_loader_option_given_as_null_is_a_config_error(transform: dict) ->
     doc = {"source": "canal-json", "sink": "canal-json", "transforms": [transform]}
     with pytest.raises(ConfigError, match=r"transforms\[0\]"):
         build_chain(load_config(doc))
+
+
+# -- huge decimals: MySQL's DECIMAL(65,30) bounds, checked once at typing (transforms/types.py) --------
+
+HUGE_DECIMALS = {
+    "exponent": "1e100000000",  # plain notation: a hundred million digits
+    "negative-exponent": "1e-100000000",
+    "digits": "1" + "0" * 100_000,  # 100k integer digits
+    "zero-exponent": "0E-100000000",
+    "not-a-number": "NaN",
+}
+
+
+def _canal_decimal(value: str) -> bytes:
+    return orjson.dumps(
+        {
+            "data": [{"id": "1", "amount": value}],
+            "database": "shop",
+            "table": "t",
+            "type": "INSERT",
+            "isDdl": False,
+            "es": 1,
+            "ts": 1,
+            "pkNames": ["id"],
+            "mysqlType": {"id": "int", "amount": "decimal(12,2)"},
+            "sqlType": {"id": 4, "amount": 3},
+            "old": None,
+        }
+    )
+
+
+def _within_a_second(run: Callable[[], object]) -> None:
+    guard = Guard()
+    try:
+        finding = guard.check("huge-decimal", lambda _: run(), (ValueError,), b"")
+    finally:
+        guard.close()
+    assert finding is None, finding.describe()
+
+
+@pytest.mark.parametrize("case", sorted(HUGE_DECIMALS))
+def test_decimal_beyond_mysql_decimal_is_a_value_error_naming_the_column(case: str) -> None:
+    """Accepted at decode, ``1e100000000`` stalled text encoders (``format(d, "f")``, ``quantize``)."""
+    (event,) = decode("canal-json", _canal_decimal(HUGE_DECIMALS[case]))
+    _within_a_second(event.typed)
+    with pytest.raises(ValueError, match=r"column 'amount' \(decimal\(12,2\)\).*(DECIMAL|not a decimal)"):
+        event.typed()
+
+
+@pytest.mark.parametrize("sink", ["debezium-json", "maxwell-json", "ogg-json", "dataworks-json", "dts-avro"])
+@pytest.mark.parametrize("case", sorted(HUGE_DECIMALS))
+def test_decimal_beyond_mysql_decimal_is_a_dead_letter_in_every_encoder(case: str, sink: str) -> None:
+    chain = Chain(get_codec("canal-json"), get_codec(sink), [], "all")
+    chain.native = None  # the Python path, the reference (the native core: below)
+    record = Record(value=_canal_decimal(HUGE_DECIMALS[case]))
+    _within_a_second(lambda: chain.process(record))
+    result = chain.process(record)
+    assert result.outputs == []
+    (dead,) = result.dead_letters
+    assert "column 'amount'" in dead.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the native canal-json -> debezium-json plan still writes decimals of more than 65 integer digits "
+    "(native/ is another engineer's; the Python path, the reference, refuses them)",
+)
+@pytest.mark.parametrize("sink", [{}, {"schemas_enable": True}])
+def test_native_plan_refuses_what_the_python_path_refuses(sink: dict) -> None:
+    from cdc_smt.transforms import native
+    from tests.fuzz.targets import NativeDifferential
+
+    if not native.enabled():
+        pytest.skip("the native core is not built")
+    NativeDifferential(sink)(_canal_decimal("1" + "0" * 70))
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "1e-400", "1e100000000"])
+def test_maxwell_number_beyond_a_double_is_an_error_not_infinity_or_zero(value: str) -> None:
+    """Maxwell's exact numbers: ``1e400`` (typed as a double, nothing else holds it) was read as
+    infinity, written as ``Infinity`` by canal-json and as ``null`` by debezium-json."""
+    data = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"amount":' + value.encode() + b"}}"
+    (event,) = decode("maxwell-json", data)
+    with pytest.raises(ValueError, match="column 'amount'.*beyond the range of a DOUBLE"):
+        event.typed()
+    for sink in ("canal-json", "debezium-json"):
+        result = Chain(get_codec("maxwell-json"), get_codec(sink), [], "all").process(Record(value=data))
+        assert result.outputs == [] and len(result.dead_letters) == 1
+
+
+def test_maxwell_passes_a_tiny_exponent_through_as_written() -> None:
+    """maxwell-json -> maxwell-json wrote ``1e-100000000`` as a hundred million digits."""
+    data = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":{"id":1,"amount":1e-100000000}}'
+    chain = Chain(get_codec("maxwell-json"), get_codec("maxwell-json"), [], "all")
+    (out,) = chain.process(Record(value=data)).outputs
+    assert b'"amount":1E-100000000' in out.value
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("9" * 65, True),  # DECIMAL(65,0)'s largest
+        ("-" + "9" * 35 + "." + "9" * 30, True),  # DECIMAL(65,30)'s smallest
+        ("1" + "0" * 65, False),  # 66 integer digits
+        ("0." + "0" * 30 + "1", False),  # 31 fraction digits
+        ("1." + "0" * 40, True),  # trailing zeros are no digits of the value
+        ("0E-40", True),
+        ("Infinity", False),
+        ("12.50", True),
+    ],
+)
+def test_decimal_bounds_are_mysqls(text: str, ok: bool) -> None:
+    from decimal import Decimal
+
+    from cdc_smt.transforms.types import decimal_from_text, parse_type, text_converter
+
+    if ok:
+        assert decimal_from_text(text) == Decimal(text)
+    else:
+        with pytest.raises(ValueError, match="DECIMAL"):
+            decimal_from_text(text)
+    # the fast path agrees: the same value, or it raises and the typed path decides
+    fast = text_converter(parse_type("decimal(65,30)"), type("T", (), {"kind": "typed"})())
+    if ok:
+        assert fast(text) == Decimal(text)
+    else:
+        with pytest.raises(ValueError):
+            fast(text)
+
+
+def test_debezium_envelope_ts_ms_is_int64_when_the_event_has_none() -> None:
+    """The native differential fuzz target's first finding: a Canal message without ``es``/``ts``
+    made debezium-json's envelope schema type ``ts_ms`` (null) as a string; Debezium's is an
+    optional int64, as the native plan writes it."""
+    data = (
+        b'{"data":[{"id":"1"}],"database":"shop","table":"t","type":"INSERT","isDdl":false,'
+        b'"mysqlType":{"id":"int"},"pkNames":["id"]}'
+    )
+    chain = Chain(get_codec("canal-json"), get_codec("debezium-json", {"schemas_enable": True}), [], "all")
+    chain.native = None
+    (out,) = chain.process(Record(value=data)).outputs
+    fields = orjson.loads(out.value)["schema"]["fields"]
+    assert {"type": "int64", "optional": True, "field": "ts_ms"} in fields
+    assert orjson.loads(out.value)["payload"]["ts_ms"] is None
+
+
+@pytest.mark.parametrize("length", ["1e100000000", "2.5", '"3"', "true"])
+def test_maxwell_column_length_that_is_no_integer_is_a_decode_error(length: str) -> None:
+    """The long run's maxwell-json target stalled (in C, where the CPU timer cannot interrupt,
+    growing to a gigabyte): ``int()`` of a table-create's ``column-length`` ``1e100000000``."""
+    data = (
+        b'{"type":"table-create","database":"test","table":"e","ts":1,"def":{"database":"test","table":"e",'
+        b'"columns":[{"type":"int","name":"id"},{"type":"timestamp","name":"c","column-length":'
+        + length.encode()
+        + b'}],"primary-key":["id"]}}'
+    )
+    _within_a_second(lambda: pytest.raises(DecodeError, decode, "maxwell-json", data))
+    with pytest.raises(DecodeError, match="column-length must be an integer"):
+        decode("maxwell-json", data)

@@ -17,6 +17,7 @@ Not a format: modules starting with ``_`` are not registered.
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Iterable
 from decimal import Decimal
 from functools import lru_cache
@@ -30,6 +31,8 @@ from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
 from cdc_smt.transforms.types import (
     Kind,
     MySQLType,
+    checked_decimal,
+    decimal_from_text,
     parse_date,
     parse_datetime,
     parse_time,
@@ -107,14 +110,17 @@ def json_to_python(t: MySQLType, raw: Any, embedded_json: bool) -> Any:
     k = t.kind
     if k is Kind.INT or k is Kind.YEAR:
         return _integer(t, raw)
-    if k is Kind.DECIMAL:
+    if k is Kind.DECIMAL:  # within MySQL's DECIMAL(65,30), else a ValueError
         if isinstance(raw, Decimal):
-            return raw
+            return checked_decimal(raw)
         if isinstance(raw, float):
-            return Decimal(repr(raw))
-        return Decimal(raw if isinstance(raw, str) else int(raw))
+            return checked_decimal(Decimal(repr(raw)))
+        return decimal_from_text(raw) if isinstance(raw, str) else checked_decimal(Decimal(int(raw)))
     if k is Kind.FLOAT:
-        return float(raw)
+        f = float(raw)
+        if isinstance(raw, Decimal) and (math.isinf(f) or (f == 0.0 and raw)):  # 1e400, 1e-400: no double
+            raise ValueError(f"number {raw:.6} beyond the range of a DOUBLE")
+        return f
     if k is Kind.STRING or k is Kind.ENUM:
         return raw if isinstance(raw, str) else _json_text(raw)
     if k is Kind.SET:

@@ -469,15 +469,20 @@ def typed_image(event: ChangeEvent, image: dict[str, Any] | None) -> dict[str, A
     return out
 
 
+#: The smallest exponent :func:`exact_number` writes in plain digits: a DECIMAL(65,30)'s scale,
+#: and more (a double's digits), but not the hundred million zeros of ``1e-100000000``.
+_PLAIN_EXPONENT_MIN = -400
+
+
 def exact_number(v: Any) -> Any:
     """``orjson`` ``default`` that writes a ``Decimal`` as the JSON number it was parsed from
     (:attr:`JsonCodec.exact_numbers`); anything else as :func:`json_default` does."""
     if isinstance(v, Decimal) and v.is_finite():
         # Plain digits (keeps a DECIMAL's scale: 0.0000000000, not 0E-10), unless the number
-        # was written with a positive exponent (1E+400), which plain digits would blow up.
+        # was written with an exponent that plain digits would blow up (1E+400, 1E-100000000).
         exponent = v.as_tuple().exponent
         assert isinstance(exponent, int)  # finite: only NaN and infinities have 'n'/'N'/'F'
-        return orjson.Fragment(str(v) if exponent > 0 else format(v, "f"))
+        return orjson.Fragment(str(v) if exponent > 0 or exponent < _PLAIN_EXPONENT_MIN else format(v, "f"))
     return json_default(v)
 
 

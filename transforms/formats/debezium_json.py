@@ -892,6 +892,8 @@ class DebeziumJsonCodec(JsonCodec):
                 fields.append({"type": "string", "optional": False, "field": "op"})
             elif name == "transaction":
                 fields.append(_TRANSACTION_BLOCK)
+            elif name == "ts_ms":  # Debezium's: int64, also when this event has none (null)
+                fields.append(_TS_MS_FIELD)
             else:
                 fields.append(_inferred_field(name, v))
         envelope = {
@@ -1159,6 +1161,9 @@ def _source_key_field(event: ChangeEvent, name: str) -> dict[str, Any] | None:
         if isinstance(f, dict) and f.get("field") == name:
             return f
     return None
+
+
+_TS_MS_FIELD = {"type": "int64", "optional": True, "field": "ts_ms"}
 
 
 def _inferred_field(name: str, v: Any, optional: bool = True) -> dict[str, Any]:

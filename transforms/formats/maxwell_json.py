@@ -334,7 +334,10 @@ def _schema_from_def(definition: dict) -> TableSchema | None:
         if c.get("enum-values"):
             text += "(" + ",".join("'" + str(v).replace("'", "''") + "'" for v in c["enum-values"]) + ")"
         elif c.get("column-length") and c["type"] in ("timestamp", "datetime", "time"):
-            text += f"({int(c['column-length'])})"
+            length = c["column-length"]
+            if not isinstance(length, int) or isinstance(length, bool):  # int(1e100000000): minutes, gigabytes
+                raise DecodeError(f"'def.columns' column-length must be an integer, got {length!r:.40}", format=_NAME)
+            text += f"({length})"
         if c.get("signed") is False:
             text += " unsigned"
         try:
