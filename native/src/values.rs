@@ -180,6 +180,10 @@ fn b64_string(out: &mut Vec<u8>, raw: &[u8]) {
     out.push(b'"');
 }
 
+/// MySQL's DECIMAL bounds (`transforms/types.py`: `DECIMAL_MAX_INTEGER_DIGITS`, `DECIMAL_MAX_SCALE`).
+const DECIMAL_MAX_INTEGER_DIGITS: usize = 65;
+const DECIMAL_MAX_SCALE: usize = 30;
+
 /// `[-]digits[.[digits]]` with at most `scale` fraction digits (more need rounding: Python).
 fn decimal_b64(out: &mut Vec<u8>, s: &str, scale: u32) -> Conv {
     let (neg, body) = match s.strip_prefix('-') {
@@ -191,6 +195,11 @@ fn decimal_b64(out: &mut Vec<u8>, s: &str, scale: u32) -> Conv {
         None => (body, ""),
     };
     if !ascii_digits(whole) || !(frac.is_empty() || ascii_digits(frac)) || frac.len() > scale as usize {
+        return Err(Fallback);
+    }
+    // Beyond MySQL's DECIMAL(65,30) (or leading zeros that may hide a smaller value): Python's
+    // `types.checked_decimal` decides, and a value it refuses is its dead letter.
+    if whole.len() > DECIMAL_MAX_INTEGER_DIGITS || frac.len() > DECIMAL_MAX_SCALE {
         return Err(Fallback);
     }
     let pad = scale as usize - frac.len();

@@ -253,11 +253,6 @@ def test_decimal_beyond_mysql_decimal_is_a_dead_letter_in_every_encoder(case: st
     assert "column 'amount'" in dead.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the native canal-json -> debezium-json plan still writes decimals of more than 65 integer digits "
-    "(native/ is another engineer's; the Python path, the reference, refuses them)",
-)
 @pytest.mark.parametrize("sink", [{}, {"schemas_enable": True}])
 def test_native_plan_refuses_what_the_python_path_refuses(sink: dict) -> None:
     from cdc_smt.transforms import native
