@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from cdc_smt.connector.broker import _set_pdeathsig, _terminate, free_port, port_in_use, probe_metadata
+from cdc_smt.connector.broker import _terminate, die_with_parent, free_port, port_in_use, probe_metadata
 from cdc_smt.transforms.errors import CdcSmtError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,7 +350,7 @@ class ApacheKafka:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: Ctrl-C reaches us, we stop it in order
-            preexec_fn=_set_pdeathsig if sys.platform.startswith("linux") else None,  # noqa: PLW1509
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
         )
 
     def _format(self) -> None:

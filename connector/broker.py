@@ -130,8 +130,8 @@ def probe_metadata(host: str, port: int, timeout: float = 2.0) -> int:
     return n_brokers
 
 
-def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the kernel kills the broker when the thread that started it dies."""
+def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux (a ``preexec_fn``): the kernel kills the child when the thread that started it dies."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -260,7 +260,7 @@ class EmbeddedBroker:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # own process group: Ctrl-C reaches us, we stop it in order
-            preexec_fn=_set_pdeathsig if sys.platform.startswith("linux") else None,  # noqa: PLW1509
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
         )
         self._finalizer = weakref.finalize(self, _terminate, self._proc, 5.0)
         atexit.register(self._finalizer)

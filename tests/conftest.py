@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -14,3 +16,13 @@ def corpus() -> Path:
     if path is None:
         pytest.skip("../shared/corpus not found (set CDC_SMT_CORPUS to point at it)")
     return path
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A CI job cancelled with SIGTERM unwinds as on Ctrl-C: fixtures and ``finally`` blocks
+    stop the brokers, workers and Spark sessions the tests started (none is left behind)."""
+    signal.signal(signal.SIGTERM, _interrupted)

@@ -39,6 +39,7 @@ import orjson
 import yaml
 
 from cdc_smt.connector import kafka as K
+from cdc_smt.connector.broker import die_with_parent
 from cdc_smt.transforms.model import Record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -383,6 +384,7 @@ class WorkerProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=die_with_parent,  # noqa: PLW1509 - a killed test run leaves no worker behind
         )
         return self
 
