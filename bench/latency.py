@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.latency [--rates 1000,10000,50%,90%] [--seconds 10]
 
-On the embedded broker (Tansu; or ``--bootstrap``):
+On the embedded broker (Tansu), Apache Kafka (``--apache-kafka``) or any cluster (``--bootstrap``):
 
 1. **max throughput**: a backlog of ``--count`` Canal JSON messages is
    produced first; a ``cdc-smt worker`` (a separate process, as deployed)
@@ -290,6 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)"
     )
+    parser.add_argument(
+        "--apache-kafka",
+        action="store_true",
+        help="start Apache Kafka (connector/apache_kafka.py) instead of the embedded broker",
+    )
     args = parser.parse_args(argv)
 
     from cdc_smt.connector.broker import EmbeddedBroker
@@ -310,8 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"
             )
         )
-    broker = None if args.bootstrap else EmbeddedBroker().start()
-    bootstrap = args.bootstrap or broker.bootstrap
+    server = None
+    if args.apache_kafka and not args.bootstrap:
+        from cdc_smt.connector.apache_kafka import ApacheKafka
+
+        server = ApacheKafka().start()
+    broker = None if args.bootstrap or server is not None else EmbeddedBroker().start()
+    bootstrap = args.bootstrap or (server.bootstrap if server is not None else broker.bootstrap)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             rates: list[int] = []
@@ -353,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if broker is not None:
             broker.stop()
+        if server is not None:
+            server.stop()
 
     print()
     for v in variants:
