@@ -105,6 +105,8 @@ class Transactions:
         self._opening: dict[Any, asyncio.Future] = {}
         # AssertionError: aiokafka checks its transaction state with asserts (a state we cannot continue from)
         self._fatal: tuple[type[BaseException], ...] = (*T.fatal_errors(), AssertionError)
+        #: How long a broken producer is re-created while the broker is away (a restart).
+        self.renew_deadline_s = max(60.0, job.worker.transaction_timeout_ms / 1000)
 
     def transactional_id(self, tp: Any) -> str:
         return T.transactional_id("cdc-smt", self.job.id, tp.topic, tp.partition)
@@ -143,6 +145,9 @@ class Transactions:
         if tp in self._producers:
             return
         txn_id = self.transactional_id(tp)
+        self._producers[tp] = PartitionProducer(txn_id, await self._started_producer(txn_id))
+
+    async def _started_producer(self, txn_id: str) -> Any:
         producer = T.new_transactional_producer(
             self.job.kafka,
             self.job.producer,
@@ -157,7 +162,37 @@ class Transactions:
         except BaseException:
             await _stop(producer)
             raise
-        self._producers[tp] = PartitionProducer(txn_id, producer)
+        return producer
+
+    async def _renew(self, tp: Any, slot: PartitionProducer) -> Any:
+        """A producer whose transaction state broke (aiokafka's sender failed mid-request, e.g. the broker
+        went away) cannot go on: stop it and start another with the same transactional id, which
+        aborts the broken transaction once the broker answers. Retried until ``renew_deadline_s``."""
+        await _stop(slot.producer)
+        deadline = time.monotonic() + self.renew_deadline_s
+        backoff = RETRY_BACKOFF_S
+        while True:
+            try:
+                slot.producer = await self._started_producer(slot.txn_id)
+            except TransactionFailed:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the broker is still away: try again until the deadline
+                if time.monotonic() + backoff > deadline:
+                    raise TransactionFailed(
+                        f"{tp.topic}[{tp.partition}]: no new producer for {slot.txn_id} within "
+                        f"{self.renew_deadline_s:.0f} s ({type(exc).__name__}: {exc}); nothing uncommitted is visible"
+                    ) from None
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            log.warning(
+                "%s[%d]: transactional producer %s re-created after a broken transaction; its records go out again",
+                tp.topic,
+                tp.partition,
+                slot.txn_id,
+                extra={"event": "producer_renewed"},
+            )
+            return slot.producer
 
     async def send(self, tp: Any, groups: Groups, next_offset: int, on_done: OnDone, *, commit_now: bool) -> None:
         """Send one converted step of ``tp`` into its open transaction (begun if none is).
@@ -267,6 +302,14 @@ class Transactions:
                 return None
             except asyncio.CancelledError:
                 return TransactionFailed(f"{slot.txn_id}: the transaction was cancelled")
+            except AssertionError as exc:  # aiokafka's transaction state broke (not fenced): a new producer
+                if attempt == MAX_ATTEMPTS:
+                    return TransactionFailed(_fatal_message(slot.txn_id, exc))
+                try:
+                    producer = await self._renew(tp, slot)
+                except TransactionFailed as failed:
+                    return failed
+                continue
             except self._fatal as exc:
                 return TransactionFailed(_fatal_message(slot.txn_id, exc))
             except Exception as exc:  # noqa: BLE001 - abortable: the same steps go out again
@@ -287,13 +330,18 @@ class Transactions:
                 )
                 try:
                     await producer.abort_transaction()
+                except AssertionError:  # the producer's transaction state broke: a new producer
+                    try:
+                        producer = await self._renew(tp, slot)
+                    except TransactionFailed as failed:
+                        return failed
                 except self._fatal as abort_exc:
                     return TransactionFailed(_fatal_message(slot.txn_id, abort_exc))
                 except Exception:  # noqa: BLE001 - the next begin_transaction reports a lasting failure
                     pass
                 await asyncio.sleep(backoff)
                 backoff *= 2
-        return None  # not reached: the last attempt returns
+        return TransactionFailed(f"{slot.txn_id}: no attempt left")  # not reached: the last attempt returns
 
     async def wait(self, tps: Iterable[Any] | None = None) -> None:
         """Commit the open transactions (of ``tps``, default all) and wait until they ended."""
