@@ -424,3 +424,34 @@ class WorkerProcess:
             self.proc.wait(10)
         if hasattr(self, "_log"):
             self._log.close()
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` running? A zombie (exited, not yet reaped by its parent) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def assert_broker_dies_with_its_owner(tmp_path: Path, start: str, seconds: float) -> None:
+    """PR_SET_PDEATHSIG: SIGKILL a process whose ``start`` (Python code binding ``b`` to a
+    started broker) launched a broker; the broker must exit within ``seconds``."""
+    script = tmp_path / "owner.py"
+    script.write_text(f"import time\n{start}\nprint(b.pid, flush=True)\ntime.sleep(300)\n")
+    owner = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        broker_pid = int(owner.stdout.readline())
+        assert alive(broker_pid)
+        owner.kill()
+        owner.wait(10)
+        wait_for(lambda: not alive(broker_pid), seconds, "the orphaned broker to exit")
+    finally:
+        owner.kill()
+        owner.wait(10)

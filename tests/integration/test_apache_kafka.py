@@ -15,8 +15,7 @@ from cdc_smt.connector import kafka as K
 from cdc_smt.connector.apache_kafka import ApacheKafka, ApacheKafkaError, resolve
 from cdc_smt.connector.broker import probe_metadata
 from cdc_smt.transforms.model import Record
-from tests.integration.helpers import ROOT, test_backends, wait_for
-from tests.integration.test_broker import _alive
+from tests.integration.helpers import ROOT, alive, assert_broker_dies_with_its_owner, test_backends
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -45,12 +44,12 @@ def test_restart_on_the_same_data_keeps_the_records_and_close_leaves_nothing() -
         asyncio.run(produce())
         server.restart(kill=True)
         pids.append(server.pid)
-        assert pids[0] != pids[1] and not _alive(pids[0])
+        assert pids[0] != pids[1] and not alive(pids[0])
         got = asyncio.run(K.consume_all(server.bootstrap, "kept", min_records=100, idle=0.5))
         assert sorted(r.value for r in got) == sorted(r.value for r in records)
     finally:
         server.close()
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
     assert not data.exists()
 
 
@@ -58,24 +57,9 @@ def test_restart_on_the_same_data_keeps_the_records_and_close_leaves_nothing() -
 def test_the_broker_dies_with_a_killed_owner(tmp_path) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("parent-death signal is Linux-only")
-    script = tmp_path / "owner.py"
-    script.write_text(
-        "import time\n"
-        "from cdc_smt.connector.apache_kafka import ApacheKafka\n"
-        "k = ApacheKafka().start()\n"
-        "print(k.pid, flush=True)\n"
-        "time.sleep(300)\n"
+    assert_broker_dies_with_its_owner(
+        tmp_path, "from cdc_smt.connector.apache_kafka import ApacheKafka\nb = ApacheKafka().start()", 20
     )
-    owner = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        broker_pid = int(owner.stdout.readline())
-        assert _alive(broker_pid)
-        owner.kill()
-        owner.wait(10)
-        wait_for(lambda: not _alive(broker_pid), 20, "the orphaned broker to exit")
-    finally:
-        owner.kill()
-        owner.wait(10)
 
 
 @pytest.mark.usefixtures("needs_apache")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,13 @@ import pytest
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.broker import BrokerError, EmbeddedBroker, find_tansu, probe_metadata
 from cdc_smt.transforms.model import Record
-from tests.integration.helpers import ROOT, apache_kafka_container, docker_engine_available, wait_for
+from tests.integration.helpers import (
+    ROOT,
+    alive,
+    apache_kafka_container,
+    assert_broker_dies_with_its_owner,
+    docker_engine_available,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -25,24 +30,11 @@ def _tansu_or_skip() -> None:
         pytest.skip(str(exc))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by its parent) counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_embedded_broker_round_trip_and_clean_stop() -> None:
     _tansu_or_skip()
     with EmbeddedBroker() as broker:
         pid = broker.pid
-        assert broker.running and _alive(pid)
+        assert broker.running and alive(pid)
         host, port = broker.bootstrap.split(":")
         assert probe_metadata(host, int(port)) == 1
 
@@ -56,7 +48,7 @@ def test_embedded_broker_round_trip_and_clean_stop() -> None:
         got = asyncio.run(round_trip())
         assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(50))
     assert not broker.running
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_broker_dies_with_a_killed_owner(tmp_path) -> None:
@@ -64,24 +56,9 @@ def test_broker_dies_with_a_killed_owner(tmp_path) -> None:
     _tansu_or_skip()
     if not sys.platform.startswith("linux"):
         pytest.skip("parent-death signal is Linux-only")
-    script = tmp_path / "owner.py"
-    script.write_text(
-        "import sys, time\n"
-        "from cdc_smt.connector.broker import EmbeddedBroker\n"
-        "b = EmbeddedBroker().start()\n"
-        "print(b.pid, flush=True)\n"
-        "time.sleep(120)\n"
+    assert_broker_dies_with_its_owner(
+        tmp_path, "from cdc_smt.connector.broker import EmbeddedBroker\nb = EmbeddedBroker().start()", 10
     )
-    owner = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        broker_pid = int(owner.stdout.readline())
-        assert _alive(broker_pid)
-        owner.kill()
-        owner.wait(10)
-        wait_for(lambda: not _alive(broker_pid), 10, "the orphaned broker to exit")
-    finally:
-        owner.kill()
-        owner.wait(10)
 
 
 def test_broker_command_prints_bootstrap_and_stops_on_sigterm() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -105,6 +106,35 @@ def apache() -> Iterator[Any]:
         pytest.skip(f"needs Apache Kafka started by the tests (backends: {', '.join(test_backends())})")
     with apache_kafka() as server:
         yield KafkaCluster(server.bootstrap, "apache", server)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_backfill(path: Path) -> subprocess.Popen[str]:
+    """``cdc-smt backfill -c path`` on ``local[2]`` as a process group of its own (a test kills it
+    whole), stderr piped for its progress lines."""
+    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]"]
+    cmd += ["--conf", "spark.ui.enabled=false"]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
+    )
+
+
+def kill_after_batch(proc: subprocess.Popen[str], progress: str = "backfill: batch 1:") -> None:
+    """SIGKILL the backfill's process group once it printed ``progress`` (two micro-batches done)."""
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith(progress):
+                break
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(60)
+    assert any(s.startswith(progress) for s in seen), "".join(seen[-20:])
 
 
 def run_async(coro: Any) -> Any:

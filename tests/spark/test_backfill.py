@@ -4,10 +4,6 @@ parity with the worker's conversion, DataWorks pairs across micro-batches, and r
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,10 +16,9 @@ from bench.codec import canal_messages
 from cdc_smt.connector import kafka
 from cdc_smt.transforms.model import Record
 from tests.messages import tdsql_message
-from tests.spark.conftest import read_tree, run_async, write_lines
+from tests.spark.conftest import kill_after_batch, read_tree, run_async, start_backfill, write_lines
 
 pytestmark = pytest.mark.spark
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_job(path: Path, doc: dict[str, Any]) -> Path:
@@ -309,32 +304,7 @@ def test_resume_after_kill_loses_nothing_and_does_not_resend_finished_batches(sp
     path = kafka_job(tmp_path, broker, "rs", batch=300)
     job, settings = load(path)
 
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = [
-        sys.executable,
-        "-m",
-        "cdc_smt.connector.cli",
-        "backfill",
-        "-c",
-        str(path),
-        "--master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
-    )
-    try:
-        seen = []
-        for line in proc.stderr:  # progress lines: kill once two micro-batches finished
-            seen.append(line)
-            if line.startswith("backfill: batch 1:"):
-                break
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(60)
-    assert any(s.startswith("backfill: batch 1:") for s in seen), "".join(seen[-20:])
+    kill_after_batch(start_backfill(path))
 
     committed = sorted(int(p.name) for p in (Path(settings.checkpoint) / "commits").iterdir() if p.name.isdigit())
     assert committed and committed[-1] < 9, committed  # interrupted well before the end (10 batches)

@@ -20,8 +20,6 @@ import asyncio
 import io
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -36,10 +34,9 @@ from bench.codec import canal_messages
 from cdc_smt.connector import kafka
 from cdc_smt.transforms.changelog import replay
 from cdc_smt.transforms.model import Record
-from tests.spark.conftest import run_async, write_lines
+from tests.spark.conftest import run_async, start_backfill, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(600)]
-ROOT = Path(__file__).resolve().parents[2]
 DOWN_SECONDS = 12.0
 OUT_PARTITIONS = 3
 
@@ -63,15 +60,6 @@ def write_job(tmp_path: Path, name: str, bootstrap: str, backfill: dict[str, Any
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def cli(path: Path) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "cdc_smt.connector.cli", "backfill", "-c", str(path), "--master", "local[2]"]
-    cmd += ["--conf", "spark.ui.enabled=false"]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
-    )
 
 
 async def read_topic(bootstrap: str, topic: str, isolation_level: str) -> list[Record]:
@@ -275,7 +263,7 @@ def test_exactly_once_backfill_killed_mid_batch_twice_then_through_a_broker_rest
         # (aborted when the next run fences their ids, unless the killed task's Python worker
         # finished its commit first: then its marker makes the re-run skip the share).
         for kill in ("share committed", "transactions open"):
-            proc = cli(path)
+            proc = start_backfill(path)
             lines: list[str] = []
             threading.Thread(target=lambda p=proc, out=lines: out.extend(p.stderr), daemon=True).start()
             seen, baseline = len(watch.markers), watch.log_end
@@ -372,7 +360,7 @@ def tansu() -> Any:
 def test_exactly_once_is_refused_at_start_on_a_broker_without_transactions(tansu, tmp_path) -> None:
     run_async(kafka.create_topics(tansu.bootstrap, {"eos-tansu.in": 1, "eos-tansu.out": 1, "eos-tansu.dlq": 1}))
     path = write_job(tmp_path, "eos-tansu", tansu.bootstrap, {}, "exactly_once")
-    proc = cli(path)
+    proc = start_backfill(path)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2  # a usage error: the settings do not fit the cluster
     errors = [line for line in err.splitlines() if line.startswith("cdc-smt: error:")]

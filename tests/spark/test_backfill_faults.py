@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,10 +30,9 @@ import yaml
 from bench.codec import canal_messages
 from cdc_smt.connector import kafka
 from cdc_smt.transforms.model import Record
-from tests.spark.conftest import run_async
+from tests.spark.conftest import run_async, start_backfill
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(600)]
-ROOT = Path(__file__).resolve().parents[2]
 DOWN_SECONDS = 12.0
 COUNT = 4000
 
@@ -69,22 +66,7 @@ def job_path(tmp_path: Path, name: str, bootstrap: str, source_type: str, sink_t
 def run_through_an_outage(apache: Any, path: Path) -> tuple[int, list[str]]:
     """Start the backfill as a process, kill the broker after its second micro-batch, restart it
     12 s later; the exit code and stderr lines."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "cdc_smt.connector.cli",
-        "backfill",
-        "-c",
-        str(path),
-        "--master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
-    )
+    proc = start_backfill(path)
     lines: list[str] = []
     reached = threading.Event()
 

@@ -10,10 +10,6 @@ users.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,10 +21,9 @@ import yaml
 from bench.codec import canal_messages
 from cdc_smt.connector import kafka
 from cdc_smt.transforms.model import Record
-from tests.spark.conftest import run_async
+from tests.spark.conftest import kill_after_batch, run_async, start_backfill
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(600)]
-ROOT = Path(__file__).resolve().parents[2]
 IN_PARTITIONS, OUT_PARTITIONS = 2, 3
 
 
@@ -161,32 +156,7 @@ def test_spark_kafka_resume_after_sigkill_loses_nothing_and_does_not_resend_fini
     name = f"sk-resume-{sink_type}"
     prepare(spark, apache, name, 3000, seed=13)
     path = job_file(tmp_path, name, apache.bootstrap, "spark-kafka", "out", spark_kafka, batch=300, sink_type=sink_type)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    cmd = [
-        sys.executable,
-        "-m",
-        "cdc_smt.connector.cli",
-        "backfill",
-        "-c",
-        str(path),
-        "--master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, text=True
-    )
-    try:
-        seen = []
-        for line in proc.stderr:  # progress lines: kill once two micro-batches finished
-            seen.append(line)
-            if line.startswith("backfill: batch 1:"):
-                break
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(60)
-    assert any(s.startswith("backfill: batch 1:") for s in seen), "".join(seen[-20:])
+    kill_after_batch(start_backfill(path))
     checkpoint = tmp_path / f"{name}-spark-kafka-out-ckpt"
     committed = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
     assert committed and committed[-1] < 9, committed  # interrupted well before the end (10 batches)
