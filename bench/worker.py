@@ -30,8 +30,13 @@ cluster's first transactions create and load ``__transaction_state``).
 Each latency run adds its records to the input, so later runs convert a few
 more records after the measured ones (the same for both guarantees).
 
+``--baseline DIR`` runs another checkout's worker (its ``.venv``; e.g. ``main``
+before a change) next to this one in every round (which runs first alternates), over the same input, and
+``--rounds N`` measures (c) again at the start of every round: the ratios (a)/(c)
+of the two codes come from the same run and the same round.
+
 Targets (issue 5): (a) >= 50,000 msgs/s for one worker and (a) >= 0.7 x (b);
-(issue 14) exactly_once >= 0.8 x at_least_once throughput.
+(issue 14) exactly_once >= 0.8 x at_least_once throughput; (issue 13) (a) >= 0.75 x (c).
 Everything shares the machine: on 2 cores the broker, the worker's consumer
 thread and its conversion compete, and so does anything else running.
 """
@@ -328,6 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="worker runs per guarantee (default 1)")
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (with its .venv): its worker runs after this one's in every round, same input",
+    )
+    parser.add_argument(
         "--transaction-interval-ms", type=int, default=None, help="exactly_once: worker.transaction_interval_ms"
     )
     args = parser.parse_args(argv)
@@ -377,19 +387,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         del records
         gc.collect()
 
-        seconds = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
-        results["c"] = args.count / seconds
-        print(f"(c) broker ceiling, raw aiokafka pipe:     {results['c']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
-
         guarantees = ["at_least_once", "exactly_once"] if args.guarantee == "both" else [args.guarantee]
-        plan = [(g, r) for r in range(1, args.rounds + 1) for g in guarantees]
+        codes = ["this"] + (["baseline"] if args.baseline else [])
+        # the two codes alternate which runs first, round by round
+        plan = [
+            (g, r, code) for r in range(1, args.rounds + 1) for g in guarantees for code in codes[:: 1 if r % 2 else -1]
+        ]
         input_total = args.count
         if "exactly_once" in guarantees:
-            job_ids = [f"bench-exactly-once-{r}-{os.getpid()}" for r in range(1, args.rounds + 1)]
+            job_ids = [
+                f"bench-exactly-once-{r}{'-baseline' if code == 'baseline' else ''}-{os.getpid()}"
+                for r in range(1, args.rounds + 1)
+                for code in codes
+            ]
             seconds = asyncio.run(warm_up_transactions(bootstrap, job_ids, args.partitions))
             print(f"transaction coordinator warmed up for the runs' transactional ids ({seconds:.1f}s)", flush=True)
+        ceilings: dict[int, float] = {}
         with tempfile.TemporaryDirectory() as tmp:
-            for guarantee, round_no in plan:
+            for guarantee, round_no, code in plan:
+                if round_no not in ceilings:
+                    seconds = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
+                    ceilings[round_no] = args.count / seconds
+                    results.setdefault("c", ceilings[round_no])
+                    print(
+                        f"(c) broker ceiling, raw aiokafka pipe:     {ceilings[round_no]:>10,.0f} msgs/s  "
+                        f"({seconds:.1f}s; round {round_no})",
+                        flush=True,
+                    )
                 # A fresh consumer group per run: each reads the whole input from the start.
                 run_doc = job_doc(
                     bootstrap,
@@ -398,14 +422,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.fetch_wait_ms,
                     args.processes,
                     guarantee=guarantee,
-                    job_id=f"bench-{guarantee.replace('_', '-')}-{round_no}-{os.getpid()}",
+                    job_id=f"bench-{guarantee.replace('_', '-')}-{round_no}"
+                    f"{'-baseline' if code == 'baseline' else ''}-{os.getpid()}",
                 )
                 if args.transaction_interval_ms is not None:
                     run_doc["worker"]["transaction_interval_ms"] = args.transaction_interval_ms
                 rate = args.latency_rate or int(results.get("rate", 0))
-                run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate)
+                run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate, code)
                 input_total += run["latency_records"]
-                runs.append({"guarantee": guarantee, "round": round_no, **run})
+                runs.append({"guarantee": guarantee, "round": round_no, "code": code, "c": ceilings[round_no], **run})
+                if code == "baseline":
+                    continue
                 results.setdefault("a", run["a"])
                 results.setdefault("rate", run["rate"])
                 results.setdefault("p50", run["p50"])
@@ -432,18 +459,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; "
         f"(a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
     )
-    if len(runs) > 1:
-        print_guarantees(runs)
+    if args.baseline or args.rounds > 1:
+        print_against_the_pipe(runs, args.baseline)
+    if len(guarantees) > 1:
+        print_guarantees([r for r in runs if r["code"] == "this"])
     print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     return 0
 
 
 def run_worker(
-    doc: dict[str, Any], tmp: Path, args: argparse.Namespace, bootstrap: str, n_out: int, input_total: int, rate: int
+    doc: dict[str, Any],
+    tmp: Path,
+    args: argparse.Namespace,
+    bootstrap: str,
+    n_out: int,
+    input_total: int,
+    rate: int,
+    code: str = "this",
 ) -> dict[str, Any]:
-    """One worker process: its throughput over the input, then its latency at ``rate`` (0: a quarter of it)."""
+    """One worker process (``code``: this checkout's or ``--baseline``'s): its throughput over
+    the input, then its latency at ``rate`` (0: a quarter of it)."""
     guarantee = doc["worker"]["processing_guarantee"]
-    worker = WorkerProcess(doc, tmp)
+    if code == "baseline":
+        base = args.baseline.resolve()
+        worker = WorkerProcess(doc, tmp, python=str(base / ".venv" / "bin" / "python"), cwd=base)
+        guarantee = f"{guarantee}, baseline {base}"
+    else:
+        worker = WorkerProcess(doc, tmp)
     try:
         worker.wait_metrics()
         seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
@@ -493,6 +535,20 @@ def wait_consumed(worker: WorkerProcess, total: int, timeout: float = 300.0) -> 
         if time.monotonic() > deadline:
             raise TimeoutError(f"the worker did not consume all {total:,} input records in {timeout:.0f}s")
         time.sleep(0.1)
+
+
+def print_against_the_pipe(runs: list[dict[str, Any]], baseline: Path | None) -> None:
+    """(a)/(c) per run, against the raw pipe measured at the start of the same round."""
+    print()
+    print("| round | worker | guarantee | (a) msgs/s | (c) msgs/s | (a)/(c) |")
+    print("|---:|---|---|---:|---:|---:|")
+    for r in runs:
+        who = f"baseline ({baseline})" if r["code"] == "baseline" else "this checkout"
+        print(f"| {r['round']} | {who} | {r['guarantee']} | {r['a']:,.0f} | {r['c']:,.0f} | {r['a'] / r['c']:.2f} |")
+    ours = [r["a"] / r["c"] for r in runs if r["code"] == "this" and r["guarantee"] == "at_least_once"]
+    if ours:
+        verdict = "met" if min(ours) >= 0.75 else "NOT met"
+        print(f"target (a) >= 0.75 x (c): {verdict} ({', '.join(f'{x:.2f}' for x in ours)})")
 
 
 def print_guarantees(runs: list[dict[str, Any]]) -> None:
