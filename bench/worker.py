@@ -138,8 +138,9 @@ def codec_ceiling(records: list[Record], partitions: int, batch_size: int, job: 
 
 
 # -- (c) the broker ceiling ------------------------------------------------------------------
-async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int) -> float:
-    """Consume IN and produce every record unchanged to RAW with the batch API; seconds for all acks."""
+async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int) -> tuple[float, float]:
+    """Consume IN and produce every record unchanged to RAW with the batch API; seconds for all
+    acks, and this process's CPU seconds over them."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     consumer = AIOKafkaConsumer(
@@ -155,6 +156,7 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
         futures: list[asyncio.Future] = []
         seen = 0
         started = time.perf_counter()
+        cpu = time.process_time()
         while seen < count:
             fetched = await consumer.getmany(timeout_ms=1000, max_records=batch_size)
             for tp, msgs in fetched.items():
@@ -171,7 +173,7 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
                 f.result()
             futures = [f for f in futures if not f.done()]
         await asyncio.gather(*futures)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu
     finally:
         await producer.stop()
         await consumer.stop()
@@ -205,6 +207,11 @@ class WorkerProcess:
             time.sleep(0.1)
         raise TimeoutError("the worker did not start")
 
+    def cpu_seconds(self) -> float:
+        """The worker process's CPU time so far (all its threads), from /proc."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def counters(self) -> tuple[float, float]:
         """(records in, records out to the sink topic), from /metrics."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
@@ -230,15 +237,21 @@ class WorkerProcess:
 
 def worker_throughput(worker: WorkerProcess, count: int, expected_out: int, timeout: float) -> float:
     """Seconds from the worker's first consumed record to its last acknowledged output."""
+    return worker_seconds(worker, count, expected_out, timeout)[0]
+
+
+def worker_seconds(worker: WorkerProcess, count: int, expected_out: int, timeout: float) -> tuple[float, float]:
+    """:func:`worker_throughput`'s seconds, and the worker's CPU seconds over them."""
     deadline = time.monotonic() + timeout
     started = None
+    cpu = 0.0
     while time.monotonic() < deadline:
         n_in, n_out = worker.counters()
         now = time.perf_counter()
         if started is None and n_in > 0:
-            started = now
+            started, cpu = now, worker.cpu_seconds()
         if n_out >= expected_out:
-            return now - (started or now)
+            return now - (started or now), worker.cpu_seconds() - cpu
         if worker.proc.poll() is not None:
             raise RuntimeError("worker exited during the run")
         time.sleep(0.05)
@@ -403,15 +416,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds = asyncio.run(warm_up_transactions(bootstrap, job_ids, args.partitions))
             print(f"transaction coordinator warmed up for the runs' transactional ids ({seconds:.1f}s)", flush=True)
         ceilings: dict[int, float] = {}
+        pipe_cpu: dict[int, float] = {}  # CPU µs a message
         with tempfile.TemporaryDirectory() as tmp:
             for guarantee, round_no, code in plan:
                 if round_no not in ceilings:
-                    seconds = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
+                    seconds, cpu = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
                     ceilings[round_no] = args.count / seconds
+                    pipe_cpu[round_no] = cpu / args.count * 1e6
                     results.setdefault("c", ceilings[round_no])
                     print(
                         f"(c) broker ceiling, raw aiokafka pipe:     {ceilings[round_no]:>10,.0f} msgs/s  "
-                        f"({seconds:.1f}s; round {round_no})",
+                        f"({seconds:.1f}s, {pipe_cpu[round_no]:.1f} CPU-µs a message; round {round_no})",
                         flush=True,
                     )
                 # A fresh consumer group per run: each reads the whole input from the start.
@@ -430,7 +445,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rate = args.latency_rate or int(results.get("rate", 0))
                 run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate, code)
                 input_total += run["latency_records"]
-                runs.append({"guarantee": guarantee, "round": round_no, "code": code, "c": ceilings[round_no], **run})
+                runs.append(
+                    {
+                        "guarantee": guarantee,
+                        "round": round_no,
+                        "code": code,
+                        "c": ceilings[round_no],
+                        "c_cpu_us": pipe_cpu[round_no],
+                        **run,
+                    }
+                )
                 if code == "baseline":
                     continue
                 results.setdefault("a", run["a"])
@@ -488,9 +512,14 @@ def run_worker(
         worker = WorkerProcess(doc, tmp)
     try:
         worker.wait_metrics()
-        seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
+        seconds, cpu = worker_seconds(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
         a = args.count / seconds
-        print(f"(a) worker, broker to broker, {guarantee}: {a:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+        cpu_us = cpu / args.count * 1e6
+        print(
+            f"(a) worker, broker to broker, {guarantee}: {a:>10,.0f} msgs/s  "
+            f"({seconds:.1f}s, {cpu_us:.1f} CPU-µs a message)",
+            flush=True,
+        )
         wait_consumed(worker, input_total)  # inputs of earlier latency runs too: start the latency run caught up
         rate = rate or max(100, int(a / 4 // 100 * 100))
         isolation = "read_committed" if guarantee == "exactly_once" else "read_uncommitted"
@@ -501,7 +530,14 @@ def run_worker(
             f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
             flush=True,
         )
-        return {"a": a, "rate": rate, "p50": p50, "p99": p99, "latency_records": int(rate * args.latency_seconds)}
+        return {
+            "a": a,
+            "cpu_us": cpu_us,
+            "rate": rate,
+            "p50": p50,
+            "p99": p99,
+            "latency_records": int(rate * args.latency_seconds),
+        }
     finally:
         code = worker.stop()
         if code != 0:
@@ -540,11 +576,14 @@ def wait_consumed(worker: WorkerProcess, total: int, timeout: float = 300.0) -> 
 def print_against_the_pipe(runs: list[dict[str, Any]], baseline: Path | None) -> None:
     """(a)/(c) per run, against the raw pipe measured at the start of the same round."""
     print()
-    print("| round | worker | guarantee | (a) msgs/s | (c) msgs/s | (a)/(c) |")
-    print("|---:|---|---|---:|---:|---:|")
+    print("| round | worker | guarantee | (a) msgs/s | (c) msgs/s | (a)/(c) | CPU-µs/msg (a) | (c) |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
     for r in runs:
         who = f"baseline ({baseline})" if r["code"] == "baseline" else "this checkout"
-        print(f"| {r['round']} | {who} | {r['guarantee']} | {r['a']:,.0f} | {r['c']:,.0f} | {r['a'] / r['c']:.2f} |")
+        print(
+            f"| {r['round']} | {who} | {r['guarantee']} | {r['a']:,.0f} | {r['c']:,.0f} | {r['a'] / r['c']:.2f} "
+            f"| {r['cpu_us']:.1f} | {r['c_cpu_us']:.1f} |"
+        )
     ours = [r["a"] / r["c"] for r in runs if r["code"] == "this" and r["guarantee"] == "at_least_once"]
     if ours:
         verdict = "met" if min(ours) >= 0.75 else "NOT met"
