@@ -30,8 +30,13 @@ cluster's first transactions create and load ``__transaction_state``).
 Each latency run adds its records to the input, so later runs convert a few
 more records after the measured ones (the same for both guarantees).
 
+``--baseline DIR`` runs another checkout's worker (its ``.venv``; e.g. ``main``
+before a change) next to this one in every round (which runs first alternates), over the same input, and
+``--rounds N`` measures (c) again at the start of every round: the ratios (a)/(c)
+of the two codes come from the same run and the same round.
+
 Targets (issue 5): (a) >= 50,000 msgs/s for one worker and (a) >= 0.7 x (b);
-(issue 14) exactly_once >= 0.8 x at_least_once throughput.
+(issue 14) exactly_once >= 0.8 x at_least_once throughput; (issue 13) (a) >= 0.75 x (c).
 Everything shares the machine: on 2 cores the broker, the worker's consumer
 thread and its conversion compete, and so does anything else running.
 """
@@ -133,8 +138,9 @@ def codec_ceiling(records: list[Record], partitions: int, batch_size: int, job: 
 
 
 # -- (c) the broker ceiling ------------------------------------------------------------------
-async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int) -> float:
-    """Consume IN and produce every record unchanged to RAW with the batch API; seconds for all acks."""
+async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int) -> tuple[float, float]:
+    """Consume IN and produce every record unchanged to RAW with the batch API; seconds for all
+    acks, and this process's CPU seconds over them."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     consumer = AIOKafkaConsumer(
@@ -150,6 +156,7 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
         futures: list[asyncio.Future] = []
         seen = 0
         started = time.perf_counter()
+        cpu = time.process_time()
         while seen < count:
             fetched = await consumer.getmany(timeout_ms=1000, max_records=batch_size)
             for tp, msgs in fetched.items():
@@ -166,7 +173,7 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
                 f.result()
             futures = [f for f in futures if not f.done()]
         await asyncio.gather(*futures)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu
     finally:
         await producer.stop()
         await consumer.stop()
@@ -200,6 +207,11 @@ class WorkerProcess:
             time.sleep(0.1)
         raise TimeoutError("the worker did not start")
 
+    def cpu_seconds(self) -> float:
+        """The worker process's CPU time so far (all its threads), from /proc."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def counters(self) -> tuple[float, float]:
         """(records in, records out to the sink topic), from /metrics."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
@@ -225,15 +237,21 @@ class WorkerProcess:
 
 def worker_throughput(worker: WorkerProcess, count: int, expected_out: int, timeout: float) -> float:
     """Seconds from the worker's first consumed record to its last acknowledged output."""
+    return worker_seconds(worker, count, expected_out, timeout)[0]
+
+
+def worker_seconds(worker: WorkerProcess, count: int, expected_out: int, timeout: float) -> tuple[float, float]:
+    """:func:`worker_throughput`'s seconds, and the worker's CPU seconds over them."""
     deadline = time.monotonic() + timeout
     started = None
+    cpu = 0.0
     while time.monotonic() < deadline:
         n_in, n_out = worker.counters()
         now = time.perf_counter()
         if started is None and n_in > 0:
-            started = now
+            started, cpu = now, worker.cpu_seconds()
         if n_out >= expected_out:
-            return now - (started or now)
+            return now - (started or now), worker.cpu_seconds() - cpu
         if worker.proc.poll() is not None:
             raise RuntimeError("worker exited during the run")
         time.sleep(0.05)
@@ -328,6 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="worker runs per guarantee (default 1)")
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (with its .venv): its worker runs after this one's in every round, same input",
+    )
+    parser.add_argument(
         "--transaction-interval-ms", type=int, default=None, help="exactly_once: worker.transaction_interval_ms"
     )
     args = parser.parse_args(argv)
@@ -377,19 +400,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         del records
         gc.collect()
 
-        seconds = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
-        results["c"] = args.count / seconds
-        print(f"(c) broker ceiling, raw aiokafka pipe:     {results['c']:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
-
         guarantees = ["at_least_once", "exactly_once"] if args.guarantee == "both" else [args.guarantee]
-        plan = [(g, r) for r in range(1, args.rounds + 1) for g in guarantees]
+        codes = ["this"] + (["baseline"] if args.baseline else [])
+        # the two codes alternate which runs first, round by round
+        plan = [
+            (g, r, code) for r in range(1, args.rounds + 1) for g in guarantees for code in codes[:: 1 if r % 2 else -1]
+        ]
         input_total = args.count
         if "exactly_once" in guarantees:
-            job_ids = [f"bench-exactly-once-{r}-{os.getpid()}" for r in range(1, args.rounds + 1)]
+            job_ids = [
+                f"bench-exactly-once-{r}{'-baseline' if code == 'baseline' else ''}-{os.getpid()}"
+                for r in range(1, args.rounds + 1)
+                for code in codes
+            ]
             seconds = asyncio.run(warm_up_transactions(bootstrap, job_ids, args.partitions))
             print(f"transaction coordinator warmed up for the runs' transactional ids ({seconds:.1f}s)", flush=True)
+        ceilings: dict[int, float] = {}
+        pipe_cpu: dict[int, float] = {}  # CPU µs a message
         with tempfile.TemporaryDirectory() as tmp:
-            for guarantee, round_no in plan:
+            for guarantee, round_no, code in plan:
+                if round_no not in ceilings:
+                    seconds, cpu = asyncio.run(raw_pipe(bootstrap, args.count, args.partitions, args.batch_size))
+                    ceilings[round_no] = args.count / seconds
+                    pipe_cpu[round_no] = cpu / args.count * 1e6
+                    results.setdefault("c", ceilings[round_no])
+                    print(
+                        f"(c) broker ceiling, raw aiokafka pipe:     {ceilings[round_no]:>10,.0f} msgs/s  "
+                        f"({seconds:.1f}s, {pipe_cpu[round_no]:.1f} CPU-µs a message; round {round_no})",
+                        flush=True,
+                    )
                 # A fresh consumer group per run: each reads the whole input from the start.
                 run_doc = job_doc(
                     bootstrap,
@@ -398,14 +437,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.fetch_wait_ms,
                     args.processes,
                     guarantee=guarantee,
-                    job_id=f"bench-{guarantee.replace('_', '-')}-{round_no}-{os.getpid()}",
+                    job_id=f"bench-{guarantee.replace('_', '-')}-{round_no}"
+                    f"{'-baseline' if code == 'baseline' else ''}-{os.getpid()}",
                 )
                 if args.transaction_interval_ms is not None:
                     run_doc["worker"]["transaction_interval_ms"] = args.transaction_interval_ms
                 rate = args.latency_rate or int(results.get("rate", 0))
-                run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate)
+                run = run_worker(run_doc, Path(tmp), args, bootstrap, n_out, input_total, rate, code)
                 input_total += run["latency_records"]
-                runs.append({"guarantee": guarantee, "round": round_no, **run})
+                runs.append(
+                    {
+                        "guarantee": guarantee,
+                        "round": round_no,
+                        "code": code,
+                        "c": ceilings[round_no],
+                        "c_cpu_us": pipe_cpu[round_no],
+                        **run,
+                    }
+                )
+                if code == "baseline":
+                    continue
                 results.setdefault("a", run["a"])
                 results.setdefault("rate", run["rate"])
                 results.setdefault("p50", run["p50"])
@@ -432,23 +483,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"targets: (a) >= 50,000 msgs/s: {'met' if a >= 50_000 else 'NOT met'}; "
         f"(a)/(b) >= 0.70: {'met' if a / b >= 0.7 else 'NOT met'} ({a / b:.2f})"
     )
-    if len(runs) > 1:
-        print_guarantees(runs)
+    if args.baseline or args.rounds > 1:
+        print_against_the_pipe(runs, args.baseline)
+    if len(guarantees) > 1:
+        print_guarantees([r for r in runs if r["code"] == "this"])
     print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     return 0
 
 
 def run_worker(
-    doc: dict[str, Any], tmp: Path, args: argparse.Namespace, bootstrap: str, n_out: int, input_total: int, rate: int
+    doc: dict[str, Any],
+    tmp: Path,
+    args: argparse.Namespace,
+    bootstrap: str,
+    n_out: int,
+    input_total: int,
+    rate: int,
+    code: str = "this",
 ) -> dict[str, Any]:
-    """One worker process: its throughput over the input, then its latency at ``rate`` (0: a quarter of it)."""
+    """One worker process (``code``: this checkout's or ``--baseline``'s): its throughput over
+    the input, then its latency at ``rate`` (0: a quarter of it)."""
     guarantee = doc["worker"]["processing_guarantee"]
-    worker = WorkerProcess(doc, tmp)
+    if code == "baseline":
+        base = args.baseline.resolve()
+        worker = WorkerProcess(doc, tmp, python=str(base / ".venv" / "bin" / "python"), cwd=base)
+        guarantee = f"{guarantee}, baseline {base}"
+    else:
+        worker = WorkerProcess(doc, tmp)
     try:
         worker.wait_metrics()
-        seconds = worker_throughput(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
+        seconds, cpu = worker_seconds(worker, args.count, n_out, timeout=max(600.0, args.count / 500))
         a = args.count / seconds
-        print(f"(a) worker, broker to broker, {guarantee}: {a:>10,.0f} msgs/s  ({seconds:.1f}s)", flush=True)
+        cpu_us = cpu / args.count * 1e6
+        print(
+            f"(a) worker, broker to broker, {guarantee}: {a:>10,.0f} msgs/s  "
+            f"({seconds:.1f}s, {cpu_us:.1f} CPU-µs a message)",
+            flush=True,
+        )
         wait_consumed(worker, input_total)  # inputs of earlier latency runs too: start the latency run caught up
         rate = rate or max(100, int(a / 4 // 100 * 100))
         isolation = "read_committed" if guarantee == "exactly_once" else "read_uncommitted"
@@ -459,7 +530,14 @@ def run_worker(
             f"p50 {p50:.0f} ms, p99 {p99:.0f} ms ({len(lat):,} records)",
             flush=True,
         )
-        return {"a": a, "rate": rate, "p50": p50, "p99": p99, "latency_records": int(rate * args.latency_seconds)}
+        return {
+            "a": a,
+            "cpu_us": cpu_us,
+            "rate": rate,
+            "p50": p50,
+            "p99": p99,
+            "latency_records": int(rate * args.latency_seconds),
+        }
     finally:
         code = worker.stop()
         if code != 0:
@@ -493,6 +571,23 @@ def wait_consumed(worker: WorkerProcess, total: int, timeout: float = 300.0) -> 
         if time.monotonic() > deadline:
             raise TimeoutError(f"the worker did not consume all {total:,} input records in {timeout:.0f}s")
         time.sleep(0.1)
+
+
+def print_against_the_pipe(runs: list[dict[str, Any]], baseline: Path | None) -> None:
+    """(a)/(c) per run, against the raw pipe measured at the start of the same round."""
+    print()
+    print("| round | worker | guarantee | (a) msgs/s | (c) msgs/s | (a)/(c) | CPU-µs/msg (a) | (c) |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    for r in runs:
+        who = f"baseline ({baseline})" if r["code"] == "baseline" else "this checkout"
+        print(
+            f"| {r['round']} | {who} | {r['guarantee']} | {r['a']:,.0f} | {r['c']:,.0f} | {r['a'] / r['c']:.2f} "
+            f"| {r['cpu_us']:.1f} | {r['c_cpu_us']:.1f} |"
+        )
+    ours = [r["a"] / r["c"] for r in runs if r["code"] == "this" and r["guarantee"] == "at_least_once"]
+    if ours:
+        verdict = "met" if min(ours) >= 0.75 else "NOT met"
+        print(f"target (a) >= 0.75 x (c): {verdict} ({', '.join(f'{x:.2f}' for x in ours)})")
 
 
 def print_guarantees(runs: list[dict[str, Any]]) -> None:

@@ -91,6 +91,15 @@ def plans_of(format_name: str) -> list[str]:
     return [p for p in _native.PLANS if format_name in p.split(" -> ")]
 
 
+def partitioner() -> Callable[[list[bytes | None], int, int], list[int]] | None:
+    """The extension's batch form of Kafka's default partitioner, ``partitions(keys, n,
+    keyless)`` (murmur2 of every key in one call), or ``None`` when the core is off."""
+    if _native is None or not enabled():
+        return None
+    found: Callable[[list[bytes | None], int, int], list[int]] | None = getattr(_native, "partitions", None)
+    return found
+
+
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
     if _native is None or not enabled() or chain.catalog is not None:
@@ -170,6 +179,16 @@ class NativePlan:
         #: Per variant (a table's op after the transforms): the output topic and header edits.
         self.variants = variants
 
+    def convert_values(
+        self, values: list[bytes | None]
+    ) -> tuple[list[int], list[bytes | None], list[bytes | None], list[int]]:
+        """The plan over a batch's raw values in one call, for hosts that keep their own
+        records (the worker): per value its output count (``-1``: the chain's Python path
+        must process that record), then the outputs' values, keys and variants (indexes
+        into :attr:`variants`), flat and in order."""
+        counts, values_out, keys, variants = self.plan.convert(values)
+        return counts, values_out, keys, variants
+
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
@@ -189,6 +208,12 @@ class NativePlan:
                     out = _edit_headers(out, edits)
                 append(Record(value=values[i], key=keys[i], topic=topic, headers=out))
             start += n
+
+
+def edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]) -> list[tuple[str, bytes]]:
+    """A variant's header edits (see :attr:`NativePlan.variants`) applied to a copy of a
+    source record's headers, for hosts that place the plan's outputs themselves."""
+    return _edit_headers(list(headers), edits)
 
 
 def _edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]) -> list[tuple[str, bytes]]:

@@ -1,10 +1,18 @@
 """Partition choice the way the Java client makes it (murmur2 of the key), so keyed
-output lands where any Kafka producer would put it."""
+output lands where any Kafka producer would put it.
+
+:func:`partition_for` (pure Python) is the reference; :func:`partitions` does a whole
+batch of keys in one call to the native core when it is active (the same hash in Rust,
+``native/src/partition.rs``), else key by key with :func:`partition_for`.
+"""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Any
+
+from cdc_smt.transforms import native
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -51,4 +59,12 @@ def partition_for(key: bytes | None, partitions: int, keyless: int = 0) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-__all__ = ["murmur2", "partition_for"]
+def partitions(keys: Sequence[bytes | None], n: int, keyless: int = 0) -> list[int]:
+    """:func:`partition_for` of every key for a topic of ``n`` partitions, in order."""
+    batch = native.partitioner()
+    if batch is not None:
+        return batch(keys if isinstance(keys, list) else list(keys), n, keyless)
+    return [partition_for(k, n, keyless) for k in keys]
+
+
+__all__ = ["murmur2", "partition_for", "partitions"]

@@ -8,6 +8,7 @@
 
 mod canal;
 mod json;
+mod partition;
 mod values;
 
 use std::collections::HashMap;
@@ -611,5 +612,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps_float, m)?)?;
     m.add_function(wrap_pyfunction!(dumps_str, m)?)?;
     m.add_function(wrap_pyfunction!(zone_offsets, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::murmur2, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::partitions, m)?)?;
     Ok(())
 }
