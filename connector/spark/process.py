@@ -378,6 +378,33 @@ class Task:
                 self._feed_arrow(st, values, np.asarray(positions[start:stop], dtype=np.int64), run.__getitem__)
             start = stop
 
+    def feed_batch(self, batch: pa.RecordBatch) -> None:
+        """An input batch of rows (Kafka columns; file rows add ``file`` and ``position``), in order:
+        each run of one stream's rows goes to the native plan as the batch's own ``value`` array."""
+        values = batch.column(batch.schema.get_field_index("value"))
+        if self.plan.sink.is_kafka or _arrow_extension() is None or values.type not in (pa.binary(), pa.large_binary()):
+            self.feed(*batch_records(batch))
+            return
+        files = "file" in batch.schema.names
+        key_columns = [
+            batch.column(batch.schema.get_field_index(n)) for n in (["file"] if files else ["topic", "partition"])
+        ]
+        positions = batch.column(batch.schema.get_field_index("position" if files else "offset"))
+        for start, stop in _runs(key_columns, batch.num_rows):
+            rows = batch.slice(start, stop - start)
+            key = (
+                key_columns[0][start].as_py()
+                if files
+                else (key_columns[0][start].as_py(), key_columns[1][start].as_py())
+            )
+            record_at = _row_record(rows)
+            st = self.stream(key, record_at(0), positions[start].as_py())
+            if self._arrow_plan(st) is None:
+                self.feed(*batch_records(rows))
+                continue
+            pos = positions.slice(start, stop - start).to_numpy(zero_copy_only=False)
+            self._feed_arrow(st, values.slice(start, stop - start), pos, record_at)
+
     def feed_values(self, key: Any, values: pa.Array, positions: pa.Array, record_at: Callable[[int], Record]) -> None:
         """One stream's message values (a binary Arrow array) in order; ``record_at(i)`` is row ``i``
         as a record, made only for a row the Python path processes (and the last of a run)."""
@@ -570,7 +597,7 @@ def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
                 for row in batch.to_pylist():
                     task.feed_slice(row)
             else:
-                task.feed(*batch_records(batch))
+                task.feed_batch(batch)
         summary = task.finish()
     except BaseException:
         task.abort()
@@ -587,6 +614,24 @@ def _arrow_extension() -> Any:
     import cdc_smt._native as ext
 
     return ext if hasattr(ext, "convert_arrow") else None
+
+
+def _runs(columns: Sequence[pa.Array], n: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each run of rows whose ``columns`` are equal (a null starts a run)."""
+    if not n:
+        return []
+    change = None
+    for column in columns:
+        differs = pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True)
+        change = differs if change is None else pc.or_(change, differs)
+    assert change is not None
+    cuts = [0, *(pc.indices_nonzero(change).to_numpy() + 1).tolist(), n]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def _row_record(rows: pa.RecordBatch) -> Callable[[int], Record]:
+    """Row ``i`` of a batch of rows as the record ``batch_records`` makes of it."""
+    return lambda i: batch_records(rows.slice(i, 1))[1][0]
 
 
 def _line_record(values: pa.Array) -> Callable[[int], Record]:

@@ -12,7 +12,6 @@ malformed messages among them with ``tolerance: all``. Then one real Spark run
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +47,17 @@ def tree(root: Path) -> dict[str, bytes]:
 def run_tasks(tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypatch: pytest.MonkeyPatch, **over: Any):
     """Each file of ``src`` as one task (``run_task`` over its slice row); ``(outputs, summaries)``."""
     from cdc_smt.connector.spark.datasource import list_files
-    from cdc_smt.connector.spark.process import SUMMARY_SCHEMA, TaskPlan, run_task
+    from cdc_smt.connector.spark.process import SUMMARY_SCHEMA, Task, TaskPlan, run_task
 
     monkeypatch.setenv("CDC_SMT_NATIVE", "1" if native_on else "0")
+    arrow_rows = []
+    feed_arrow = Task._feed_arrow
+
+    def counted(self: Any, st: Any, values: Any, *args: Any) -> None:
+        arrow_rows.append(len(values))
+        feed_arrow(self, st, values, *args)
+
+    monkeypatch.setattr(Task, "_feed_arrow", counted)
     job, settings = load(job_path, **over)
     sink = type(settings.sink)(settings.sink.type, str(tmp / "out"))
     dead = type(settings.dead_letters)("jsonl", str(tmp / "out" / "_dead_letters"))
@@ -68,6 +75,8 @@ def run_tasks(tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypa
         (summary,) = list(run_task(plan, iter([batch])))
         assert summary.schema == SUMMARY_SCHEMA
         summaries.extend({k: v for k, v in s.items() if k != "seconds"} for s in summary.to_pylist())
+    # the native run handed every record to the plan as arrays; the Python run none
+    assert sum(arrow_rows) == (sum(s["records"] for s in summaries) if native_on else 0)
     return tree(tmp / "out"), summaries
 
 
@@ -141,19 +150,117 @@ def test_generated_streams_with_malformed_messages(tmp_path_factory, monkeypatch
     assert_same_both_ways(tmp, src, monkeypatch)
 
 
-def test_spark_run_with_the_native_core_equals_the_python_tasks(spark, tmp_path, corpus, monkeypatch):
-    """A real local[2] run (the executors' Python workers use the core unless the suite runs with
-    ``CDC_SMT_NATIVE=0``) writes what the Python path's tasks write."""
+def test_spark_run_native_equals_python(spark, tmp_path, corpus):
+    """Two real local[2] runs over the same files: the executors' Python workers with the core
+    (unless the suite runs with ``CDC_SMT_NATIVE=0``), then with ``CDC_SMT_NATIVE=0`` (Spark hands
+    ``sc.environment`` to the workers it starts for a job): the same files, byte for byte."""
     src = tmp_path / "in"
     corpus_and_bench_inputs(src, corpus)
-    job_path = files_job(tmp_path, src)
-    progress = run(spark, job_path)
-    spark_out = tree(tmp_path / "out")
-    python_out, summaries = run_tasks(tmp_path / "python", job_path, src, native_on=False, monkeypatch=monkeypatch)
-    assert progress.totals.records == sum(s["records"] for s in summaries)
-    assert progress.totals.dead_letters == sum(s["dead_letters"] for s in summaries)
-    # Spark numbers the micro-batches (one file each); the tasks all wrote batch 0
-    renamed = {k.replace("batch=000001", "batch=000000"): v for k, v in spark_out.items()}
-    assert renamed == python_out
-    assert os.environ.get("CDC_SMT_NATIVE", "1") == "0" or native.enabled()
-    assert orjson.loads(python_out["_dead_letters/batch=000000/sub__mixed.canal.jsonl"].splitlines()[0])["error"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    fast_job, slow_job = files_job(tmp_path / "a", src), files_job(tmp_path / "b", src)
+    fast = run(spark, fast_job)
+    env = spark.sparkContext.environment
+    env["CDC_SMT_NATIVE"] = "0"
+    try:
+        slow = run(spark, slow_job)
+    finally:
+        del env["CDC_SMT_NATIVE"]
+    assert fast.totals == slow.totals
+    assert fast.totals.records > 1000 and fast.totals.dead_letters > 0
+    fast_out, slow_out = tree(tmp_path / "a" / "out"), tree(tmp_path / "b" / "out")
+    assert list(fast_out) == list(slow_out)
+    for name in fast_out:
+        assert fast_out[name] == slow_out[name], name
+    assert orjson.loads(fast_out["_dead_letters/batch=000001/sub__mixed.canal.jsonl"].splitlines()[0])["error"]
+
+
+# -- rows in the mapInArrow batches (emit=records: Spark's Kafka source, file rows) ------------------
+
+KAFKA_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestampType", pa.int32()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+    ]
+)
+
+
+def kafka_rows(values: list[bytes | None], partitions: int) -> list[pa.RecordBatch]:
+    """Rows as Spark's Kafka source hands them over: partitions in runs, two batches."""
+    rows = []
+    for p in range(partitions):
+        for i, v in enumerate(values[p::partitions]):
+            rows.append(
+                {"key": b"k%d" % i, "value": v, "topic": "in", "partition": p, "offset": 10 + i,
+                 "timestamp": 1_700_000_000_000_000 + i, "timestampType": 0,
+                 "headers": [{"key": "h", "value": b"%d" % i}] if i % 3 == 0 else None}
+            )  # fmt: skip
+    table = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
+    half = len(rows) // 2 + 1  # a partition's run split across the two batches
+    return [b for b in (table.slice(0, half), table.slice(half)) for b in b.to_batches()]
+
+
+def run_rows(tmp: Path, job_path: Path, batches: list[pa.RecordBatch], *, native_on: bool, monkeypatch, **over: Any):
+    from cdc_smt.connector.spark.process import Task, TaskPlan, run_task
+
+    monkeypatch.setenv("CDC_SMT_NATIVE", "1" if native_on else "0")
+    arrow_rows = []
+    feed_arrow = Task._feed_arrow
+
+    def counted(self: Any, st: Any, values: Any, *args: Any) -> None:
+        arrow_rows.append(len(values))
+        feed_arrow(self, st, values, *args)
+
+    monkeypatch.setattr(Task, "_feed_arrow", counted)
+    job, settings = load(job_path, **over)
+    sink = type(settings.sink)(settings.sink.type, str(tmp / "out"))
+    dead = type(settings.dead_letters)("jsonl", str(tmp / "out" / "_dead_letters"))
+    plan = TaskPlan(job=job, batch_id=0, sink=sink, dead_letters=dead, file_topic="in")
+    (summary,) = list(run_task(plan, iter(batches)))
+    summaries = [{k: v for k, v in s.items() if k != "seconds"} for s in summary.to_pylist()]
+    # the native run handed every row to the plan as arrays; the Python run none
+    assert sum(arrow_rows) == (sum(b.num_rows for b in batches) if native_on else 0)
+    return tree(tmp / "out"), summaries
+
+
+@pytest.mark.parametrize("sink_type", ["jsonl", "parquet"])
+def test_kafka_rows_native_equals_python(tmp_path, monkeypatch, sink_type):
+    values: list[bytes | None] = canal_messages(900, seed=11)
+    for at, bad in zip(range(5, 900, 37), BAD, strict=False):
+        values[at] = bad
+    values[100] = None  # a tombstone
+    batches = kafka_rows(values, 3)
+    job_path = files_job(tmp_path, tmp_path)
+    fast = run_rows(
+        tmp_path / "native", job_path, batches, native_on=True, monkeypatch=monkeypatch, sink_type=sink_type
+    )
+    slow = run_rows(
+        tmp_path / "python", job_path, batches, native_on=False, monkeypatch=monkeypatch, sink_type=sink_type
+    )
+    assert fast == slow
+    assert len(fast[1]) == 3 and sum(s["dead_letters"] for s in fast[1]) >= 10
+    assert any(k.startswith("_dead_letters/") for k in fast[0])
+
+
+def test_file_rows_native_equals_python(tmp_path, monkeypatch):
+    """``emit=records`` file rows: several files' rows in one batch, each a stream."""
+    values = canal_messages(400, seed=12) + BAD
+    rows = [
+        {"key": None, "value": v, "topic": None, "partition": None, "offset": None, "timestamp": None,
+         "timestampType": None, "headers": None, "file": f"/data/f{i % 2}.canal.jsonl", "position": 1 + i // 2}
+        for i, v in enumerate(values)
+    ]  # fmt: skip
+    rows.sort(key=lambda r: r["file"])
+    schema = KAFKA_SCHEMA.append(pa.field("file", pa.string())).append(pa.field("position", pa.int64()))
+    batches = pa.Table.from_pylist(rows, schema=schema).to_batches(max_chunksize=150)
+    job_path = files_job(tmp_path, tmp_path)
+    fast = run_rows(tmp_path / "native", job_path, batches, native_on=True, monkeypatch=monkeypatch)
+    slow = run_rows(tmp_path / "python", job_path, batches, native_on=False, monkeypatch=monkeypatch)
+    assert fast == slow
+    assert [s["stream"] for s in fast[1]] == ["f0.canal", "f1.canal"]
