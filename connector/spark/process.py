@@ -343,7 +343,7 @@ class Task:
 
         if not binary and _arrow_extension() is not None and not self.plan.sink.is_kafka:
             for values, lines in _line_arrays(path):
-                self.feed_values(path, values, lines, _line_record(values))
+                self.feed_lines(path, values, lines)
             return
         positions: list[int] = []
         records: list[Record] = []
@@ -405,18 +405,19 @@ class Task:
             pos = positions.slice(start, stop - start).to_numpy(zero_copy_only=False)
             self._feed_arrow(st, values.slice(start, stop - start), pos, record_at)
 
-    def feed_values(self, key: Any, values: pa.Array, positions: pa.Array, record_at: Callable[[int], Record]) -> None:
-        """One stream's message values (a binary Arrow array) in order; ``record_at(i)`` is row ``i``
-        as a record, made only for a row the Python path processes (and the last of a run)."""
+    def feed_lines(self, path: str, values: pa.Array, lines: pa.Array) -> None:
+        """A block of a JSON Lines file (messages and their line numbers as Arrow arrays), in order;
+        a record (``Record(value=line)``, as ``read_records`` makes it) only for a row Python processes."""
         if not len(values):
             return
-        pos = positions.to_numpy()
-        st = self.stream(key, record_at(0), int(pos[0]))
+        pos = lines.to_numpy()
+        record_at = _line_record(values)
+        st = self.stream(path, record_at(0), int(pos[0]))
         if self._arrow_plan(st) is not None:
             self._feed_arrow(st, values, pos, record_at)
             return
-        for i in range(len(values)):
-            self._feed_one(st, record_at(i), int(pos[i]))
+        for value, line in zip(values.to_pylist(), pos.tolist(), strict=True):
+            self._feed_one(st, Record(value=value), line)
 
     def _feed_one(self, st: Stream, record: Record, pos: int) -> None:
         if st.committed:

@@ -44,7 +44,10 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def run_tasks(tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypatch: pytest.MonkeyPatch, **over: Any):
+def run_tasks(
+    tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypatch: pytest.MonkeyPatch, planned: bool = True,
+    **over: Any,
+):  # fmt: skip
     """Each file of ``src`` as one task (``run_task`` over its slice row); ``(outputs, summaries)``."""
     from cdc_smt.connector.spark.datasource import list_files
     from cdc_smt.connector.spark.process import SUMMARY_SCHEMA, Task, TaskPlan, run_task
@@ -65,7 +68,7 @@ def run_tasks(tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypa
     summaries = []
     for path in list_files(str(src)):
         chain = job.build_chain()
-        assert (chain.native is not None) is native_on
+        assert (chain.native is not None) is (native_on and planned)
         row = {"topic": None, "partition": None, "start": None, "end": None, "file": path}
         row["binary"] = settings.source.type == "avro"
         batch = pa.RecordBatch.from_pylist([row], schema=pa.schema(
@@ -76,13 +79,16 @@ def run_tasks(tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypa
         assert summary.schema == SUMMARY_SCHEMA
         summaries.extend({k: v for k, v in s.items() if k != "seconds"} for s in summary.to_pylist())
     # the native run handed every record to the plan as arrays; the Python run none
-    assert sum(arrow_rows) == (sum(s["records"] for s in summaries) if native_on else 0)
+    assert sum(arrow_rows) == (sum(s["records"] for s in summaries) if native_on and planned else 0)
     return tree(tmp / "out"), summaries
 
 
-def assert_same_both_ways(tmp: Path, src: Path, monkeypatch: pytest.MonkeyPatch, **over: Any) -> dict[str, bytes]:
-    job_path = files_job(tmp, src)
-    fast = run_tasks(tmp / "native", job_path, src, native_on=True, monkeypatch=monkeypatch, **over)
+def assert_same_both_ways(
+    tmp: Path, src: Path, monkeypatch: pytest.MonkeyPatch, job: dict[str, Any] | None = None, **over: Any
+) -> dict[str, bytes]:
+    job_path = files_job(tmp, src, **(job or {}))
+    planned = job is None
+    fast = run_tasks(tmp / "native", job_path, src, native_on=True, monkeypatch=monkeypatch, planned=planned, **over)
     slow = run_tasks(tmp / "python", job_path, src, native_on=False, monkeypatch=monkeypatch, **over)
     assert fast[1] == slow[1]
     assert list(fast[0]) == list(slow[0])
@@ -109,6 +115,14 @@ def test_files_to_files_native_equals_python(tmp_path, corpus, monkeypatch, sink
     out = assert_same_both_ways(tmp_path, src, monkeypatch, sink_type=sink_type)
     assert any(name.startswith("_dead_letters/") for name in out)  # the malformed ones
     assert sum(len(v) for k, v in out.items() if not k.startswith("_")) > 100_000
+
+
+def test_a_chain_without_a_plan_reads_its_lines_alike(tmp_path, corpus, monkeypatch):
+    """canal-json -> canal-json has no native plan: the lines read as arrays go through the chain."""
+    src = tmp_path / "in"
+    corpus_and_bench_inputs(src, corpus)
+    out = assert_same_both_ways(tmp_path, src, monkeypatch, job={"sink": {"format": "canal-json"}})
+    assert any(name.startswith("_dead_letters/") for name in out)
 
 
 def test_avro_container_source_native_equals_python(tmp_path, monkeypatch):
