@@ -577,6 +577,40 @@ class Task:
             "seconds": time.perf_counter() - st.started,
         }
 
+    # -- the mapInArrow loop (kafkasink's RowsTask hands rows back as it goes) -------------------
+    def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Every input batch (slice descriptors, or rows) in order, then the summary; sinks aborted
+        on any failure."""
+        tune_allocator()  # in the executor's Python worker; repeating it is harmless
+        try:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                if "start" in batch.schema.names:
+                    for row in batch.to_pylist():
+                        yield from self.slice_rows(row)
+                else:
+                    self.feed_batch(batch)
+                    yield from self.output()
+            summary = self.finish()
+            yield from self.output()
+        except BaseException:
+            self.abort()
+            raise
+        yield self.summary_rows(summary)
+
+    def slice_rows(self, row: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
+        """Feed one slice; the rows to hand back meanwhile (none: the sinks write themselves)."""
+        self.feed_slice(row)
+        return iter(self.output())
+
+    def output(self) -> Iterable[pa.RecordBatch]:
+        """Rows for Spark produced since the last call (none: the sinks write themselves)."""
+        return ()
+
+    def summary_rows(self, summary: pa.RecordBatch) -> pa.RecordBatch:
+        return summary
+
     def abort(self) -> None:
         for st in self.streams.values():
             for sink in {id(st.outputs): st.outputs, id(st.dead_letters): st.dead_letters}.values():
@@ -588,22 +622,7 @@ class Task:
 
 def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` body: every input row through its stream's chain into the sinks."""
-    tune_allocator()  # in the executor's Python worker; repeating it is harmless
-    task = Task(plan)
-    try:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            if "start" in batch.schema.names:
-                for row in batch.to_pylist():
-                    task.feed_slice(row)
-            else:
-                task.feed_batch(batch)
-        summary = task.finish()
-    except BaseException:
-        task.abort()
-        raise
-    yield summary
+    yield from Task(plan).run(batches)
 
 
 def _arrow_extension() -> Any:
