@@ -10,6 +10,14 @@ Per record it does what the worker does (:class:`connector.worker.pipeline.Conve
 ``sink.topic`` with ``{source_topic}``; the source timestamp is kept; Kafka
 partitions follow the key (see :mod:`connector.spark.sinks`).
 
+With file sinks and a chain the native core has a plan for, a task hands the
+rows to Rust as Arrow arrays (``_native.convert_arrow``: JSON Lines read by
+``split_lines``, row batches' own ``value`` column) and writes each run of
+converted rows as one array, so no Python object is made per row; a message the
+plan leaves to Python goes through ``chain.process`` in its place, so dead
+letters, stream state and output order are the Python path's. Kafka sinks and
+``CDC_SMT_NATIVE=0`` keep one ``chain.process`` per record.
+
 State across micro-batches. A task sees only its slice, so before the first
 record of a Kafka slice at offset ``s`` the chain is warmed up, outputs
 discarded:
