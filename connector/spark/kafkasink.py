@@ -40,9 +40,7 @@ from cdc_smt.connector.spark.process import (
     _connection,
     _path,
     _to_records,
-    batch_records,
 )
-from cdc_smt.connector.tuning import tune_allocator
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
@@ -150,6 +148,12 @@ class RowsTask(Task):
             return self.rows, self.rows
         return self.rows, DeadLetterFiles(_path(plan.dead_letters, "dead_letters"), plan.batch_id, name)
 
+    def output(self) -> list[pa.RecordBatch]:
+        return self.rows.take()
+
+    def summary_rows(self, summary: pa.RecordBatch) -> pa.RecordBatch:
+        return summary_rows(summary)
+
     def slice_rows(self, row: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
         """Feed one slice, handing over output rows after every chunk read (a slice may be large)."""
         if row["file"] is not None:
@@ -166,24 +170,7 @@ class RowsTask(Task):
 
 def run_rows_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` body for this sink: output rows as they come, then one summary row per stream."""
-    tune_allocator()
-    task = RowsTask(plan)
-    try:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            if "start" in batch.schema.names:
-                for row in batch.to_pylist():
-                    yield from task.slice_rows(row)
-            else:
-                task.feed(*batch_records(batch))
-                yield from task.rows.take()
-        summary = task.finish()
-        yield from task.rows.take()
-    except BaseException:
-        task.abort()
-        raise
-    yield summary_rows(summary)
+    yield from RowsTask(plan).run(batches)
 
 
 def summary_rows(summary: pa.RecordBatch) -> pa.RecordBatch:

@@ -10,6 +10,14 @@ Per record it does what the worker does (:class:`connector.worker.pipeline.Conve
 ``sink.topic`` with ``{source_topic}``; the source timestamp is kept; Kafka
 partitions follow the key (see :mod:`connector.spark.sinks`).
 
+With file sinks and a chain the native core has a plan for, a task hands the
+rows to Rust as Arrow arrays (``_native.convert_arrow``: JSON Lines read by
+``split_lines``, row batches' own ``value`` column) and writes each run of
+converted rows as one array, so no Python object is made per row; a message the
+plan leaves to Python goes through ``chain.process`` in its place, so dead
+letters, stream state and output order are the Python path's. Kafka sinks and
+``CDC_SMT_NATIVE=0`` keep one ``chain.process`` per record.
+
 State across micro-batches. A task sees only its slice, so before the first
 record of a Kafka slice at offset ``s`` the chain is warmed up, outputs
 discarded:
@@ -29,12 +37,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_smt.connector.spark.kafkaio import DEFAULT_RETRY_S, KafkaRangeError, KafkaSession, TopicPartition
 from cdc_smt.connector.spark.settings import SinkSpec
@@ -47,6 +57,8 @@ log = logging.getLogger("cdc_smt.backfill")
 
 #: Records read and fed at a time when a task reads its slice itself.
 CHUNK = 10_000
+#: Bytes of a JSON Lines file read at a time on the Arrow path (whole lines are fed).
+BLOCK_BYTES = 8 << 20
 #: Marks the one-line reason a task stopped, so the driver can show it without the JVM trace.
 HALT_MARK = "CDC-SMT-HALT:"
 
@@ -337,6 +349,10 @@ class Task:
     def _feed_file(self, path: str, binary: bool) -> None:
         from cdc_smt.connector.framing import read_records
 
+        if not binary and _arrow_extension() is not None and not self.plan.sink.is_kafka:
+            for values, lines in _line_arrays(path):
+                self.feed_lines(path, values, lines)
+            return
         positions: list[int] = []
         records: list[Record] = []
         for pos, record in read_records(path, binary):
@@ -350,27 +366,151 @@ class Task:
 
     # -- records -------------------------------------------------------------------------
     def feed(self, keys: Sequence[Any], records: Sequence[Record], positions: Sequence[int]) -> None:
-        st: Stream | None = None
-        current = object()
-        for key, record, pos in zip(keys, records, positions, strict=True):
-            if key != current:
-                st, current = self.stream(key, record, pos), key
-            assert st is not None
-            if st.committed:
+        """Records in order, each through its stream's chain (runs of one stream on the Arrow path)."""
+        if len(keys) != len(records) or len(records) != len(positions):
+            raise ValueError("keys, records and positions differ in length")
+        start = 0
+        n = len(records)
+        while start < n:
+            key = keys[start]
+            stop = start + 1
+            while stop < n and keys[stop] == key:
+                stop += 1
+            st = self.stream(key, records[start], positions[start])
+            run = records[start:stop]
+            values = self._arrow_values(st, run)
+            if values is None:
+                for record, pos in zip(run, positions[start:stop], strict=True):
+                    self._feed_one(st, record, pos)
+            else:
+                self._feed_arrow(st, values, np.asarray(positions[start:stop], dtype=np.int64), run.__getitem__)
+            start = stop
+
+    def feed_batch(self, batch: pa.RecordBatch) -> None:
+        """An input batch of rows (Kafka columns; file rows add ``file`` and ``position``), in order:
+        each run of one stream's rows goes to the native plan as the batch's own ``value`` array."""
+        values = batch.column(batch.schema.get_field_index("value"))
+        if self.plan.sink.is_kafka or _arrow_extension() is None or values.type not in (pa.binary(), pa.large_binary()):
+            self.feed(*batch_records(batch))
+            return
+        files = "file" in batch.schema.names
+        key_columns = [
+            batch.column(batch.schema.get_field_index(n)) for n in (["file"] if files else ["topic", "partition"])
+        ]
+        positions = batch.column(batch.schema.get_field_index("position" if files else "offset"))
+        for start, stop in _runs(key_columns, batch.num_rows):
+            rows = batch.slice(start, stop - start)
+            key = (
+                key_columns[0][start].as_py()
+                if files
+                else (key_columns[0][start].as_py(), key_columns[1][start].as_py())
+            )
+            record_at = _row_record(rows)
+            st = self.stream(key, record_at(0), positions[start].as_py())
+            if self._arrow_plan(st) is None:
+                self.feed(*batch_records(rows))
                 continue
-            if st.first < 0:
-                st.first = pos
-            st.last = pos
-            st.records += 1
-            st.last_timestamp = record.timestamp
-            st.last_partition = record.partition or 0
-            try:
-                result = st.chain.process(record)
-            except ChainHalted as halted:
-                raise BackfillHalted(self._where(st, record, pos), halted.dead_letter) from None
-            self._emit(st, result, record, pos)
-            if st.final_offset is not None and pos == st.final_offset:
-                self._flush(st, record, pos)
+            pos = positions.slice(start, stop - start).to_numpy(zero_copy_only=False)
+            self._feed_arrow(st, values.slice(start, stop - start), pos, record_at)
+
+    def feed_lines(self, path: str, values: pa.Array, lines: pa.Array) -> None:
+        """A block of a JSON Lines file (messages and their line numbers as Arrow arrays), in order;
+        a record (``Record(value=line)``, as ``read_records`` makes it) only for a row Python processes."""
+        if not len(values):
+            return
+        pos = lines.to_numpy()
+        record_at = _line_record(values)
+        st = self.stream(path, record_at(0), int(pos[0]))
+        if self._arrow_plan(st) is not None:
+            self._feed_arrow(st, values, pos, record_at)
+            return
+        for value, line in zip(values.to_pylist(), pos.tolist(), strict=True):
+            self._feed_one(st, Record(value=value), line)
+
+    def _feed_one(self, st: Stream, record: Record, pos: int) -> None:
+        if st.committed:
+            return
+        if st.first < 0:
+            st.first = pos
+        st.last = pos
+        st.records += 1
+        st.last_timestamp = record.timestamp
+        st.last_partition = record.partition or 0
+        try:
+            result = st.chain.process(record)
+        except ChainHalted as halted:
+            raise BackfillHalted(self._where(st, record, pos), halted.dead_letter) from None
+        self._emit(st, result, record, pos)
+        if st.final_offset is not None and pos == st.final_offset:
+            self._flush(st, record, pos)
+
+    # -- the native plan over Arrow arrays ----------------------------------------------
+    def _arrow_plan(self, st: Stream) -> Any:
+        """The stream's native plan when its outputs go to files as Arrow arrays, else ``None``."""
+        if st.committed or self.plan.sink.is_kafka or st.chain.native is None or _arrow_extension() is None:
+            return None
+        return st.chain.native
+
+    def _arrow_values(self, st: Stream, records: Sequence[Record]) -> pa.Array | None:
+        """The records' values as a binary array when the stream takes the Arrow path."""
+        if self._arrow_plan(st) is None or not all(r.value is None or type(r.value) is bytes for r in records):
+            return None
+        return pa.array([r.value for r in records], pa.binary())
+
+    def _feed_arrow(
+        self, st: Stream, values: pa.Array, positions: np.ndarray, record_at: Callable[[int], Record]
+    ) -> None:
+        """Rows of one stream through its native plan in one call; runs of handled rows go to the
+        sink as Arrow arrays, a row the plan leaves to Python goes through ``_feed_one`` in its place."""
+        native, ext = self._arrow_plan(st), _arrow_extension()
+        assert native is not None and ext is not None  # the caller checked (_arrow_plan)
+        counts, out_values, _keys, variants = (pa.array(a) for a in ext.convert_arrow(native.plan, values))
+        topics = pa.array([topic or self.sink_topic(st.source_topic) for topic, _ in native.variants], pa.string())
+        n = len(values)
+        per_row = counts.to_numpy()
+        ends = np.cumsum(np.maximum(per_row, 0))  # outputs up to and including each row
+        breaks = set(np.flatnonzero(per_row < 0).tolist())
+        if st.final_offset is not None:  # the row to flush after ends a run
+            breaks.update((np.flatnonzero(positions == st.final_offset) + 1).tolist())
+        start = 0
+        for stop in sorted({*breaks, n}):
+            if stop > start:
+                first_out = int(ends[start - 1]) if start else 0
+                last = record_at(stop - 1)
+                self._native_run(
+                    st, positions[start], positions[stop - 1], stop - start, last,
+                    out_values.slice(first_out, int(ends[stop - 1]) - first_out),
+                    variants.slice(first_out, int(ends[stop - 1]) - first_out), topics,
+                )  # fmt: skip
+            if stop < n and per_row[stop] < 0:
+                self._feed_one(st, record_at(stop), int(positions[stop]))
+                start = stop + 1
+            else:
+                start = stop
+
+    def _native_run(
+        self, st: Stream, first: int, last: int, rows: int, record: Record, values: pa.Array, variants: pa.Array,
+        topics: pa.Array,
+    ) -> None:  # fmt: skip
+        """Book ``rows`` converted rows (positions ``first``..``last``, the last one ``record``) and
+        write their outputs: each output topic's values in order, as one array."""
+        if st.first < 0:
+            st.first = int(first)
+        st.last = int(last)
+        st.records += rows
+        st.last_timestamp = record.timestamp
+        st.last_partition = record.partition or 0
+        if len(values):
+            out_topics = pc.take(topics, variants)
+            names = pc.unique(out_topics)
+            if len(names) == 1:
+                st.outputs.extend(names[0].as_py(), values)
+            else:
+                for name in names.to_pylist():
+                    st.outputs.extend(name, values.filter(pc.equal(out_topics, name)))
+            st.written += len(values)
+        if st.final_offset is not None and last == st.final_offset:
+            self._flush(st, record, int(last))
 
     def _emit(self, st: Stream, result: ChainResult, record: Record, pos: int) -> None:
         ts, sp = record.timestamp, record.partition or 0
@@ -445,6 +585,40 @@ class Task:
             "seconds": time.perf_counter() - st.started,
         }
 
+    # -- the mapInArrow loop (kafkasink's RowsTask hands rows back as it goes) -------------------
+    def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Every input batch (slice descriptors, or rows) in order, then the summary; sinks aborted
+        on any failure."""
+        tune_allocator()  # in the executor's Python worker; repeating it is harmless
+        try:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                if "start" in batch.schema.names:
+                    for row in batch.to_pylist():
+                        yield from self.slice_rows(row)
+                else:
+                    self.feed_batch(batch)
+                    yield from self.output()
+            summary = self.finish()
+            yield from self.output()
+        except BaseException:
+            self.abort()
+            raise
+        yield self.summary_rows(summary)
+
+    def slice_rows(self, row: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
+        """Feed one slice; the rows to hand back meanwhile (none: the sinks write themselves)."""
+        self.feed_slice(row)
+        return iter(self.output())
+
+    def output(self) -> Iterable[pa.RecordBatch]:
+        """Rows for Spark produced since the last call (none: the sinks write themselves)."""
+        return ()
+
+    def summary_rows(self, summary: pa.RecordBatch) -> pa.RecordBatch:
+        return summary
+
     def abort(self) -> None:
         for st in self.streams.values():
             for sink in {id(st.outputs): st.outputs, id(st.dead_letters): st.dead_letters}.values():
@@ -456,22 +630,68 @@ class Task:
 
 def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` body: every input row through its stream's chain into the sinks."""
-    tune_allocator()  # in the executor's Python worker; repeating it is harmless
-    task = Task(plan)
+    yield from Task(plan).run(batches)
+
+
+def _arrow_extension() -> Any:
+    """The native core when it is on and has the Arrow entry points, else ``None`` (today's path)."""
+    from cdc_smt.transforms import native
+
+    if not native.enabled():
+        return None
+    import cdc_smt._native as ext
+
+    return ext if hasattr(ext, "convert_arrow") else None
+
+
+def _runs(columns: Sequence[pa.Array], n: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each run of rows whose ``columns`` are equal (a null starts a run)."""
+    if not n:
+        return []
+    change = None
+    for column in columns:
+        differs = pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True)
+        change = differs if change is None else pc.or_(change, differs)
+    assert change is not None
+    cuts = [0, *(pc.indices_nonzero(change).to_numpy() + 1).tolist(), n]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
+def _row_record(rows: pa.RecordBatch) -> Callable[[int], Record]:
+    """Row ``i`` of a batch of rows as the record ``batch_records`` makes of it."""
+    return lambda i: batch_records(rows.slice(i, 1))[1][0]
+
+
+def _line_record(values: pa.Array) -> Callable[[int], Record]:
+    """Row ``i`` of a JSON Lines array as the record ``read_records`` makes of it."""
+    return lambda i: Record(value=values[i].as_py())
+
+
+def _line_arrays(path: str) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """A JSON Lines file's messages and line numbers as Arrow arrays, read a block of whole lines
+    at a time (what :func:`connector.framing.read_lines` gives, without a Python object per line)."""
+    from cdc_smt.connector.framing import FramingError
+
+    split = _arrow_extension().split_lines
     try:
-        for batch in batches:
-            if not batch.num_rows:
+        stream = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise FramingError(f"cannot open {path!r}: {exc.strerror}") from None
+    carry, line = b"", 1
+    with stream:
+        while True:
+            block = stream.read(BLOCK_BYTES)
+            data = carry + block if carry else block
+            end = len(data) if not block else data.rfind(b"\n") + 1
+            if block and not end:  # no line end yet: read on
+                carry = data
                 continue
-            if "start" in batch.schema.names:
-                for row in batch.to_pylist():
-                    task.feed_slice(row)
-            else:
-                task.feed(*batch_records(batch))
-        summary = task.finish()
-    except BaseException:
-        task.abort()
-        raise
-    yield summary
+            values, lines, line = split(data, end, line)
+            carry = data[end:]
+            if len(values):
+                yield pa.array(values), pa.array(lines)
+            if not block:
+                return
 
 
 def _to_records(tp: TopicPartition, chunks: Iterable[list[Any]]) -> list[Record]:

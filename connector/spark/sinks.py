@@ -117,6 +117,20 @@ class JsonLinesWriter(_AtomicFile):
         if out:
             self._file.write(b"\n".join(out) + b"\n")
 
+    def write_arrow(self, values: Any) -> None:
+        """``write`` of a binary Arrow array, joined by Arrow (no Python object per value)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.tombstones += values.null_count
+        values = values.drop_null() if values.null_count else values
+        if len(values):
+            lines = pa.LargeListArray.from_arrays(
+                pa.array([0, len(values)], pa.int64()), values.cast(pa.large_binary())
+            )
+            self._file.write(pc.binary_join(lines, pa.scalar(b"\n", pa.large_binary()))[0].as_buffer())
+            self._file.write(b"\n")
+
     def commit(self) -> None:
         self._file.close()
         super().commit()
@@ -250,16 +264,38 @@ class FileOutput:
         if len(pending) >= PARQUET_CHUNK:
             self._drain(topic)
 
-    def _drain(self, topic: str) -> None:
-        values = self._pending.pop(topic, None)
-        if not values:
+    def extend(self, topic: str, values: Any) -> None:
+        """``add`` of each value of a binary Arrow array, in order, with the same files and row groups."""
+        if not len(values):
             return
+        if self.kind != "parquet":  # JSON Lines: how values are chunked does not show in the file
+            self._drain(topic)
+            writer = self._writer(topic)
+            assert isinstance(writer, JsonLinesWriter)
+            writer.write_arrow(values)
+            return
+        pending = self._pending.setdefault(topic, [])
+        pending.extend(values.to_pylist())
+        while len(pending) >= PARQUET_CHUNK:
+            self._pending[topic] = pending[:PARQUET_CHUNK]
+            self._drain(topic)
+            pending = self._pending[topic] = pending[PARQUET_CHUNK:]
+        if not pending:
+            del self._pending[topic]
+
+    def _writer(self, topic: str) -> JsonLinesWriter | ParquetWriter:
         writer = self._writers.get(topic)
         if writer is None:
             ext = "parquet" if self.kind == "parquet" else "jsonl"
             path = batch_dir(self.root, topic, self.batch_id) / f"{safe_name(self.stream)}.{ext}"
             writer = self._writers[topic] = ParquetWriter(path) if self.kind == "parquet" else JsonLinesWriter(path)
-        writer.write(values)
+        return writer
+
+    def _drain(self, topic: str) -> None:
+        values = self._pending.pop(topic, None)
+        if not values:
+            return
+        self._writer(topic).write(values)
 
     @property
     def tombstones(self) -> int:

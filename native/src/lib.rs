@@ -6,6 +6,7 @@
 //! (``None``), and the Python path then processes exactly that message (so
 //! dead letters are the Python path's own).
 
+mod arrow;
 mod canal;
 mod json;
 mod partition;
@@ -614,5 +615,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zone_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(partition::murmur2, m)?)?;
     m.add_function(wrap_pyfunction!(partition::partitions, m)?)?;
+    m.add_class::<arrow::ArrowArray>()?;
+    m.add_function(wrap_pyfunction!(arrow::convert_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::split_lines, m)?)?;
     Ok(())
 }
