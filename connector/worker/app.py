@@ -9,9 +9,8 @@ path (Message -> Event -> Stream, per-message ack and task hops) costs around
 replaces the fetch loop so each fetched partition batch goes straight to
 :class:`~connector.worker.pipeline.Pipeline` (decode, chain, encode, batch
 produce), and supplies the commit offsets from the pipeline's ack tracking.
-Other topics (table changelogs) still take Faust's normal path. Faust's
-consumer service runs on the worker's own event loop, not in a thread of its
-own, and gets the fetch settings Faust does not expose (see
+Other topics (table changelogs) still take Faust's normal path. Its consumer
+thread also gets the fetch settings Faust does not expose (see
 :class:`CdcConsumerThread`).
 
 Delivery guarantee (``worker.processing_guarantee``): at-least-once by default;
@@ -56,17 +55,7 @@ EXIT_FAILED = 1
 
 
 class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
-    """Faust's consumer "thread", run on the worker's own event loop, with the fetch settings
-    Faust does not expose.
-
-    Faust runs its aiokafka consumer in a thread of its own and hands each
-    fetch over to the worker's loop. On two busy cores that hop costs more
-    than the conversion: both threads share one interpreter lock, a fetch
-    response waits for the converting thread to give it up (up to the 5 ms
-    switch interval), and the records wait again for the loop to wake. Here
-    the consumer's service runs as tasks of the worker's loop instead (mode's
-    method queue included, so every Faust call into it keeps its order and
-    semantics), and a fetch is a coroutine call away from the conversion.
+    """Faust's consumer thread with the fetch settings Faust does not expose.
 
     Faust hard-codes ``fetch_max_wait_ms=1500``. aiokafka keeps one fetch in
     flight per broker, so a long poll for partitions that are caught up holds
@@ -74,25 +63,6 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     each time a partition runs dry. The job's ``consumer.fetch_max_wait_ms``
     (default 5) bounds that.
     """
-
-    def __init__(self, consumer: Any, *, loop: asyncio.AbstractEventLoop | None = None, **kwargs: Any) -> None:
-        loop = loop or asyncio.get_event_loop_policy().get_event_loop()
-        super().__init__(consumer, loop=loop, thread_loop=loop, **kwargs)
-
-    async def start(self) -> None:
-        """Serve on this loop (mode would start a thread running a loop of its own)."""
-        assert not self._thread_started.is_set()
-        self._thread_started.set()
-        self._thread_running = asyncio.Future(loop=self.parent_loop)
-        self._serving = asyncio.ensure_future(self._serve())
-        try:
-            if not self.should_stop:
-                await self._thread_running  # set once started; raises what start-up raised
-        finally:
-            self._thread_running = None
-
-    async def _gather_remaining_tasks(self) -> None:
-        """mode sweeps every task of the thread's loop here: this loop is the worker's own."""
 
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
@@ -113,14 +83,6 @@ class CdcConsumer(faust_aiokafka.Consumer):
 
     def _new_consumer_thread(self) -> CdcConsumerThread:
         return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
-
-    async def _getmany(self, active_partitions: Any, timeout: float) -> Any:
-        """Fetch directly: the consumer service shares this loop, so the call needs no queue."""
-        thread = self._thread
-        consumer = thread._ensure_consumer()
-        return await thread._fetch_records(
-            consumer, active_partitions, timeout=timeout, max_records=consumer._max_poll_records
-        )
 
     async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - exercised by the integration tests
         pipeline = self.pipeline
