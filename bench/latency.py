@@ -424,7 +424,6 @@ class ProbedWorker(WorkerProcess):
                 "json",
             ],
             cwd=ROOT,
-            env={**os.environ, "CDC_SMT_EXP_THREAD": "0"},
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
         )
