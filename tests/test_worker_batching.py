@@ -40,7 +40,7 @@ def test_a_backlog_grows_the_step_to_batch_size() -> None:
         sizes += [len(chunk) for _, chunk in steps(sizer, fetch(2000, 2000, 2000, 2000))]
     assert sizes[0] == MIN_STEP  # the first outputs go out after a small step ...
     assert sizer.step == 2000  # ... then the steps grow to worker.batch_size
-    assert sizer.behind  # produce batches may linger to share requests
+    assert sizer.behind  # the worker knows it is working off a backlog
     assert sizer.stats.at_least(1024) > len(sizes) // 2
     assert sizer.stats.records == 80_000
 
