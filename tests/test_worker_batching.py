@@ -132,3 +132,16 @@ def test_no_record_joins_a_batch_the_producer_took_or_that_is_full() -> None:
         assert pipeline._join_open_batches({("out", 0): rows(2)}) == {("out", 0): 0}
 
     asyncio.run(go())
+
+
+def test_an_acknowledged_batch_is_let_go() -> None:
+    async def go() -> None:
+        builder = BatchBuilder(1_000_000, 0)
+        fut = asyncio.get_running_loop().create_future()
+        pipeline = pipeline_with_open_batch(builder, fut)
+        pipeline._close_open_batch(("out", 0), BatchBuilder(1_000_000, 0), fut)  # another batch's ack
+        assert ("out", 0) in pipeline.open_batches
+        pipeline._close_open_batch(("out", 0), builder, fut)
+        assert ("out", 0) not in pipeline.open_batches
+
+    asyncio.run(go())

@@ -449,6 +449,13 @@ class Pipeline:
             fut = await producer.send_batch(builder, topic, partition=p)
             self.open_batches[(topic, p)] = (builder, fut)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
+            fut.add_done_callback(partial(self._close_open_batch, (topic, p), builder))
+
+    def _close_open_batch(self, key: tuple[str, int], builder: Any, _: asyncio.Future) -> None:
+        """An acknowledged batch takes no more records: let it go (it holds its encoded bytes)."""
+        entry = self.open_batches.get(key)
+        if entry is not None and entry[0] is builder:
+            del self.open_batches[key]
 
     def _join_open_batches(self, groups: dict) -> dict[tuple[str, int], int]:
         """Append each group's leading rows to its partition's open batch while it takes them;
