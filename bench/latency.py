@@ -21,9 +21,12 @@ silently lowers the rate (no coordinated omission). Latency = arrival at the
 consumer minus scheduled send. Percentiles come from a log-bucketed histogram
 (HDR-style: ~1 % relative precision at every scale).
 
-The floor and the worker run interleaved in the same minute, so load from
-anything else on the machine hits both: compare the worker to the floor,
-not to absolute figures measured on another day.
+The floor and the worker run interleaved in the same minute, and with
+``--baseline`` both workers stay up and each rate runs floor, worker, floor,
+baseline in turn, so load from anything else on the machine hits all of them
+alike: compare the worker to the floor and to the baseline, not to absolute
+figures measured on another day. ``--stages`` times each stage inside this
+checkout's worker (:func:`install_probe`).
 """
 
 from __future__ import annotations
@@ -230,6 +233,13 @@ def plot(path: Path, curve: list[tuple[int, Histogram, Histogram]]) -> None:
     print(f"plot: {path}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux ``/proc``): the worker's cost, which load
+    from other processes does not change the way it changes latency."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def consumer_lag(worker: WorkerProcess) -> float:
     """The worker's own lag (records behind the high watermarks), from /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{worker.port}/metrics", timeout=5) as resp:
@@ -256,7 +266,10 @@ class Variant:
     source: str
     sink: str
     max_rate: float = 0.0
+    produced: int = 0  # records produced to its source so far (one output each)
     curve: list[tuple[int, float, Histogram, Histogram]] = field(default_factory=list)
+    stages: list[str] = field(default_factory=list)
+    cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
 
 
 async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: list[Any], sink: str) -> None:
@@ -265,7 +278,193 @@ async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: 
         await K.produce_records(bootstrap, topic, records[start : start + 50_000])
 
 
+# -- stage probe (bench only: patched into a worker process started by --stages) -------------
+STAGES = ("fetched", "loop", "enqueued", "acked")
+#: Garbage-collector pauses by generation, timed by the probe too (ms each).
+GC_PAUSES = ("gc0", "gc1", "gc2")
+PROBE_ENV = "BENCH_LATENCY_PROBE"
+
+
+def _sent_ns(rec: Any) -> int | None:
+    """The bench's scheduled send time of a fetched record (None: not a bench record)."""
+    for k, v in rec.headers or ():
+        if k == SENT_HEADER:
+            return int(v)
+    return None
+
+
+def install_probe(out_path: str) -> None:
+    """Wrap the worker's stage boundaries to histogram each stage's time since the scheduled send:
+    *fetched* (aiokafka returned it, in whatever thread fetches), *loop* (the worker's loop has it),
+    *enqueued* (converted and handed to the producer), *acked* (its output acknowledged). The
+    first record of each partition batch is sampled. Written as JSON to ``out_path`` at exit."""
+    import gc
+    import json
+    import signal
+    import threading
+
+    from cdc_smt.connector.worker import app as worker_app
+    from cdc_smt.connector.worker import pipeline as worker_pipeline
+
+    hists = {s: Histogram() for s in STAGES + GC_PAUSES}
+    fetches = {"data": 0, "empty": 0}
+    lock = threading.Lock()
+    flight_sent: dict[int, int] = {}  # InFlight has slots: its sampled send time, by id
+
+    def note(stage: str, sent: int | None, now: int | None = None) -> None:
+        if sent is not None:
+            with lock:
+                hists[stage].record(((now or time.time_ns()) - sent) / 1e6)
+
+    def note_records(stage: str, records: Any) -> None:
+        now = time.time_ns()
+        for recs in records.values():
+            if recs:
+                note(stage, _sent_ns(recs[0]), now)
+
+    gc_started = [0]
+
+    def gc_pause(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started[0] = time.perf_counter_ns()
+        else:
+            with lock:
+                hists[f"gc{info['generation']}"].record((time.perf_counter_ns() - gc_started[0]) / 1e6)
+
+    gc.callbacks.append(gc_pause)
+
+    thread_cls = worker_app.CdcConsumerThread
+    fetch_records = thread_cls._fetch_records
+
+    async def probed_fetch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        records = await fetch_records(self, *args, **kwargs)
+        fetches["data" if records else "empty"] += 1
+        note_records("fetched", records)
+        return records
+
+    thread_cls._fetch_records = probed_fetch  # type: ignore[method-assign]
+
+    consumer_cls = worker_app.CdcConsumer
+    wait_next = consumer_cls._wait_next_records
+
+    async def probed_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        records, active = await wait_next(self, *args, **kwargs)
+        if records:
+            note_records("loop", records)
+        return records, active
+
+    consumer_cls._wait_next_records = probed_wait  # type: ignore[method-assign]
+
+    pipeline_cls = worker_pipeline.Pipeline
+    process = pipeline_cls.process
+    on_ack = pipeline_cls._on_ack
+
+    async def probed_process(self: Any, tp: Any, messages: Any) -> None:
+        sent = _sent_ns(messages[0]) if messages else None
+        await process(self, tp, messages)
+        note("enqueued", sent)
+        if sent is not None:
+            for flight in self.state(tp).pending:
+                flight_sent.setdefault(id(flight), sent)
+
+    def probed_ack(self: Any, st: Any, flight: Any, topic: str, count: int, fut: Any) -> None:
+        on_ack(self, st, flight, topic, count, fut)
+        if flight.done:
+            note("acked", flight_sent.pop(id(flight), None))
+
+    pipeline_cls.process = probed_process  # type: ignore[method-assign]
+    pipeline_cls._on_ack = probed_ack  # type: ignore[method-assign]
+
+    def dump(*_: Any) -> None:
+        """Write what was seen since the last dump, and start over (SIGUSR1: one per offered rate)."""
+        with lock:
+            data: dict[str, Any] = {s: {"count": h.count, **h.summary()} for s, h in hists.items()}
+            data["fetches"] = dict(fetches)
+            for s in hists:
+                hists[s] = Histogram()
+            fetches.update(data=0, empty=0)
+        tmp = Path(out_path + ".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(out_path)
+
+    signal.signal(signal.SIGUSR1, dump)
+
+
+def probed_worker_main(argv: Sequence[str]) -> int:
+    """``python -m bench.latency --probed-worker OUT -c job.yaml ...``: the worker CLI with the probe."""
+    install_probe(argv[0])
+    from cdc_smt.connector.cli import main as cli_main
+
+    return cli_main(["worker", *argv[1:]])
+
+
+class ProbedWorker(WorkerProcess):
+    """This checkout's worker with :func:`install_probe`; :meth:`stages` reads and resets it."""
+
+    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
+        import subprocess
+
+        import yaml
+
+        path = tmp / f"{job['id']}.yaml"
+        path.write_text(yaml.safe_dump(job))
+        self.source, self.sink = job["source"]["topics"][0], job["sink"]["topic"]
+        self.log = tmp / f"{job['id']}.log"
+        self.out = tmp / f"{job['id']}.stages.json"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.latency",
+                "--probed-worker",
+                str(self.out),
+                "-c",
+                str(path),
+                "--log-format",
+                "json",
+            ],
+            cwd=ROOT,
+            stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
+            stderr=subprocess.STDOUT,
+        )
+        self.port = None
+
+    def stages(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The stage histograms since the last call."""
+        import json
+        import signal
+
+        self.out.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while not self.out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return json.loads(self.out.read_text()) if self.out.exists() else {}
+
+
+def stage_row(rate: int, stages: dict[str, Any]) -> str:
+    """p50/p99 of each stage (ms since the scheduled send), and the fetches with and without data."""
+    cells = [
+        f"{stages[s]['p50']:.1f} / {stages[s]['p99']:.1f}" if stages.get(s, {}).get("count") else "-" for s in STAGES
+    ]
+    f = stages.get("fetches", {})
+    pauses = [
+        f"{g['count']} / {g['p99']:.1f} / {g['max']:.1f}" if (g := stages.get(name, {})).get("count") else "0"
+        for name in GC_PAUSES
+    ]
+    return (
+        f"| {rate:,} | "
+        + " | ".join(cells)
+        + f" | {f.get('data', 0):,} / {f.get('empty', 0):,} | "
+        + " | ".join(pauses)
+        + " |"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--probed-worker"]:
+        return probed_worker_main(argv[1:])
     print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -285,6 +484,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--baseline",
         type=Path,
         help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="time each stage inside this checkout's worker (a probe patched in; adds a little overhead)",
     )
     parser.add_argument("--plot", type=Path, help="write the latency curve to this PNG (needs matplotlib)")
     parser.add_argument(
@@ -324,42 +528,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     bootstrap = args.bootstrap or (server.bootstrap if server is not None else broker.bootstrap)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            rates: list[int] = []
-            for v in variants:
-                asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
-                worker = WorkerProcess(
-                    job_doc(bootstrap, v.source, v.sink, args.partitions, args), Path(tmp), v.python, v.cwd
-                )
-                try:
+            workers: dict[str, WorkerProcess] = {}
+            try:
+                for v in variants:  # one at a time: each maximum is measured with the other worker idle
+                    asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
+                    doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args)
+                    probed = args.stages and v.name == "worker"
+                    worker = ProbedWorker(doc, Path(tmp)) if probed else WorkerProcess(doc, Path(tmp), v.python, v.cwd)
+                    workers[v.name] = worker
                     worker.wait_metrics()
                     seconds = worker_throughput(worker, args.count, args.count, timeout=max(600.0, args.count / 500))
                     settled = time.perf_counter()
                     wait_caught_up(worker, args.count)
                     seconds += time.perf_counter() - settled  # the counters may run ahead of the lag
                     v.max_rate = args.count / seconds
+                    v.produced = args.count
                     print(
                         f"{v.name}: max throughput (backlog of {args.count:,}) {v.max_rate:,.0f} msgs/s "
                         f"({seconds:.1f}s); load {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
-                    rates = rates or parse_rates(args.rates, v.max_rate)  # every variant is offered the same rates
-                    produced = args.count
-                    for rate in rates:
-                        wait_caught_up(worker, produced)
-                        produced += int(rate * args.seconds)
+                # Every variant is offered the same rates (percentages of the first one's maximum),
+                # interleaved: a rate's runs of all variants follow each other, under the same load.
+                for rate in parse_rates(args.rates, variants[0].max_rate):
+                    for v in variants:
+                        worker = workers[v.name]
+                        wait_caught_up(worker, v.produced)
+                        if isinstance(worker, ProbedWorker):
+                            worker.stages()  # each rate's stage histograms start afresh
+                        v.produced += int(rate * args.seconds)
                         floor, f_rate = asyncio.run(
                             fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
                         )
                         print(row("floor (raw client)", rate, f_rate, floor), flush=True)
+                        cpu = cpu_seconds(worker.proc.pid)
                         through, w_rate = asyncio.run(
                             fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
                         )
-                        print(row(v.name, rate, w_rate, through), f"load {os.getloadavg()[0]:.1f}", flush=True)
+                        cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
+                        v.cpu_us.append(cpu_us)
+                        print(
+                            row(v.name, rate, w_rate, through),
+                            f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record",
+                            flush=True,
+                        )
                         v.curve.append((rate, w_rate, floor, through))
-                finally:
+                        if isinstance(worker, ProbedWorker):
+                            v.stages.append(stage_row(rate, worker.stages()))
+            finally:
+                for name, worker in workers.items():
                     code = worker.stop()
                     if code != 0:
-                        print(f"worker exit code {code}; log tail:\n{worker.log.read_text(errors='replace')[-1500:]}")
+                        tail = worker.log.read_text(errors="replace")[-1500:]
+                        print(f"{name}: worker exit code {code}; log tail:\n{tail}")
     finally:
         if broker is not None:
             broker.stop()
@@ -381,9 +602,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(row(v.name, rate, sent, through))
     print()
     for v in variants:
-        for rate, _, floor, through in v.curve:
+        for (rate, _, floor, through), cpu_us in zip(v.curve, v.cpu_us, strict=True):
             w99, f99 = through.percentile(0.99), floor.percentile(0.99)
-            print(f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms")
+            print(
+                f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms; "
+                f"worker CPU {cpu_us:.1f} µs/record"
+            )
+    for v in variants:
+        if v.stages:
+            print()
+            print(f"{v.name} stages, p50 / p99 ms since the scheduled send (first record of each partition batch):")
+            print("(gcN: the garbage collector's generation-N collections: count / p99 ms / max ms)")
+            print(
+                "| offered msgs/s | "
+                + " | ".join(STAGES)
+                + " | fetches with data / empty | "
+                + " | ".join(GC_PAUSES)
+                + " |"
+            )
+            print("|---:|" + "---:|" * (len(STAGES) + 1 + len(GC_PAUSES)))
+            print("\n".join(v.stages))
     if args.plot:
         plot(args.plot, [(r, f, w) for r, _, f, w in variants[0].curve])
     return 0

@@ -113,7 +113,7 @@ class ErrorSettings:
 class ProducerSettings:
     acks: int = -1
     compression_type: str | None = None
-    linger_ms: int = 5
+    linger_ms: int = 0
     batch_size: int = 1_000_000
     max_request_size: int = 1_048_576
     request_timeout_ms: int = 30_000

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from aiokafka.producer.message_accumulator import BatchBuilder
+
+from cdc_smt.connector.jobconfig import load_job
+from cdc_smt.connector.metrics import WorkerMetrics
 from cdc_smt.connector.worker.batching import MIN_STEP, BatchSizer, BatchStats, steps
+from cdc_smt.connector.worker.pipeline import Pipeline
 
 
 def fetch(*sizes: int) -> list[tuple[str, list[int]]]:
@@ -32,7 +40,7 @@ def test_a_backlog_grows_the_step_to_batch_size() -> None:
         sizes += [len(chunk) for _, chunk in steps(sizer, fetch(2000, 2000, 2000, 2000))]
     assert sizes[0] == MIN_STEP  # the first outputs go out after a small step ...
     assert sizer.step == 2000  # ... then the steps grow to worker.batch_size
-    assert sizer.behind  # produce batches may linger to share requests
+    assert sizer.behind  # the worker knows it is working off a backlog
     assert sizer.stats.at_least(1024) > len(sizes) // 2
     assert sizer.stats.records == 80_000
 
@@ -70,3 +78,70 @@ def test_stats_count_batches_by_size_class() -> None:
     assert stats.at_least(512) == 3
     assert stats.at_least(1) == 5
     assert stats.largest == 2000 and stats.records == 4204
+
+
+# -- the produce side: a step's records join the batch still waiting for their partition -------
+def pipeline_with_open_batch(builder: Any, fut: asyncio.Future) -> Pipeline:
+    job = load_job(
+        {
+            "id": "job-1",
+            "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+            "source": {"topics": ["in"], "format": "canal-json"},
+            "sink": {"topic": "out", "format": "debezium-json"},
+        }
+    )
+    pipeline = Pipeline(
+        job, WorkerMetrics(job.id, "canal-json", "debezium-json"), producer=lambda: None, on_fatal=print
+    )
+    pipeline.open_batches[("out", 0)] = (builder, fut)
+    return pipeline
+
+
+def rows(n: int, size: int = 10) -> list[tuple[bytes, bytes, int, list]]:
+    return [(b"k%d" % i, b"v" * size, 1_700_000_000_000 + i, []) for i in range(n)]
+
+
+def test_records_join_the_open_batch_of_their_partition_instead_of_waiting_for_a_new_request() -> None:
+    async def go() -> None:
+        builder = BatchBuilder(1_000_000, 0)
+        fut = asyncio.get_running_loop().create_future()
+        pipeline = pipeline_with_open_batch(builder, fut)
+        joined = pipeline._join_open_batches({("out", 0): rows(5), ("out", 1): rows(3)})
+        assert joined == {("out", 0): 5, ("out", 1): 0}  # partition 1 has no open batch: a new one
+        assert builder.record_count() == 5
+
+    asyncio.run(go())
+
+
+def test_no_record_joins_a_batch_the_producer_took_or_that_is_full() -> None:
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        taken = BatchBuilder(1_000_000, 0)
+        taken._build()  # what the producer does when the batch goes into a request: closed
+        pipeline = pipeline_with_open_batch(taken, loop.create_future())
+        assert pipeline._join_open_batches({("out", 0): rows(4)}) == {("out", 0): 0}
+
+        small = BatchBuilder(1024, 0)
+        pipeline = pipeline_with_open_batch(small, loop.create_future())
+        n = pipeline._join_open_batches({("out", 0): rows(100, size=100)})[("out", 0)]
+        assert 0 < n < 100 and small.record_count() == n  # the rest goes into a new batch, in order
+
+        acked = loop.create_future()
+        acked.set_result(None)
+        pipeline = pipeline_with_open_batch(BatchBuilder(1_000_000, 0), acked)
+        assert pipeline._join_open_batches({("out", 0): rows(2)}) == {("out", 0): 0}
+
+    asyncio.run(go())
+
+
+def test_an_acknowledged_batch_is_let_go() -> None:
+    async def go() -> None:
+        builder = BatchBuilder(1_000_000, 0)
+        fut = asyncio.get_running_loop().create_future()
+        pipeline = pipeline_with_open_batch(builder, fut)
+        pipeline._close_open_batch(("out", 0), BatchBuilder(1_000_000, 0), fut)  # another batch's ack
+        assert ("out", 0) in pipeline.open_batches
+        pipeline._close_open_batch(("out", 0), builder, fut)
+        assert ("out", 0) not in pipeline.open_batches
+
+    asyncio.run(go())

@@ -11,9 +11,10 @@ per chunk and output partition, which under a backlog lowers the throughput.
 the step each time a fetch holds more than one step (the worker is behind),
 and halves it when fetches come back well under it (the worker keeps up). A
 caught-up worker converts every fetch whole, at once; a backlog is converted
-in steps that grow to ``worker.batch_size``. The pipeline also asks it whether
-the worker is :attr:`BatchSizer.behind`: only then may produce batches linger
-(``producer.linger_ms``) to leave in fewer, larger requests.
+in steps that grow to ``worker.batch_size``. (Produce batches need no such
+decision: each step's records join the batch still waiting for their output
+partition, so they grow by themselves while a produce request is in flight;
+see ``Pipeline._produce``.)
 """
 
 from __future__ import annotations

@@ -403,6 +403,9 @@ class Pipeline:
         self.transactions: Transactions | None = (
             Transactions(job, self.build_batches) if job.worker.exactly_once else None
         )
+        #: The last batch handed to the producer per output partition, and its delivery future:
+        #: later records join it until the producer takes it (see :meth:`_produce`).
+        self.open_batches: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
 
     # -- topics --------------------------------------------------------------------------
     def owns(self, topic: str) -> bool:
@@ -584,20 +587,57 @@ class Pipeline:
         return sends
 
     async def _produce(self, st: PartitionState, batch: Converted) -> None:
+        """Hand the batch's records to the producer; :meth:`_on_ack` settles them.
+
+        aiokafka keeps one produce request in flight per broker and takes one
+        batch per partition into each request; a new batch for a partition that
+        still has one waiting makes ``send_batch`` wait until the request in
+        flight is answered. So a step's records first join the batch still
+        waiting for its partition (:attr:`open_batches`, if the producer has not
+        taken it yet): the conversion never waits for an acknowledgement, and
+        while a request is in flight the next steps' records gather into the next
+        one, which is what makes batches grow with the load.
+        """
         producer = self._producer()
         flight = InFlight(next_offset=batch.next_offset, remaining=0, timestamps=batch.timestamps)
         st.pending.append(flight)
-        sends = self.build_batches(producer, batch.groups)
-        flight.remaining = len(sends)
-        if not sends:
+        joined = self._join_open_batches(batch.groups)
+        rest = {key: rows[joined[key] :] for key, rows in batch.groups.items() if joined[key] < len(rows)}
+        sends = self.build_batches(producer, rest)
+        flight.remaining = sum(1 for n in joined.values() if n) + len(sends)
+        if not flight.remaining:
             self._settle(st)
             return
-        send_now = not self.sizer.behind
+        for (topic, p), n in joined.items():
+            if n:
+                self.open_batches[(topic, p)][1].add_done_callback(partial(self._on_ack, st, flight, topic, n))
         for topic, p, builder, count in sends:
-            if send_now:  # caught up: send at once; behind: linger to share requests with the next steps
-                builder.close()
             fut = await producer.send_batch(builder, topic, partition=p)
+            self.open_batches[(topic, p)] = (builder, fut)
             fut.add_done_callback(partial(self._on_ack, st, flight, topic, count))
+            fut.add_done_callback(partial(self._close_open_batch, (topic, p), builder))
+
+    def _close_open_batch(self, key: tuple[str, int], builder: Any, _: asyncio.Future) -> None:
+        """An acknowledged batch takes no more records: let it go (it holds its encoded bytes)."""
+        entry = self.open_batches.get(key)
+        if entry is not None and entry[0] is builder:
+            del self.open_batches[key]
+
+    def _join_open_batches(self, groups: dict) -> dict[tuple[str, int], int]:
+        """Append each group's leading rows to its partition's open batch while it takes them;
+        how many rows of each group joined one (the rest need new batches)."""
+        joined: dict[tuple[str, int], int] = {}
+        for key, rows in groups.items():
+            n = 0
+            entry = self.open_batches.get(key)
+            if entry is not None and not entry[1].done():
+                builder = entry[0]
+                for k, value, ts, headers in rows:
+                    if builder.append(key=k, value=value, timestamp=ts, headers=headers) is None:
+                        break  # taken by the producer (closed) or full
+                    n += 1
+            joined[key] = n
+        return joined
 
     async def _produce_transactional(self, tp: Any, st: PartitionState, batch: Converted) -> None:
         """exactly_once: the batch and its source offset in one transaction (connector.worker.exactly_once)."""

@@ -9,6 +9,7 @@ generous 30 s), and both assert on the batching decisions the worker made.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import orjson
@@ -29,6 +30,8 @@ def test_a_trickle_is_converted_record_by_record_before_the_next_arrives(kafka: 
     job = job_doc(kafka, names("trickle"), src, out, worker={"create_topics": {"partitions": 1}, "batch_size": 2000})
     n = 5
 
+    frozen: list[int] = []
+
     async def go() -> tuple[WorkerRuntime, int, list[int]]:
         await K.create_topics(kafka.bootstrap, {src: 1})
         runtime = WorkerRuntime(load_job(job))
@@ -38,6 +41,7 @@ def test_a_trickle_is_converted_record_by_record_before_the_next_arrives(kafka: 
             while runtime.state != "running":
                 assert not task.done(), "the worker stopped before running"
                 await asyncio.sleep(0.1)
+            frozen.append(gc.get_freeze_count())  # start-up's objects are out of the collector's reach
             for i in range(1, n + 1):
                 await K.produce_records(
                     kafka.bootstrap, src, [Record(value=canal(i, 0, "INSERT"), key=orjson.dumps({"id": i}))]
@@ -56,7 +60,11 @@ def test_a_trickle_is_converted_record_by_record_before_the_next_arrives(kafka: 
             code = await asyncio.wait_for(task, timeout=60)
         return runtime, code, seen
 
-    runtime, code, seen = asyncio.run(go())
+    try:
+        runtime, code, seen = asyncio.run(go())
+    finally:
+        gc.unfreeze()
+    assert frozen and frozen[0] > 0
     assert code == EXIT_OK
     assert seen == list(range(1, n + 1))  # exactly one new output per input, none waiting for company
     stats = runtime.pipeline.sizer.stats
