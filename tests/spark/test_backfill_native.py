@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.codec import canal_messages
+from cdc_smt.connector.spark.datasource import KAFKA_ARROW
 from cdc_smt.transforms import native
 from cdc_smt.transforms.model import Record
 from tests.corpus import read_messages
@@ -44,16 +45,12 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def run_tasks(
-    tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypatch: pytest.MonkeyPatch, planned: bool = True,
-    **over: Any,
-):  # fmt: skip
-    """Each file of ``src`` as one task (``run_task`` over its slice row); ``(outputs, summaries)``."""
-    from cdc_smt.connector.spark.datasource import list_files
-    from cdc_smt.connector.spark.process import SUMMARY_SCHEMA, Task, TaskPlan, run_task
+def count_arrow_rows(monkeypatch: pytest.MonkeyPatch, native_on: bool) -> list[int]:
+    """Switch the core on or off; the returned list gets the length of every array the tasks hand to the plan."""
+    from cdc_smt.connector.spark.process import Task
 
     monkeypatch.setenv("CDC_SMT_NATIVE", "1" if native_on else "0")
-    arrow_rows = []
+    arrow_rows: list[int] = []
     feed_arrow = Task._feed_arrow
 
     def counted(self: Any, st: Any, values: Any, *args: Any) -> None:
@@ -61,6 +58,18 @@ def run_tasks(
         feed_arrow(self, st, values, *args)
 
     monkeypatch.setattr(Task, "_feed_arrow", counted)
+    return arrow_rows
+
+
+def run_tasks(
+    tmp: Path, job_path: Path, src: Path, *, native_on: bool, monkeypatch: pytest.MonkeyPatch, planned: bool = True,
+    **over: Any,
+):  # fmt: skip
+    """Each file of ``src`` as one task (``run_task`` over its slice row); ``(outputs, summaries)``."""
+    from cdc_smt.connector.spark.datasource import list_files
+    from cdc_smt.connector.spark.process import SUMMARY_SCHEMA, TaskPlan, run_task
+
+    arrow_rows = count_arrow_rows(monkeypatch, native_on)
     job, settings = load(job_path, **over)
     sink = type(settings.sink)(settings.sink.type, str(tmp / "out"))
     dead = type(settings.dead_letters)("jsonl", str(tmp / "out" / "_dead_letters"))
@@ -194,19 +203,6 @@ def test_spark_run_native_equals_python(spark, tmp_path, corpus):
 
 # -- rows in the mapInArrow batches (emit=records: Spark's Kafka source, file rows) ------------------
 
-KAFKA_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("timestampType", pa.int32()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-    ]
-)
-
 
 def kafka_rows(values: list[bytes | None], partitions: int) -> list[pa.RecordBatch]:
     """Rows as Spark's Kafka source hands them over: partitions in runs, two batches."""
@@ -218,23 +214,15 @@ def kafka_rows(values: list[bytes | None], partitions: int) -> list[pa.RecordBat
                  "timestamp": 1_700_000_000_000_000 + i, "timestampType": 0,
                  "headers": [{"key": "h", "value": b"%d" % i}] if i % 3 == 0 else None}
             )  # fmt: skip
-    table = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
+    table = pa.Table.from_pylist(rows, schema=KAFKA_ARROW)
     half = len(rows) // 2 + 1  # a partition's run split across the two batches
     return [b for b in (table.slice(0, half), table.slice(half)) for b in b.to_batches()]
 
 
 def run_rows(tmp: Path, job_path: Path, batches: list[pa.RecordBatch], *, native_on: bool, monkeypatch, **over: Any):
-    from cdc_smt.connector.spark.process import Task, TaskPlan, run_task
+    from cdc_smt.connector.spark.process import TaskPlan, run_task
 
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1" if native_on else "0")
-    arrow_rows = []
-    feed_arrow = Task._feed_arrow
-
-    def counted(self: Any, st: Any, values: Any, *args: Any) -> None:
-        arrow_rows.append(len(values))
-        feed_arrow(self, st, values, *args)
-
-    monkeypatch.setattr(Task, "_feed_arrow", counted)
+    arrow_rows = count_arrow_rows(monkeypatch, native_on)
     job, settings = load(job_path, **over)
     sink = type(settings.sink)(settings.sink.type, str(tmp / "out"))
     dead = type(settings.dead_letters)("jsonl", str(tmp / "out" / "_dead_letters"))
@@ -274,7 +262,7 @@ def test_file_rows_native_equals_python(tmp_path, monkeypatch):
         for i, v in enumerate(values)
     ]  # fmt: skip
     rows.sort(key=lambda r: r["file"])
-    schema = KAFKA_SCHEMA.append(pa.field("file", pa.string())).append(pa.field("position", pa.int64()))
+    schema = KAFKA_ARROW.append(pa.field("file", pa.string())).append(pa.field("position", pa.int64()))
     batches = pa.Table.from_pylist(rows, schema=schema).to_batches(max_chunksize=150)
     job_path = files_job(tmp_path, tmp_path)
     fast = run_rows(tmp_path / "native", job_path, batches, native_on=True, monkeypatch=monkeypatch)
