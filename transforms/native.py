@@ -55,6 +55,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
+CANAL_TO_CANAL = "canal-json -> canal-json"
 
 
 def available() -> bool:
@@ -100,6 +101,8 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
+    if type(decoder) is CanalJson and type(encoder) is CanalJson:
+        return _canal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -114,6 +117,34 @@ def plan_for(chain: Any) -> NativePlan | None:
         ticdc=ticdc,
     )
     return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
+
+
+def _canal_plan(chain: Any) -> NativePlan | None:
+    """canal-json -> canal-json: the Canal writer copies each row's values and the
+    message's fields, so only transforms that leave rows and their tables as they are
+    (filter by table/op, route, drop_tombstones, the header transforms) qualify."""
+    assert _native is not None
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    decoder, encoder = chain.decoder, chain.encoder
+    compiler = _CanalOutTables(decoder, encoder, list(chain.transforms))
+    plan = _native.CanalToDebezium(
+        compiler.compile,
+        max_message_bytes=decoder.opts.max_message_bytes,
+        encoder="canal-json",
+        batch_transaction=encoder.batching,
+    )
+    return NativePlan(CANAL_TO_CANAL, plan, compiler.variants)
+
+
+def _keeps_rows(t: Any) -> bool:
+    """Does ``t`` leave a row's values, columns, key and table as they are (it may drop
+    the row, route it or edit its headers)?"""
+    from cdc_smt.transforms.smt import filter as filter_
+    from cdc_smt.transforms.smt import headers, route, tombstones
+
+    keeping = (filter_.Filter, route.Route, tombstones.DropTombstones, headers.InsertHeader, headers.DropHeaders)
+    return type(t) in keeping
 
 
 #: ``insert_field`` metadata the plan writes: per row (``es``, ``ts``, the row index), or
@@ -438,6 +469,90 @@ class _CanalTables:
         )
 
 
+class _CanalOutTables(_CanalTables):
+    """Compiles one Canal table layout for the Canal writer: its columns and key, and per
+    op whether the transforms drop, keep (with which topic and header edits) or leave the
+    rows to Python. The probe's Canal message is checked to be the input's row and table
+    (what the writer copies)."""
+
+    def _compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
+        from cdc_smt.transforms.types import Kind
+
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        sql_types = orjson.loads(sql_type) if sql_type is not None else None
+        if not isinstance(types, dict) or not types or not isinstance(sql_types, dict) or not sql_types:
+            return None  # types inferred, or sqlType computed from the values: the Python path
+        if len(set(pk)) != len(pk):
+            return None
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": sql_types,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        schema = event.schema
+        names = [c.name for c in schema.columns]
+        if names != list(types) or any(k not in names for k in schema.primary_key):
+            return None
+        if self.timezone != self.encoder.opts.source_timezone and any(
+            c.mysql.kind is Kind.TIMESTAMP for c in schema.columns
+        ):
+            return None  # TIMESTAMP text re-based between the zones: Python
+        shape = _Shape(schema)
+        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
+            selected = t.selects(event)
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        ops = [self._op_canal(message, kind, shape) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        return names, list(pk), ops
+
+    def _op_canal(self, message: dict[str, Any], kind: str, shape: _Shape) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
+
+        (event,) = self._decode(message, kind)
+        edits: list[HeaderEdit] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if type(t) is InsertHeader:
+                value = t._static
+                if value is None:
+                    text = t._template.render(event)
+                    value = None if text is None else text.encode("utf-8")
+                edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
+            elif type(t) is DropHeaders:
+                edits = [*(edits or ()), ("drop", t._names)]
+            out = t.apply_batch([event])
+            if not out:
+                return 0, None
+            (event,) = out
+        (first,) = self.encoder.encode(event)
+        written = orjson.loads(first.value)
+        if (
+            written.get("data") != message["data"]
+            or written.get("database") != message["database"]
+            or written.get("table") != message["table"]
+            or written.get("type") != kind
+        ):
+            raise _Unsupported("message")  # not what the writer copies
+        ident = (first.topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return 2, variant
+
+
 #: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).
 _SOURCE_FIELDS = (
     "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "table",
@@ -555,6 +670,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 
 __all__ = [
+    "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
     "TICDC_TO_DEBEZIUM",
     "ENV",
