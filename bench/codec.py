@@ -114,6 +114,10 @@ ROWS: tuple[Row, ...] = (
     Row("ticdc-canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
     Row("canal-json", "canal-json"),
+    Row("canal-json", "canal-json", python_path=True),
+    Row("canal-json", "canal-json", sink_options={"batch": "transaction"}, note="batch: transaction"),
+    Row("ticdc-canal-json", "canal-json"),
+    Row("ticdc-canal-json", "canal-json", python_path=True),
     Row("canal-json", "ticdc-canal-json"),
     Row("canal-json", "maxwell-json"),
     Row("canal-json", "dts-avro"),
@@ -615,6 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="peak RSS of converting N messages (default 1M) through each native plan, instead of the tables",
     )
+    parser.add_argument(
+        "--rows", metavar="TEXT", help="only the conversion rows whose label contains TEXT (e.g. 'canal-json → canal')"
+    )
     parser.add_argument("--rss-child", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child is not None:
@@ -637,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs = Inputs(messages)
     results = []
     for row in ROWS:
+        if args.rows is not None and args.rows not in row.label:
+            continue
         result = measure(row, inputs, args.runs)
         results.append(result)
         rate, cost, speed = _cells(result, floor_rate)
