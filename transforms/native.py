@@ -56,6 +56,7 @@ ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 CANAL_TO_CANAL = "canal-json -> canal-json"
+TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
 
 
 def available() -> bool:
@@ -101,7 +102,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
-    if type(decoder) is CanalJson and type(encoder) is CanalJson:
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
@@ -120,21 +121,26 @@ def plan_for(chain: Any) -> NativePlan | None:
 
 
 def _canal_plan(chain: Any) -> NativePlan | None:
-    """canal-json -> canal-json: the Canal writer copies each row's values and the
-    message's fields, so only transforms that leave rows and their tables as they are
-    (filter by table/op, route, drop_tombstones, the header transforms) qualify."""
+    """canal-json or ticdc-canal-json -> canal-json: the Canal writer copies each row's
+    values (or re-writes TiCDC's as Canal text) and the message's fields, so only
+    transforms that leave rows and their tables as they are (filter by table/op, route,
+    drop_tombstones, the header transforms) qualify."""
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+
     assert _native is not None
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
     decoder, encoder = chain.decoder, chain.encoder
+    ticdc = type(decoder) is TicdcCanalJson
     compiler = _CanalOutTables(decoder, encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
         compiler.compile,
         max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
         encoder="canal-json",
         batch_transaction=encoder.batching,
     )
-    return NativePlan(CANAL_TO_CANAL, plan, compiler.variants)
+    return NativePlan(TICDC_TO_CANAL if ticdc else CANAL_TO_CANAL, plan, compiler.variants)
 
 
 def _keeps_rows(t: Any) -> bool:
@@ -473,7 +479,12 @@ class _CanalOutTables(_CanalTables):
     """Compiles one Canal table layout for the Canal writer: its columns and key, and per
     op whether the transforms drop, keep (with which topic and header edits) or leave the
     rows to Python. The probe's Canal message is checked to be the input's row and table
-    (what the writer copies)."""
+    (what the writer copies). From TiCDC (``retext``), also each column's conversion to
+    Canal text, its ``mysqlType`` and its ``sqlType`` codes, checked against the probe's."""
+
+    @property
+    def retext(self) -> bool:
+        return self.decoder.form is not self.encoder.form
 
     def _compile(
         self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
@@ -482,8 +493,10 @@ class _CanalOutTables(_CanalTables):
 
         types = orjson.loads(mysql_type) if mysql_type is not None else None
         sql_types = orjson.loads(sql_type) if sql_type is not None else None
-        if not isinstance(types, dict) or not types or not isinstance(sql_types, dict) or not sql_types:
-            return None  # types inferred, or sqlType computed from the values: the Python path
+        if not isinstance(types, dict) or not types:
+            return None  # types inferred from the values: the Python path
+        if not self.retext and (not isinstance(sql_types, dict) or not sql_types):
+            return None  # sqlType computed from the values: the Python path
         if len(set(pk)) != len(pk):
             return None
         message = {
@@ -500,11 +513,12 @@ class _CanalOutTables(_CanalTables):
         (event,) = self._decode(message, "INSERT")
         schema = event.schema
         names = [c.name for c in schema.columns]
-        if names != list(types) or any(k not in names for k in schema.primary_key):
+        if sorted(names) != sorted(types) or any(k not in names for k in schema.primary_key):
             return None
-        if self.timezone != self.encoder.opts.source_timezone and any(
-            c.mysql.kind is Kind.TIMESTAMP for c in schema.columns
-        ):
+        if not self.retext and (names != list(types) or sorted(sql_types or ()) != sorted(names)):
+            return None  # the message's type maps are copied only when they name the columns
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        if not zoned and not self.retext and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
             return None  # TIMESTAMP text re-based between the zones: Python
         shape = _Shape(schema)
         for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
@@ -512,10 +526,52 @@ class _CanalOutTables(_CanalTables):
             shape.apply(t, selected)
             out = t.apply_batch([event])
             event = out[0] if out else event
-        ops = [self._op_canal(message, kind, shape) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
-        return names, list(pk), ops
+        texts = [self._text(c, zoned) for c in schema.columns] if self.retext else None
+        ops = [self._op_canal(message, kind, shape, texts) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        return names, list(pk), ops, texts
 
-    def _op_canal(self, message: dict[str, Any], kind: str, shape: _Shape) -> tuple[int, int | None]:
+    def _text(self, column: Any, zoned: bool) -> tuple[str, str, int | None, int, int, int, int | None]:
+        """One column's ``(mysqlType, op, arg, NULL code, code, wide code, unsigned max)``."""
+        from cdc_smt.transforms.types import Kind
+
+        t = column.mysql
+        k = t.kind
+        op: tuple[str, int | None] = ("python", None)
+        if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
+            op = ("same", None)
+        elif k is Kind.INT:
+            op = ("int", None)
+        elif k is Kind.YEAR:
+            op = ("year", None)
+        elif k is Kind.BIT and t.length is not None:
+            op = ("bits", t.length)
+        elif k is Kind.DECIMAL and t.scale is not None:
+            op = ("decimal", t.scale)
+        elif k is Kind.FLOAT and not t.is_single_float:
+            op = ("double", None)
+        elif k is Kind.DATE:
+            op = ("date", None)
+        elif (k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned)) and t.fsp is not None:
+            op = ("datetime", t.fsp)
+        elif k is Kind.BYTES:
+            op = ("bytes", None)
+        encoder = self.encoder
+        by_null = encoder.sql_type_by_null(column)
+        if by_null is not None:
+            return (encoder.mysql_type_text(column), *op, by_null[0], by_null[1], 0, None)
+        if k is not Kind.INT or not t.unsigned or op[0] != "int":
+            raise _Unsupported("sqlType")
+        signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
+        bits = next(
+            b
+            for b in (8, 16, 24, 32, 64)
+            if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
+        )
+        return (encoder.mysql_type_text(column), *op, signed, signed, wide, (1 << (bits - 1)) - 1)
+
+    def _op_canal(
+        self, message: dict[str, Any], kind: str, shape: _Shape, texts: list[Any] | None
+    ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
         from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
 
@@ -538,10 +594,19 @@ class _CanalOutTables(_CanalTables):
             (event,) = out
         (first,) = self.encoder.encode(event)
         written = orjson.loads(first.value)
+        database, table = message["database"], message["table"]
+        if texts is not None:  # Canal's own defaults; the type maps of the probe's all-null row
+            database, table = database or "", table or ""
+            row = message["data"][0]
+            index = {c.name: i for i, c in enumerate(event.schema.columns)}
+            if written.get("mysqlType") != {n: texts[index[n]][0] for n in row} or written.get("sqlType") != {
+                n: texts[index[n]][3] for n in row
+            }:
+                raise _Unsupported("type maps")
         if (
             written.get("data") != message["data"]
-            or written.get("database") != message["database"]
-            or written.get("table") != message["table"]
+            or written.get("database") != database
+            or written.get("table") != table
             or written.get("type") != kind
         ):
             raise _Unsupported("message")  # not what the writer copies
@@ -672,6 +737,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
+    "TICDC_TO_CANAL",
     "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",

@@ -8,14 +8,36 @@
 //! order. What the Python encoder computes instead of copying (a ``sqlType`` map for a
 //! message without one, ``ts`` for a message without one, ``old`` of a DELETE) is left
 //! to Python.
+//!
+//! From another dialect (TiCDC's: ``retext``) nothing is reproduced: each value is
+//! re-written as Canal text (``canal_text``), the type maps are the schema's (``sqlType``
+//! per value, as Canal assigns codes), ``old`` holds the columns whose text changed, and
+//! the fields Canal has but the model lacks are Canal's defaults.
 
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
 
 use crate::canal::{Message, Row, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE};
+use crate::canal_text::TextOp;
 use crate::values::Fallback;
 use crate::{canon, json, Output};
+
+/// A column's ``sqlType`` code as Canal assigns it from the value.
+enum SqlCode {
+    /// By NULL-ness: (NULL, any other value).
+    ByNull(i64, i64),
+    /// Unsigned integers: the signed range's code, the wider one above ``max``.
+    Unsigned { signed: i64, wide: i64, max: u64 },
+}
+
+/// One column written from another dialect's text.
+struct Retext {
+    /// ``"name":"type"`` (the ``mysqlType`` entry).
+    mysql_type: Vec<u8>,
+    op: TextOp,
+    sql: SqlCode,
+}
 
 /// What becomes of one op's rows (c, u, d, r).
 pub enum Entry {
@@ -35,6 +57,8 @@ pub struct Table {
     /// ``mysqlType`` and ``sqlType`` as the Python path re-writes them.
     mysql_type: Vec<u8>,
     sql_type: Vec<u8>,
+    /// Per column: how a value of another dialect becomes Canal text (``None``: the same dialect).
+    retext: Option<Vec<Retext>>,
     pub ops: [Entry; 4],
 }
 
@@ -45,10 +69,48 @@ impl Table {
     /// A table's spec from Python: ``(columns, pk, ops)`` where ``ops`` has four entries
     /// ``(what, variant)``: 0 dropped, 1 Python, 2 written with ``variant``. ``None``:
     /// the type maps are not ones this module copies.
-    pub fn from_spec(spec: &Bound<PyAny>, mysql_type: Option<&str>, sql_type: Option<&str>) -> PyResult<Option<Table>> {
-        let (columns, pk, ops): (Vec<String>, Vec<String>, Vec<(u8, Option<usize>)>) = spec.extract()?;
-        let (Some(mysql_type), Some(sql_type)) = (mysql_type.and_then(canon::of), sql_type.and_then(canon::of)) else {
-            return Ok(None);
+    /// With ``retext`` (another dialect), a fourth item lists per column
+    /// ``(type, op, arg, null_code, code, wide_code, unsigned_max)``.
+    pub fn from_spec(spec: &Bound<PyAny>, mysql_type: Option<&str>, sql_type: Option<&str>, retext: bool) -> PyResult<Option<Table>> {
+        #[allow(clippy::type_complexity)]
+        let (columns, pk, ops, texts): (
+            Vec<String>,
+            Vec<String>,
+            Vec<(u8, Option<usize>)>,
+            Option<Vec<(String, String, Option<usize>, i64, i64, i64, Option<u64>)>>,
+        ) = spec.extract()?;
+        let (mysql_type, sql_type) = if retext {
+            (Vec::new(), Vec::new())
+        } else {
+            let (Some(m), Some(s)) = (mysql_type.and_then(canon::of), sql_type.and_then(canon::of)) else {
+                return Ok(None);
+            };
+            (m, s)
+        };
+        let retext = match (retext, texts) {
+            (false, _) => None,
+            (true, None) => return Ok(None),
+            (true, Some(texts)) => {
+                if texts.len() != columns.len() {
+                    return Err(pyo3::exceptions::PyValueError::new_err("one text conversion per column"));
+                }
+                let mut out = Vec::with_capacity(texts.len());
+                for (name, (type_text, op, arg, null_code, code, wide, max)) in columns.iter().zip(texts) {
+                    let Some(op) = TextOp::from_name(&op, arg) else {
+                        return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown text conversion {op:?}")));
+                    };
+                    let mut entry = Vec::new();
+                    json::write_str(&mut entry, name);
+                    entry.push(b':');
+                    json::write_str(&mut entry, &type_text);
+                    let sql = match max {
+                        Some(max) => SqlCode::Unsigned { signed: code, wide, max },
+                        None => SqlCode::ByNull(null_code, code),
+                    };
+                    out.push(Retext { mysql_type: entry, op, sql });
+                }
+                Some(out)
+            }
         };
         let mut index = HashMap::with_capacity(columns.len());
         for (i, name) in columns.into_iter().enumerate() {
@@ -75,7 +137,7 @@ impl Table {
                 (b, n)
             })
             .collect();
-        Ok(Some(Table { index, pk, mysql_type, sql_type, ops: entries }))
+        Ok(Some(Table { index, pk, mysql_type, sql_type, retext, ops: entries }))
     }
 
     /// Does every row name only this table's columns (what Python reads without error)?
@@ -228,6 +290,9 @@ fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``:
 /// one per row, or one for the message when ``transaction`` and it has several rows.
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: bool, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    if let Some(columns) = &t.retext {
+        return write_retext(t, columns, m, op, variant, out);
+    }
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
     // ``old`` per row (UPDATE with changed columns), else the input's own (null for a
@@ -296,4 +361,170 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: boo
         out.push((Some(value), t.key(row), variant));
     }
     Ok(())
+}
+
+/// A row's values as Canal text: per row entry, the span of its JSON value in ``buf``
+/// (``None``: null) and its column.
+fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Vec<(usize, Option<(usize, usize)>)>, Fallback> {
+    let mut seen = vec![false; columns.len()];
+    let mut spans = Vec::with_capacity(row.0.len());
+    for (name, value) in &row.0 {
+        let c = *t.index.get(name.as_ref()).ok_or(Fallback)?;
+        if std::mem::replace(&mut seen[c], true) {
+            return Err(Fallback);
+        }
+        let span = match value {
+            None => None,
+            Some(text) => {
+                let start = buf.len();
+                columns[c].op.write(buf, text)?;
+                Some((start, buf.len()))
+            }
+        };
+        spans.push((c, span));
+    }
+    Ok(spans)
+}
+
+/// One message of another dialect (one row: TiCDC's) as official Canal writes it.
+fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    let data = m.data.as_deref().ok_or(Fallback)?;
+    let [row] = data else { return Err(Fallback) };
+    let Some(ts) = m.ts else { return Err(Fallback) }; // Python writes the current time
+    if row.0.is_empty() {
+        return Err(Fallback);
+    }
+    let mut buf = Vec::with_capacity(512);
+    let after = retext_row(t, columns, row, &mut buf)?;
+    let text = |span: Option<(usize, usize)>, buf: &Vec<u8>| -> Vec<u8> {
+        match span {
+            Some((a, b)) => buf[a..b].to_vec(),
+            None => b"null".to_vec(),
+        }
+    };
+    let mut value = Vec::with_capacity(1024);
+    value.extend_from_slice(b"{\"data\":[{");
+    for (n, ((name, _), (_, span))) in row.0.iter().zip(&after).enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        json::write_str(&mut value, name);
+        value.push(b':');
+        match span {
+            Some((a, b)) => value.extend_from_slice(&buf[*a..*b]),
+            None => value.extend_from_slice(b"null"),
+        }
+    }
+    value.extend_from_slice(b"}],\"database\":");
+    json::write_str(&mut value, m.database.as_deref().unwrap_or(""));
+    value.extend_from_slice(b",\"es\":");
+    json::write_int(&mut value, m.es.unwrap_or(0));
+    value.extend_from_slice(b",\"id\":0,\"isDdl\":false,\"mysqlType\":{");
+    for (n, (c, _)) in after.iter().enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        value.extend_from_slice(&columns[*c].mysql_type);
+    }
+    value.extend_from_slice(b"},\"old\":");
+    // UPDATE: the before-image (``data`` overlaid with ``old``) in Canal text; ``old``
+    // holds the columns whose text differs from the after-image's.
+    let old = m.old.as_deref().unwrap_or(&[]);
+    let mut changed = Vec::new();
+    if op == 1 && !old.is_empty() {
+        let o = old.first().ok_or(Fallback)?;
+        let mut obuf = Vec::with_capacity(256);
+        let overlay = retext_row(t, columns, o, &mut obuf)?;
+        let mut before: Vec<(usize, Vec<u8>)> = after.iter().map(|(c, span)| (*c, text(*span, &buf))).collect();
+        for (c, span) in overlay {
+            let v = text(span, &obuf);
+            match before.iter_mut().find(|(bc, _)| *bc == c) {
+                Some(slot) => slot.1 = v,
+                None => before.push((c, v)),
+            }
+        }
+        for (c, v) in before {
+            let now = after.iter().find(|(ac, _)| *ac == c).map(|(_, span)| text(*span, &buf));
+            if now.as_deref() != Some(v.as_slice()) {
+                changed.push((c, v));
+            }
+        }
+    }
+    if changed.is_empty() {
+        value.extend_from_slice(b"null");
+    } else {
+        value.extend_from_slice(b"[{");
+        for (n, (c, v)) in changed.iter().enumerate() {
+            if n > 0 {
+                value.push(b',');
+            }
+            let entry = &columns[*c].mysql_type;
+            let name_end = name_len(entry);
+            value.extend_from_slice(&entry[..name_end]);
+            value.push(b':');
+            value.extend_from_slice(v);
+        }
+        value.extend_from_slice(b"}]");
+    }
+    value.extend_from_slice(b",\"pkNames\":");
+    match &m.pk_names {
+        Some(names) if !names.is_empty() => {
+            value.push(b'[');
+            for (n, name) in names.iter().enumerate() {
+                if n > 0 {
+                    value.push(b',');
+                }
+                json::write_str(&mut value, name);
+            }
+            value.push(b']');
+        }
+        _ => value.extend_from_slice(b"null"),
+    }
+    value.extend_from_slice(b",\"sql\":\"\",\"sqlType\":{");
+    for (n, (c, span)) in after.iter().enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        let entry = &columns[*c].mysql_type;
+        value.extend_from_slice(&entry[..name_len(entry)]);
+        value.push(b':');
+        let code = match (&columns[*c].sql, span) {
+            (SqlCode::ByNull(null, _), None) => *null,
+            (SqlCode::ByNull(_, code), Some(_)) => *code,
+            (SqlCode::Unsigned { signed, .. }, None) => *signed,
+            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
+                // the value is a canonical integer (TextOp::Int), quoted
+                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
+                match digits.parse::<u128>() {
+                    Ok(v) if v > *max as u128 => *wide,
+                    Ok(_) => *signed,
+                    Err(_) if digits.starts_with('-') => *signed,
+                    Err(_) => return Err(Fallback),
+                }
+            }
+        };
+        json::write_int(&mut value, code);
+    }
+    value.extend_from_slice(b"},\"table\":");
+    json::write_str(&mut value, m.table.as_deref().unwrap_or(""));
+    value.extend_from_slice(b",\"ts\":");
+    json::write_int(&mut value, ts);
+    value.extend_from_slice(b",\"type\":");
+    value.extend_from_slice(TYPES[op]);
+    value.push(b'}');
+    out.push((Some(value), t.key(row), variant));
+    Ok(())
+}
+
+/// The length of the ``"name"`` part of a ``"name":"type"`` entry.
+fn name_len(entry: &[u8]) -> usize {
+    let mut i = 1;
+    while i < entry.len() {
+        match entry[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    entry.len()
 }

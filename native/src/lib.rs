@@ -8,6 +8,7 @@
 
 mod canal;
 mod canal_out;
+mod canal_text;
 mod canon;
 mod json;
 mod values;
@@ -23,7 +24,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -262,7 +263,7 @@ impl CanalToDebezium {
                 } else {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
-                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Canal),
+                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
                     }
                     .map(Arc::new)
                 };
