@@ -527,11 +527,13 @@ def format_table(results: list[FormatResult]) -> str:
     return "\n".join(lines)
 
 
-#: The native plans ``--rss`` measures: name -> (source, sink options).
-RSS_PLANS: dict[str, tuple[str, dict[str, Any]]] = {
-    "canal-json -> debezium-json (no schema)": ("canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "canal-json -> debezium-json (with schema)": ("canal-json", {"schemas_enable": True}),
-    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
+#: The native plans ``--rss`` measures: name -> (source, sink, sink options).
+RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "canal-json -> debezium-json (no schema)": ("canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> debezium-json (with schema)": ("canal-json", "debezium-json", {"schemas_enable": True}),
+    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> canal-json": ("canal-json", "canal-json", {}),
+    "ticdc-canal-json -> canal-json": ("ticdc-canal-json", "canal-json", {}),
 }
 
 
@@ -540,8 +542,8 @@ def rss_child(plan: str, count: int) -> int:
     (MiB) after 10 %, 50 % and 100 % of them as JSON."""
     import resource
 
-    source, sink_options = RSS_PLANS[plan]
-    chain = Chain(get_codec(source), get_codec("debezium-json", sink_options), [], "all")
+    source, sink, sink_options = RSS_PLANS[plan]
+    chain = Chain(get_codec(source), get_codec(sink, sink_options), [], "all")
     if chain.native is None:
         print(orjson.dumps({"error": "no native plan"}).decode())
         return 1
@@ -620,7 +622,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="peak RSS of converting N messages (default 1M) through each native plan, instead of the tables",
     )
     parser.add_argument(
-        "--rows", metavar="TEXT", help="only the conversion rows whose label contains TEXT (e.g. 'canal-json → canal')"
+        "--rows",
+        metavar="TEXTS",
+        help="only the conversion rows whose label contains one of these comma-separated texts ('→ canal-json')",
     )
     parser.add_argument("--rss-child", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -644,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs = Inputs(messages)
     results = []
     for row in ROWS:
-        if args.rows is not None and args.rows not in row.label:
+        if args.rows is not None and not any(t.strip() in row.label for t in args.rows.split(",")):
             continue
         result = measure(row, inputs, args.runs)
         results.append(result)

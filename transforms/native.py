@@ -15,6 +15,10 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   when its representation is one the plan implements (the default
   decimal/time/binary/bigint modes), else a non-null value of it sends the
   record to Python.
+* ``ticdc-canal-json -> debezium-json``: the same, for TiCDC's dialect.
+* ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
+  Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
+  they are (:func:`_keeps_rows`).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
