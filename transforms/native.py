@@ -557,6 +557,8 @@ class _CanalOutTables(_CanalTables):
             op = ("date", None)
         elif (k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned)) and t.fsp is not None:
             op = ("datetime", t.fsp)
+        elif k is Kind.TIME and t.fsp is not None:
+            op = ("time", t.fsp)
         elif k is Kind.BYTES:
             op = ("bytes", None)
         encoder = self.encoder

@@ -27,6 +27,8 @@ pub enum TextOp {
     Date,
     /// ``datetime.fromisoformat(text)`` written with this many fractional digits.
     DateTime(usize),
+    /// ``format_time(parse_time(text), fsp)``: ``[-]HH:MM:SS[.f]`` (two or three hour digits).
+    Time(usize),
     /// ISO-8859-1 text (one char per byte) read as bytes and written back.
     Bytes,
     /// Python converts a non-null value.
@@ -45,6 +47,7 @@ impl TextOp {
             ("double", _) => TextOp::Double,
             ("date", _) => TextOp::Date,
             ("datetime", Some(fsp)) if fsp <= 6 => TextOp::DateTime(fsp),
+            ("time", Some(fsp)) if fsp <= 6 => TextOp::Time(fsp),
             ("bytes", _) => TextOp::Bytes,
             ("python", _) => TextOp::Python,
             _ => return None,
@@ -87,6 +90,7 @@ impl TextOp {
                 json::write_str(out, text);
             }
             TextOp::DateTime(fsp) => write_datetime(out, text, *fsp)?,
+            TextOp::Time(fsp) => write_time(out, text, *fsp)?,
             TextOp::Bytes => {
                 if text.chars().any(|c| c as u32 > 0xff) {
                     return Err(Fallback); // not ISO-8859-1: Python's error
@@ -205,23 +209,65 @@ fn write_datetime(out: &mut Vec<u8>, text: &str, fsp: usize) -> Result<(), Fallb
     if h > 23 || m > 59 || s > 59 {
         return Err(Fallback);
     }
-    let frac = match &b[19..] {
-        [] => &b[19..],
-        [b'.', rest @ ..] if (1..=6).contains(&rest.len()) && rest.iter().all(u8::is_ascii_digit) => rest,
+    let micro = micros(&b[19..])?;
+    out.push(b'"');
+    out.extend_from_slice(&b[..19]);
+    write_fraction(out, &micro, fsp);
+    out.push(b'"');
+    Ok(())
+}
+
+/// Seconds' fraction digits (1-6) after a ``.``, or none; padded to six.
+fn micros(rest: &[u8]) -> Result<[u8; 6], Fallback> {
+    let frac = match rest {
+        [] => rest,
+        [b'.', digits @ ..] if (1..=6).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) => digits,
         _ => return Err(Fallback),
     };
     let mut micro = [b'0'; 6];
     micro[..frac.len()].copy_from_slice(frac);
-    out.push(b'"');
-    out.extend_from_slice(&b[..19]);
+    Ok(micro)
+}
+
+/// The fraction as written with ``fsp`` digits (truncated), or for ``fsp`` 0 without
+/// trailing zeros when there is one.
+fn write_fraction(out: &mut Vec<u8>, micro: &[u8; 6], fsp: usize) {
     if fsp > 0 {
         out.push(b'.');
         out.extend_from_slice(&micro[..fsp]);
-    } else if micro != [b'0'; 6] {
+    } else if micro != &[b'0'; 6] {
         let end = 6 - micro.iter().rev().take_while(|&&d| d == b'0').count();
         out.push(b'.');
         out.extend_from_slice(&micro[..end]);
     }
+}
+
+/// ``[-]HH:MM:SS[.f{1,6}]`` with two hour digits, or three not starting with ``0``.
+fn write_time(out: &mut Vec<u8>, text: &str, fsp: usize) -> Result<(), Fallback> {
+    let (negative, b) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        rest => (false, rest),
+    };
+    let hours = match b.iter().position(|&c| c == b':') {
+        Some(2) => 2,
+        Some(3) if b[0] != b'0' => 3,
+        _ => return Err(Fallback),
+    };
+    if b.len() < hours + 6 || !b[..hours].iter().all(u8::is_ascii_digit) || b[hours + 3] != b':' {
+        return Err(Fallback);
+    }
+    let (Some(m), Some(s)) = (two(&b[hours + 1..hours + 3]), two(&b[hours + 4..hours + 6])) else { return Err(Fallback) };
+    if m > 59 || s > 59 {
+        return Err(Fallback);
+    }
+    let micro = micros(&b[hours + 6..])?;
+    let zero = b[..hours].iter().all(|&d| d == b'0') && m == 0 && s == 0 && micro == [b'0'; 6];
+    out.push(b'"');
+    if negative && !zero {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&b[..hours + 6]);
+    write_fraction(out, &micro, fsp);
     out.push(b'"');
     Ok(())
 }
