@@ -434,3 +434,45 @@ def test_ticdc_corpus_files(corpus: Path) -> None:
     assert values
     assert assert_same_ticdc(records_of(values)) > 0
     assert_same_ticdc(records_of(values), {}, {}, CHAINS["headers"])
+
+
+def test_transforms_under_table_predicates() -> None:
+    """A filter that drops one table's deletes, a route and headers for one table only."""
+    shop_t = {"type": "table_matches", "pattern": r"shop\.t"}
+    chain = [
+        {"type": "filter", "ops": ["delete"], "action": "drop", "predicate": shop_t},
+        {"type": "route", "topic": "only.{table}", "predicate": shop_t},
+        {"type": "insert_header", "header": "db", "value": "{database}", "predicate": shop_t},
+    ]
+    values = [
+        _message(k, [BASE], old=[{"v": "x"}] if k == "UPDATE" else None, **more)
+        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
+        for more in ({}, {"table": "orders"})
+    ]
+    for sink in SINKS:
+        assert assert_same(records_of(values), {}, sink, chain) == len(values)
+    result = make_chain({}, {}, chain).process_batch(records_of(values))
+    assert [r.topic for r in result.outputs].count("only.t") == 3  # shop.t's DELETE dropped
+    assert all(("db", b"shop") in r.headers for r in result.outputs if r.topic == "only.t")
+
+
+def test_header_transforms_under_a_predicate_that_rejects_the_table_debezium_plan() -> None:
+    """The header edits of a transform whose predicate rejects a table are not applied
+    (a bug of the canal -> debezium planner found by the test above)."""
+    from tests.test_native import chains
+
+    shop_t = {"type": "table_matches", "pattern": r"shop\.t"}
+    transforms = build_transforms(
+        [
+            {"type": "insert_header", "header": "db", "value": "{database}", "predicate": shop_t},
+            {"type": "drop_headers", "headers": ["h"], "predicate": shop_t},
+        ]
+    )
+    values = [_message("INSERT", [BASE], **more) for more in ({}, {"table": "orders"})]
+    fast, slow = chains()
+    fast, slow = (Chain(c.decoder, c.encoder, transforms, "all") for c in (fast, slow))
+    assert fast.native is not None
+    slow.native = None
+    records = records_of(values)
+    assert outputs(fast.process_batch(records)) == outputs(slow.process_batch(records))
+    assert [r.headers for r in fast.process_batch(records).outputs] == [[("db", b"shop")], [("h", b"1")]]

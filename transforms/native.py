@@ -435,13 +435,13 @@ class _CanalTables:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             if selected and any(c not in event.schema.by_name for c in t.columns):
                 raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
-            if type(t) is InsertHeader:
+            if selected and type(t) is InsertHeader:
                 value = t._static
                 if value is None:
                     text = t._template.render(event)
                     value = None if text is None else text.encode("utf-8")
                 edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
-            elif type(t) is DropHeaders:
+            elif selected and type(t) is DropHeaders:
                 edits = [*(edits or ()), ("drop", t._names)]
             out = t.apply_batch([event])
             if not out:
@@ -586,13 +586,13 @@ class _CanalOutTables(_CanalTables):
         for t, selected in zip(self.transforms, shape.selected, strict=True):
             if t.selects(event) != selected:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
-            if type(t) is InsertHeader:
+            if selected and type(t) is InsertHeader:
                 value = t._static
                 if value is None:
                     text = t._template.render(event)
                     value = None if text is None else text.encode("utf-8")
                 edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
-            elif type(t) is DropHeaders:
+            elif selected and type(t) is DropHeaders:
                 edits = [*(edits or ()), ("drop", t._names)]
             out = t.apply_batch([event])
             if not out:
