@@ -365,7 +365,10 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: boo
 
 /// A row's values as Canal text: per row entry, the span of its JSON value in ``buf``
 /// (``None``: null) and its column.
-fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Vec<(usize, Option<(usize, usize)>)>, Fallback> {
+/// Per row entry: its column and the span of its converted value (``None``: null).
+type Spans = Vec<(usize, Option<(usize, usize)>)>;
+
+fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Spans, Fallback> {
     let mut seen = vec![false; columns.len()];
     let mut spans = Vec::with_capacity(row.0.len());
     for (name, value) in &row.0 {

@@ -183,6 +183,7 @@ fn date(b: &[u8]) -> Result<(), Fallback> {
     }
     let year: u32 = b[..4].iter().fold(0, |n, d| n * 10 + (d - b'0') as u32);
     let (Some(month), Some(day)) = (two(&b[5..7]), two(&b[8..10])) else { return Err(Fallback) };
+    #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,

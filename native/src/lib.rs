@@ -131,7 +131,8 @@ enum Encoder {
     Canal { transaction: bool },
 }
 
-/// One table layout compiled for the plan's writer.
+/// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
+#[allow(clippy::large_enum_variant)]
 enum Table {
     Debezium(TablePlan),
     Canal(canal_out::Table),
@@ -323,7 +324,7 @@ impl CanalToDebezium {
             OpEntry::Dropped => return Ok(data.iter().all(|row| row.0.iter().all(|(k, _)| plan.index.contains_key(k.as_ref())))),
         };
         for (i, row) in data.iter().enumerate() {
-            if self.row(&plan, op_plan, &m, op, i, row, old, out).is_err() {
+            if self.row(plan, op_plan, &m, op, i, row, old, out).is_err() {
                 return Ok(false);
             }
         }
