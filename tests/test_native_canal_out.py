@@ -476,3 +476,34 @@ def test_header_transforms_under_a_predicate_that_rejects_the_table_debezium_pla
     records = records_of(values)
     assert outputs(fast.process_batch(records)) == outputs(slow.process_batch(records))
     assert [r.headers for r in fast.process_batch(records).outputs] == [[("db", b"shop")], [("h", b"1")]]
+
+
+#: JSON values for the fields the Canal writer copies (``id``, ``isDdl``, ``sql``, unknown ones).
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    field=st.sampled_from(["id", "isDdl", "sql", "zz", "_tidb"]),
+    value=JSON_VALUES,
+    sink=st.sampled_from(SINKS),
+)
+def test_copied_fields_are_rendered_as_orjson_round_trips_them(field: str, value: Any, sink: dict[str, Any]) -> None:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False).encode()  # past 64 bits too (orjson's loads rejects them)
+    at = {"id": b'"id":1', "isDdl": b'"isDdl":false', "sql": b'"sql":""'}.get(field, b'"id":1')
+    replacement = (
+        f'"{field}":'.encode() + text if field in ("id", "isDdl", "sql") else at + f',"{field}":'.encode() + text
+    )
+    message = GOOD.replace(at, replacement, 1)
+    handled = assert_same(records_of([message, GOOD]), {}, sink)
+    assert handled >= 1
