@@ -114,6 +114,10 @@ ROWS: tuple[Row, ...] = (
     Row("ticdc-canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
     Row("canal-json", "canal-json"),
+    Row("canal-json", "canal-json", python_path=True),
+    Row("canal-json", "canal-json", sink_options={"batch": "transaction"}, note="batch: transaction"),
+    Row("ticdc-canal-json", "canal-json"),
+    Row("ticdc-canal-json", "canal-json", python_path=True),
     Row("canal-json", "ticdc-canal-json"),
     Row("canal-json", "maxwell-json"),
     Row("canal-json", "dts-avro"),
@@ -523,11 +527,13 @@ def format_table(results: list[FormatResult]) -> str:
     return "\n".join(lines)
 
 
-#: The native plans ``--rss`` measures: name -> (source, sink options).
-RSS_PLANS: dict[str, tuple[str, dict[str, Any]]] = {
-    "canal-json -> debezium-json (no schema)": ("canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "canal-json -> debezium-json (with schema)": ("canal-json", {"schemas_enable": True}),
-    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", DEBEZIUM_TYPED_NO_SCHEMA),
+#: The native plans ``--rss`` measures: name -> (source, sink, sink options).
+RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "canal-json -> debezium-json (no schema)": ("canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> debezium-json (with schema)": ("canal-json", "debezium-json", {"schemas_enable": True}),
+    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> canal-json": ("canal-json", "canal-json", {}),
+    "ticdc-canal-json -> canal-json": ("ticdc-canal-json", "canal-json", {}),
 }
 
 
@@ -536,8 +542,8 @@ def rss_child(plan: str, count: int) -> int:
     (MiB) after 10 %, 50 % and 100 % of them as JSON."""
     import resource
 
-    source, sink_options = RSS_PLANS[plan]
-    chain = Chain(get_codec(source), get_codec("debezium-json", sink_options), [], "all")
+    source, sink, sink_options = RSS_PLANS[plan]
+    chain = Chain(get_codec(source), get_codec(sink, sink_options), [], "all")
     if chain.native is None:
         print(orjson.dumps({"error": "no native plan"}).decode())
         return 1
@@ -615,6 +621,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="peak RSS of converting N messages (default 1M) through each native plan, instead of the tables",
     )
+    parser.add_argument(
+        "--rows",
+        metavar="TEXTS",
+        help="only the conversion rows whose label contains one of these comma-separated texts ('→ canal-json')",
+    )
     parser.add_argument("--rss-child", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child is not None:
@@ -637,6 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs = Inputs(messages)
     results = []
     for row in ROWS:
+        if args.rows is not None and not any(t.strip() in row.label for t in args.rows.split(",")):
+            continue
         result = measure(row, inputs, args.runs)
         results.append(result)
         rate, cost, speed = _cells(result, floor_rate)

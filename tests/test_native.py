@@ -198,9 +198,9 @@ def test_only_the_plans_it_has_are_used() -> None:
     from cdc_smt.transforms.config import build_transforms
 
     canal, dbz = (lambda: get_codec("canal-json")), (lambda: get_codec("debezium-json"))
-    assert Chain(canal(), get_codec("canal-json"), [], "all").native is None
+    assert Chain(canal(), get_codec("canal-json"), [], "all").native.name == native.CANAL_TO_CANAL
     assert Chain(get_codec("ticdc-canal-json"), dbz(), [], "all").native.name == native.TICDC_TO_DEBEZIUM
-    assert Chain(get_codec("ticdc-canal-json"), get_codec("canal-json"), [], "all").native is None
+    assert Chain(get_codec("ticdc-canal-json"), get_codec("canal-json"), [], "all").native.name == native.TICDC_TO_CANAL
     assert Chain(canal(), dbz(), [], "all", catalog=SchemaCatalog()).native is None  # the plan feeds no catalog
     transforms = build_transforms([{"type": "drop_tombstones"}, {"type": "filter", "condition": "row.id > 1"}])
     assert Chain(canal(), dbz(), transforms, "all").native is None  # a row condition: Python
@@ -216,7 +216,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
     canal, maxwell = orjson.loads(capsys.readouterr().out)
     assert canal["native"] == {
         "active": native.enabled(),
-        "plans": [native.CANAL_TO_DEBEZIUM] if native.enabled() else [],
+        "plans": [native.CANAL_TO_DEBEZIUM, native.CANAL_TO_CANAL, native.TICDC_TO_CANAL] if native.enabled() else [],
     }
     assert maxwell["native"]["plans"] == []
 

@@ -15,6 +15,10 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   when its representation is one the plan implements (the default
   decimal/time/binary/bigint modes), else a non-null value of it sends the
   record to Python.
+* ``ticdc-canal-json -> debezium-json``: the same, for TiCDC's dialect.
+* ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
+  Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
+  they are (:func:`_keeps_rows`).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -55,6 +59,8 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 ENV = "CDC_SMT_NATIVE"
 CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
+CANAL_TO_CANAL = "canal-json -> canal-json"
+TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
 
 
 def available() -> bool:
@@ -109,6 +115,8 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
+        return _canal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -123,6 +131,39 @@ def plan_for(chain: Any) -> NativePlan | None:
         ticdc=ticdc,
     )
     return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
+
+
+def _canal_plan(chain: Any) -> NativePlan | None:
+    """canal-json or ticdc-canal-json -> canal-json: the Canal writer copies each row's
+    values (or re-writes TiCDC's as Canal text) and the message's fields, so only
+    transforms that leave rows and their tables as they are (filter by table/op, route,
+    drop_tombstones, the header transforms) qualify."""
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+
+    assert _native is not None
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    decoder, encoder = chain.decoder, chain.encoder
+    ticdc = type(decoder) is TicdcCanalJson
+    compiler = _CanalOutTables(decoder, encoder, list(chain.transforms))
+    plan = _native.CanalToDebezium(
+        compiler.compile,
+        max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
+        encoder="canal-json",
+        batch_transaction=encoder.batching,
+    )
+    return NativePlan(TICDC_TO_CANAL if ticdc else CANAL_TO_CANAL, plan, compiler.variants)
+
+
+def _keeps_rows(t: Any) -> bool:
+    """Does ``t`` leave a row's values, columns, key and table as they are (it may drop
+    the row, route it or edit its headers)?"""
+    from cdc_smt.transforms.smt import filter as filter_
+    from cdc_smt.transforms.smt import headers, route, tombstones
+
+    keeping = (filter_.Filter, route.Route, tombstones.DropTombstones, headers.InsertHeader, headers.DropHeaders)
+    return type(t) in keeping
 
 
 #: ``insert_field`` metadata the plan writes: per row (``es``, ``ts``, the row index), or
@@ -419,13 +460,13 @@ class _CanalTables:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             if selected and any(c not in event.schema.by_name for c in t.columns):
                 raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
-            if type(t) is InsertHeader:
+            if selected and type(t) is InsertHeader:
                 value = t._static
                 if value is None:
                     text = t._template.render(event)
                     value = None if text is None else text.encode("utf-8")
                 edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
-            elif type(t) is DropHeaders:
+            elif selected and type(t) is DropHeaders:
                 edits = [*(edits or ()), ("drop", t._names)]
             out = t.apply_batch([event])
             if not out:
@@ -461,6 +502,151 @@ class _CanalTables:
             _schema_part(first.key) if schemas and first.key is not None else None,
             _schema_part(first.value) if schemas else None,
         )
+
+
+class _CanalOutTables(_CanalTables):
+    """Compiles one Canal table layout for the Canal writer: its columns and key, and per
+    op whether the transforms drop, keep (with which topic and header edits) or leave the
+    rows to Python. The probe's Canal message is checked to be the input's row and table
+    (what the writer copies). From TiCDC (``retext``), also each column's conversion to
+    Canal text, its ``mysqlType`` and its ``sqlType`` codes, checked against the probe's."""
+
+    @property
+    def retext(self) -> bool:
+        return self.decoder.form is not self.encoder.form
+
+    def _compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
+        from cdc_smt.transforms.types import Kind
+
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        sql_types = orjson.loads(sql_type) if sql_type is not None else None
+        if not isinstance(types, dict) or not types:
+            return None  # types inferred from the values: the Python path
+        if not self.retext and (not isinstance(sql_types, dict) or not sql_types):
+            return None  # sqlType computed from the values: the Python path
+        if len(set(pk)) != len(pk):
+            return None
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": sql_types,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        schema = event.schema
+        names = [c.name for c in schema.columns]
+        if sorted(names) != sorted(types) or any(k not in names for k in schema.primary_key):
+            return None
+        if not self.retext and (names != list(types) or sorted(sql_types or ()) != sorted(names)):
+            return None  # the message's type maps are copied only when they name the columns
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        if not zoned and not self.retext and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
+            return None  # TIMESTAMP text re-based between the zones: Python
+        shape = _Shape(schema)
+        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
+            selected = t.selects(event)
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        texts = [self._text(c, zoned) for c in schema.columns] if self.retext else None
+        ops = [self._op_canal(message, kind, shape, texts) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        return names, list(pk), ops, texts
+
+    def _text(self, column: Any, zoned: bool) -> tuple[str, str, int | None, int, int, int, int | None]:
+        """One column's ``(mysqlType, op, arg, NULL code, code, wide code, unsigned max)``."""
+        from cdc_smt.transforms.types import Kind
+
+        t = column.mysql
+        k = t.kind
+        op: tuple[str, int | None] = ("python", None)
+        if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
+            op = ("same", None)
+        elif k is Kind.INT:
+            op = ("int", None)
+        elif k is Kind.YEAR:
+            op = ("year", None)
+        elif k is Kind.BIT and t.length is not None:
+            op = ("bits", t.length)
+        elif k is Kind.DECIMAL and t.scale is not None:
+            op = ("decimal", t.scale)
+        elif k is Kind.FLOAT and not t.is_single_float:
+            op = ("double", None)
+        elif k is Kind.DATE:
+            op = ("date", None)
+        elif (k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned)) and t.fsp is not None:
+            op = ("datetime", t.fsp)
+        elif k is Kind.TIME and t.fsp is not None:
+            op = ("time", t.fsp)
+        elif k is Kind.BYTES:
+            op = ("bytes", None)
+        encoder = self.encoder
+        by_null = encoder.sql_type_by_null(column)
+        if by_null is not None:
+            return (encoder.mysql_type_text(column), *op, by_null[0], by_null[1], 0, None)
+        if k is not Kind.INT or not t.unsigned or op[0] != "int":
+            raise _Unsupported("sqlType")
+        signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
+        bits = next(
+            b
+            for b in (8, 16, 24, 32, 64)
+            if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
+        )
+        return (encoder.mysql_type_text(column), *op, signed, signed, wide, (1 << (bits - 1)) - 1)
+
+    def _op_canal(
+        self, message: dict[str, Any], kind: str, shape: _Shape, texts: list[Any] | None
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
+
+        (event,) = self._decode(message, kind)
+        edits: list[HeaderEdit] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if selected and type(t) is InsertHeader:
+                value = t._static
+                if value is None:
+                    text = t._template.render(event)
+                    value = None if text is None else text.encode("utf-8")
+                edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
+            elif selected and type(t) is DropHeaders:
+                edits = [*(edits or ()), ("drop", t._names)]
+            out = t.apply_batch([event])
+            if not out:
+                return 0, None
+            (event,) = out
+        (first,) = self.encoder.encode(event)
+        written = orjson.loads(first.value)
+        database, table = message["database"], message["table"]
+        if texts is not None:  # Canal's own defaults; the type maps of the probe's all-null row
+            database, table = database or "", table or ""
+            row = message["data"][0]
+            index = {c.name: i for i, c in enumerate(event.schema.columns)}
+            if written.get("mysqlType") != {n: texts[index[n]][0] for n in row} or written.get("sqlType") != {
+                n: texts[index[n]][3] for n in row
+            }:
+                raise _Unsupported("type maps")
+        if (
+            written.get("data") != message["data"]
+            or written.get("database") != database
+            or written.get("table") != table
+            or written.get("type") != kind
+        ):
+            raise _Unsupported("message")  # not what the writer copies
+        ident = (first.topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return 2, variant
 
 
 #: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).
@@ -580,7 +766,9 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 
 __all__ = [
+    "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
+    "TICDC_TO_CANAL",
     "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",

@@ -125,7 +125,26 @@ pub struct Message<'a> {
     pub id: Option<&'a RawValue>,
     /// A ``_tidb`` extension field is present (TiCDC's commitTs, large-message flags).
     pub tidb: bool,
+    /// ``isDdl`` and ``sql`` as written (the Canal writer copies them).
+    pub is_ddl: Option<&'a RawValue>,
+    pub sql: Option<&'a RawValue>,
+    /// Fields this module does not know (``_tidb`` included), in message order, as written.
+    pub extra: Vec<(Cow<'a, str>, &'a RawValue)>,
+    /// Which fields are present (null included): the ``FIELD_*`` bits.
+    pub seen: u16,
 }
+
+pub const FIELD_DATABASE: u16 = 8;
+pub const FIELD_TABLE: u16 = 16;
+pub const FIELD_ES: u16 = 32;
+pub const FIELD_TS: u16 = 64;
+pub const FIELD_OLD: u16 = 4;
+pub const FIELD_PK_NAMES: u16 = 128;
+pub const FIELD_MYSQL_TYPE: u16 = 256;
+pub const FIELD_SQL_TYPE: u16 = 512;
+pub const FIELD_ID: u16 = 1024;
+pub const FIELD_IS_DDL: u16 = 4096;
+pub const FIELD_SQL: u16 = 8192;
 
 impl<'de> Deserialize<'de> for Message<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -142,18 +161,22 @@ impl<'de> Deserialize<'de> for Message<'de> {
                     let bit = match k.0.as_ref() {
                         "type" => 1,
                         "data" => 2,
-                        "old" => 4,
-                        "database" => 8,
-                        "table" => 16,
-                        "es" => 32,
-                        "ts" => 64,
-                        "pkNames" => 128,
-                        "mysqlType" => 256,
-                        "sqlType" => 512,
-                        "id" => 1024,
+                        "old" => FIELD_OLD,
+                        "database" => FIELD_DATABASE,
+                        "table" => FIELD_TABLE,
+                        "es" => FIELD_ES,
+                        "ts" => FIELD_TS,
+                        "pkNames" => FIELD_PK_NAMES,
+                        "mysqlType" => FIELD_MYSQL_TYPE,
+                        "sqlType" => FIELD_SQL_TYPE,
+                        "id" => FIELD_ID,
                         "_tidb" => 2048,
+                        "isDdl" => FIELD_IS_DDL,
+                        "sql" => FIELD_SQL,
                         _ => {
-                            map.next_value::<Checked>()?;
+                            let raw: &RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            m.extra.push((k.0, raw));
                             continue;
                         }
                     };
@@ -164,25 +187,37 @@ impl<'de> Deserialize<'de> for Message<'de> {
                     match bit {
                         1 => m.kind = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         2 => m.data = map.next_value()?,
-                        4 => m.old = map.next_value()?,
-                        8 => m.database = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        16 => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        32 => m.es = map.next_value()?,
-                        64 => m.ts = map.next_value()?,
-                        128 => m.pk_names = map.next_value::<Option<Vec<Text>>>()?.map(|v| v.into_iter().map(|t| t.0).collect()),
-                        256 => m.mysql_type = Some(map.next_value()?),
-                        512 => m.sql_type = Some(map.next_value()?),
-                        1024 => {
+                        FIELD_OLD => m.old = map.next_value()?,
+                        FIELD_DATABASE => m.database = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        FIELD_TABLE => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        FIELD_ES => m.es = map.next_value()?,
+                        FIELD_TS => m.ts = map.next_value()?,
+                        FIELD_PK_NAMES => m.pk_names = map.next_value::<Option<Vec<Text>>>()?.map(|v| v.into_iter().map(|t| t.0).collect()),
+                        FIELD_MYSQL_TYPE => m.mysql_type = Some(map.next_value()?),
+                        FIELD_SQL_TYPE => m.sql_type = Some(map.next_value()?),
+                        FIELD_ID => {
                             let raw: &RawValue = map.next_value()?;
                             serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
                             m.id = Some(raw);
                         }
+                        FIELD_IS_DDL | FIELD_SQL => {
+                            let raw: &RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            if bit == FIELD_SQL {
+                                m.sql = Some(raw);
+                            } else {
+                                m.is_ddl = Some(raw);
+                            }
+                        }
                         _ => {
-                            map.next_value::<Checked>()?;
+                            let raw: &RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            m.extra.push((k.0, raw));
                             m.tidb = true;
                         }
                     }
                 }
+                m.seen = seen;
                 Ok(m)
             }
         }

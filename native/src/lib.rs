@@ -8,6 +8,9 @@
 
 mod arrow;
 mod canal;
+mod canal_out;
+mod canal_text;
+mod canon;
 mod json;
 mod partition;
 mod values;
@@ -23,7 +26,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -122,22 +125,39 @@ impl TableKey {
 
 const CACHE_SIZE: usize = 1024;
 
-/// canal-json or ticdc-canal-json -> debezium-json, with the chain's per-table transforms
-/// (``transforms/native.py`` compiles them per table) and the options of both codecs.
+/// The plan's writer: the encoder side of the seam (the reader is Canal's, per dialect).
+enum Encoder {
+    /// Debezium change events (``CanalToDebezium``'s first writer).
+    Debezium,
+    /// Canal flat messages (``canal_out``); ``transaction``: the encoder's ``batch: transaction``.
+    Canal { transaction: bool },
+}
+
+/// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
+#[allow(clippy::large_enum_variant)]
+enum Table {
+    Debezium(TablePlan),
+    Canal(canal_out::Table),
+}
+
+/// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
+/// the chain's per-table transforms (``transforms/native.py`` compiles them per table) and
+/// the options of both codecs.
 #[pyclass(module = "cdc_smt._native")]
-struct CanalToDebezium {
+pub(crate) struct CanalToDebezium {
     compile: PyObject,
+    encoder: Encoder,
     schemas_enable: bool,
     tombstones_on_delete: bool,
     max_message_bytes: usize,
     /// TiCDC's dialect: one row per message, ``id`` 0; ``_tidb`` messages go to Python.
     ticdc: bool,
-    tables: HashMap<TableKey, Option<Arc<TablePlan>>>,
-    last: Option<(TableKey, Option<Arc<TablePlan>>)>,
+    tables: HashMap<TableKey, Option<Arc<Table>>>,
+    last: Option<(TableKey, Option<Arc<Table>>)>,
 }
 
 /// One output record: value (``None`` = tombstone), key and the op plan's variant.
-type Output = (Option<Vec<u8>>, Option<Vec<u8>>, usize);
+pub(crate) type Output = (Option<Vec<u8>>, Option<Vec<u8>>, usize);
 
 /// Op codes in the order of ``TablePlan::ops``.
 const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
@@ -145,19 +165,37 @@ const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
 #[pymethods]
 impl CanalToDebezium {
     /// ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns the
-    /// table's spec (see ``table_plan``) or ``None`` (not native).
+    /// table's spec (see ``table_plan``, ``canal_out::Table::from_spec``) or ``None`` (not native).
+    ///
+    /// ``encoder``: ``"debezium-json"`` or ``"canal-json"`` (then ``batch_transaction`` is
+    /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable, tombstones_on_delete, max_message_bytes, ticdc=false))]
-    fn new(compile: PyObject, schemas_enable: bool, tombstones_on_delete: bool, max_message_bytes: usize, ticdc: bool) -> Self {
-        CanalToDebezium {
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        compile: PyObject,
+        schemas_enable: bool,
+        tombstones_on_delete: bool,
+        max_message_bytes: usize,
+        ticdc: bool,
+        encoder: &str,
+        batch_transaction: bool,
+    ) -> PyResult<Self> {
+        let encoder = match encoder {
+            "debezium-json" => Encoder::Debezium,
+            "canal-json" => Encoder::Canal { transaction: batch_transaction },
+            other => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
+        };
+        Ok(CanalToDebezium {
             compile,
+            encoder,
             schemas_enable,
             tombstones_on_delete,
             max_message_bytes,
             ticdc,
             tables: HashMap::new(),
             last: None,
-        }
+        })
     }
 
     /// ``(counts, values, keys, variants)``: per input value the number of output records
@@ -209,7 +247,7 @@ impl CanalToDebezium {
 }
 
 impl CanalToDebezium {
-    fn table(&mut self, py: Python, m: &canal::Message) -> PyResult<Option<Arc<TablePlan>>> {
+    fn table(&mut self, py: Python, m: &canal::Message) -> PyResult<Option<Arc<Table>>> {
         if let Some((key, plan)) = &self.last {
             if key.matches(m) {
                 return Ok(plan.clone());
@@ -223,7 +261,15 @@ impl CanalToDebezium {
                     py,
                     (key.mysql_type.clone(), key.sql_type.clone(), key.pk_names.clone(), key.database.clone(), key.table.clone()),
                 )?;
-                let plan = if spec.is_none(py) { None } else { Some(Arc::new(table_plan(spec.bind(py))?)) };
+                let plan = if spec.is_none(py) {
+                    None
+                } else {
+                    match self.encoder {
+                        Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
+                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
+                    }
+                    .map(Arc::new)
+                };
                 if self.tables.len() >= CACHE_SIZE {
                     self.tables.clear();
                 }
@@ -261,7 +307,18 @@ impl CanalToDebezium {
         if op == 1 && !old.is_empty() && old.len() != data.len() {
             return Ok(false);
         }
-        let Some(plan) = self.table(py, &m)? else { return Ok(false) };
+        let Some(table) = self.table(py, &m)? else { return Ok(false) };
+        let plan = match (&*table, &self.encoder) {
+            (Table::Debezium(plan), _) => plan,
+            (Table::Canal(t), Encoder::Canal { transaction }) => {
+                return Ok(match t.ops[op] {
+                    canal_out::Entry::Write(variant) => canal_out::write(t, &m, op, variant, *transaction, out).is_ok(),
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => t.knows(data),
+                });
+            }
+            (Table::Canal(_), _) => return Ok(false),
+        };
         let op_plan = match &plan.ops[op] {
             OpEntry::Plan(p) => p,
             OpEntry::Python => return Ok(false),
@@ -269,7 +326,7 @@ impl CanalToDebezium {
             OpEntry::Dropped => return Ok(data.iter().all(|row| row.0.iter().all(|(k, _)| plan.index.contains_key(k.as_ref())))),
         };
         for (i, row) in data.iter().enumerate() {
-            if self.row(&plan, op_plan, &m, op, i, row, old, out).is_err() {
+            if self.row(plan, op_plan, &m, op, i, row, old, out).is_err() {
                 return Ok(false);
             }
         }

@@ -8,8 +8,8 @@ __version__: str
 PLANS: tuple[str, ...]
 
 class CanalToDebezium:
-    """canal-json (or TiCDC's dialect, ``ticdc``) -> debezium-json (and the chain's
-    transforms the planner lets it do);
+    """canal-json (or TiCDC's dialect, ``ticdc``) -> debezium-json, or -> canal-json
+    (``encoder``), and the chain's transforms the planner lets it do;
     ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns a table's
     spec or ``None`` (the table is not native)."""
 
@@ -17,10 +17,12 @@ class CanalToDebezium:
         self,
         compile: Callable[..., Any],
         *,
-        schemas_enable: bool,
-        tombstones_on_delete: bool,
+        schemas_enable: bool = False,
+        tombstones_on_delete: bool = False,
         max_message_bytes: int,
         ticdc: bool = False,
+        encoder: str = "debezium-json",
+        batch_transaction: bool = False,
     ) -> None: ...
     def convert(
         self, values: list[bytes | None]

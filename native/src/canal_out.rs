@@ -1,0 +1,533 @@
+//! The Canal flat-message writer: what ``CanalJson.encode_batch`` writes for the rows of
+//! a canal-json message (same-format reproduction: the message's own fields, values and
+//! type maps are kept, so values pass as the text they are).
+//!
+//! Per row (``batch: row``) or per message (``batch: transaction``, several rows): the
+//! fields in Canal's (fastjson's sorted) order, each present when the input has it
+//! (``data`` always), the input's fields this format does not model appended in input
+//! order. What the Python encoder computes instead of copying (a ``sqlType`` map for a
+//! message without one, ``ts`` for a message without one, ``old`` of a DELETE) is left
+//! to Python.
+//!
+//! From another dialect (TiCDC's: ``retext``) nothing is reproduced: each value is
+//! re-written as Canal text (``canal_text``), the type maps are the schema's (``sqlType``
+//! per value, as Canal assigns codes), ``old`` holds the columns whose text changed, and
+//! the fields Canal has but the model lacks are Canal's defaults.
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+
+use crate::canal::{Message, Row, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE};
+use crate::canal_text::TextOp;
+use crate::values::Fallback;
+use crate::{canon, json, Output};
+
+/// A column's ``sqlType`` code as Canal assigns it from the value.
+enum SqlCode {
+    /// By NULL-ness: (NULL, any other value).
+    ByNull(i64, i64),
+    /// Unsigned integers: the signed range's code, the wider one above ``max``.
+    Unsigned { signed: i64, wide: i64, max: u64 },
+}
+
+/// One column written from another dialect's text.
+struct Retext {
+    /// ``"name":"type"`` (the ``mysqlType`` entry).
+    mysql_type: Vec<u8>,
+    op: TextOp,
+    sql: SqlCode,
+}
+
+/// What becomes of one op's rows (c, u, d, r).
+pub enum Entry {
+    /// A transform drops them.
+    Dropped,
+    /// Python processes them.
+    Python,
+    /// Written, with this variant (the Python side's topic and header edits).
+    Write(usize),
+}
+
+/// One table layout (Canal's ``mysqlType``, ``sqlType``, ``pkNames``, database, table).
+pub struct Table {
+    index: HashMap<String, usize>,
+    /// Key fields: (name as a JSON string, name).
+    pk: Vec<(Vec<u8>, String)>,
+    /// ``mysqlType`` and ``sqlType`` as the Python path re-writes them.
+    mysql_type: Vec<u8>,
+    sql_type: Vec<u8>,
+    /// Per column: how a value of another dialect becomes Canal text (``None``: the same dialect).
+    retext: Option<Vec<Retext>>,
+    pub ops: [Entry; 4],
+}
+
+/// ``type`` of each op (c, u, d, r).
+const TYPES: [&[u8]; 4] = [b"\"INSERT\"", b"\"UPDATE\"", b"\"DELETE\"", b"\"INIT\""];
+
+impl Table {
+    /// A table's spec from Python: ``(columns, pk, ops)`` where ``ops`` has four entries
+    /// ``(what, variant)``: 0 dropped, 1 Python, 2 written with ``variant``. ``None``:
+    /// the type maps are not ones this module copies.
+    /// With ``retext`` (another dialect), a fourth item lists per column
+    /// ``(type, op, arg, null_code, code, wide_code, unsigned_max)``.
+    pub fn from_spec(spec: &Bound<PyAny>, mysql_type: Option<&str>, sql_type: Option<&str>, retext: bool) -> PyResult<Option<Table>> {
+        #[allow(clippy::type_complexity)]
+        let (columns, pk, ops, texts): (
+            Vec<String>,
+            Vec<String>,
+            Vec<(u8, Option<usize>)>,
+            Option<Vec<(String, String, Option<usize>, i64, i64, i64, Option<u64>)>>,
+        ) = spec.extract()?;
+        let (mysql_type, sql_type) = if retext {
+            (Vec::new(), Vec::new())
+        } else {
+            let (Some(m), Some(s)) = (mysql_type.and_then(canon::of), sql_type.and_then(canon::of)) else {
+                return Ok(None);
+            };
+            (m, s)
+        };
+        let retext = match (retext, texts) {
+            (false, _) => None,
+            (true, None) => return Ok(None),
+            (true, Some(texts)) => {
+                if texts.len() != columns.len() {
+                    return Err(pyo3::exceptions::PyValueError::new_err("one text conversion per column"));
+                }
+                let mut out = Vec::with_capacity(texts.len());
+                for (name, (type_text, op, arg, null_code, code, wide, max)) in columns.iter().zip(texts) {
+                    let Some(op) = TextOp::from_name(&op, arg) else {
+                        return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown text conversion {op:?}")));
+                    };
+                    let mut entry = Vec::new();
+                    json::write_str(&mut entry, name);
+                    entry.push(b':');
+                    json::write_str(&mut entry, &type_text);
+                    let sql = match max {
+                        Some(max) => SqlCode::Unsigned { signed: code, wide, max },
+                        None => SqlCode::ByNull(null_code, code),
+                    };
+                    out.push(Retext { mysql_type: entry, op, sql });
+                }
+                Some(out)
+            }
+        };
+        let mut index = HashMap::with_capacity(columns.len());
+        for (i, name) in columns.into_iter().enumerate() {
+            if index.insert(name, i).is_some() {
+                return Ok(None);
+            }
+        }
+        if ops.len() != 4 {
+            return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
+        }
+        let mut entries = [Entry::Python, Entry::Python, Entry::Python, Entry::Python];
+        for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
+            *slot = match (what, variant) {
+                (0, _) => Entry::Dropped,
+                (2, Some(v)) => Entry::Write(v),
+                _ => Entry::Python,
+            };
+        }
+        let pk = pk
+            .into_iter()
+            .map(|n| {
+                let mut b = Vec::new();
+                json::write_str(&mut b, &n);
+                (b, n)
+            })
+            .collect();
+        Ok(Some(Table { index, pk, mysql_type, sql_type, retext, ops: entries }))
+    }
+
+    /// Does every row name only this table's columns (what Python reads without error)?
+    pub fn knows(&self, data: &[Row]) -> bool {
+        data.iter().all(|row| row.0.iter().all(|(k, _)| self.index.contains_key(k.as_ref())))
+    }
+
+    /// One row as the JSON object Python writes (every column once, in row order).
+    fn write_row(&self, out: &mut Vec<u8>, row: &Row, seen: &mut Vec<bool>) -> Result<(), Fallback> {
+        seen.clear();
+        seen.resize(self.index.len(), false);
+        out.push(b'{');
+        for (n, (name, value)) in row.0.iter().enumerate() {
+            let c = *self.index.get(name.as_ref()).ok_or(Fallback)?;
+            if std::mem::replace(&mut seen[c], true) {
+                return Err(Fallback); // a repeated column: Python's dict semantics decide
+            }
+            if n > 0 {
+                out.push(b',');
+            }
+            json::write_str(out, name);
+            out.push(b':');
+            write_opt_str(out, value.as_deref());
+        }
+        out.push(b'}');
+        if row.0.len() != self.index.len() {
+            return Err(Fallback); // a row without some column: Python computes the type maps
+        }
+        Ok(())
+    }
+
+    /// ``{"pk": value, ...}`` of a row (``None``: no key).
+    fn key(&self, row: &Row) -> Option<Vec<u8>> {
+        if self.pk.is_empty() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(64);
+        out.push(b'{');
+        for (n, (name, plain)) in self.pk.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            out.push(b':');
+            let value = row.0.iter().find(|(k, _)| k.as_ref() == plain.as_str()).and_then(|(_, v)| v.as_deref());
+            write_opt_str(&mut out, value);
+        }
+        out.push(b'}');
+        Some(out)
+    }
+}
+
+fn write_opt_str(out: &mut Vec<u8>, value: Option<&str>) {
+    match value {
+        Some(text) => json::write_str(out, text),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// An ``old`` row as written (changed columns; a repeated one goes to Python).
+fn write_old(out: &mut Vec<u8>, row: &Row) -> Result<(), Fallback> {
+    out.push(b'{');
+    for (n, (name, value)) in row.0.iter().enumerate() {
+        if row.0[..n].iter().any(|(k, _)| k == name) {
+            return Err(Fallback);
+        }
+        if n > 0 {
+            out.push(b',');
+        }
+        json::write_str(out, name);
+        out.push(b':');
+        write_opt_str(out, value.as_deref());
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// The fields after ``data`` up to ``mysqlType``, and those after ``old`` (the same for
+/// every row of a message).
+fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>), Fallback> {
+    let seen = m.seen;
+    let Some(ts) = m.ts else { return Err(Fallback) }; // Python writes the current time
+    let mut head = Vec::with_capacity(t.mysql_type.len() + 96);
+    if seen & FIELD_DATABASE != 0 {
+        head.extend_from_slice(b",\"database\":");
+        write_opt_str(&mut head, m.database.as_deref());
+    }
+    if seen & FIELD_ES != 0 {
+        head.extend_from_slice(b",\"es\":");
+        match m.es {
+            Some(es) => json::write_int(&mut head, es),
+            None => head.extend_from_slice(b"null"),
+        }
+    }
+    if let Some(id) = m.id {
+        head.extend_from_slice(b",\"id\":");
+        canon::write(&mut head, id.get()).map_err(|_| Fallback)?;
+    }
+    if let Some(is_ddl) = m.is_ddl {
+        head.extend_from_slice(b",\"isDdl\":");
+        canon::write(&mut head, is_ddl.get()).map_err(|_| Fallback)?;
+    }
+    head.extend_from_slice(b",\"mysqlType\":");
+    head.extend_from_slice(&t.mysql_type);
+
+    let mut tail = Vec::with_capacity(t.sql_type.len() + 96);
+    if seen & FIELD_PK_NAMES != 0 {
+        tail.extend_from_slice(b",\"pkNames\":");
+        match &m.pk_names {
+            None => tail.extend_from_slice(b"null"),
+            Some(names) => {
+                tail.push(b'[');
+                for (n, name) in names.iter().enumerate() {
+                    if n > 0 {
+                        tail.push(b',');
+                    }
+                    json::write_str(&mut tail, name);
+                }
+                tail.push(b']');
+            }
+        }
+    }
+    if let Some(sql) = m.sql {
+        tail.extend_from_slice(b",\"sql\":");
+        canon::write(&mut tail, sql.get()).map_err(|_| Fallback)?;
+    }
+    tail.extend_from_slice(b",\"sqlType\":");
+    tail.extend_from_slice(&t.sql_type);
+    if seen & FIELD_TABLE != 0 {
+        tail.extend_from_slice(b",\"table\":");
+        write_opt_str(&mut tail, m.table.as_deref());
+    }
+    tail.extend_from_slice(b",\"ts\":");
+    json::write_int(&mut tail, ts);
+    tail.extend_from_slice(b",\"type\":");
+    tail.extend_from_slice(TYPES[op]);
+    for (n, (name, raw)) in m.extra.iter().enumerate() {
+        if m.extra[..n].iter().any(|(k, _)| k == name) {
+            return Err(Fallback); // a repeated field: Python keeps the last value
+        }
+        tail.push(b',');
+        json::write_str(&mut tail, name);
+        tail.push(b':');
+        canon::write(&mut tail, raw.get()).map_err(|_| Fallback)?;
+    }
+    tail.push(b'}');
+    Ok((head, tail))
+}
+
+/// The output records of one row message of ``t`` (op index ``op``) into ``out``:
+/// one per row, or one for the message when ``transaction`` and it has several rows.
+pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: bool, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    if let Some(columns) = &t.retext {
+        return write_retext(t, columns, m, op, variant, out);
+    }
+    let data = m.data.as_deref().ok_or(Fallback)?;
+    let old = m.old.as_deref().unwrap_or(&[]);
+    // ``old`` per row (UPDATE with changed columns), else the input's own (null for a
+    // non-empty list on other ops; absent stays absent).
+    let per_row_old = op == 1 && !old.is_empty();
+    if op == 2 && !old.is_empty() {
+        return Err(Fallback); // TiCDC before v5.4 repeated DELETE rows in old: Python
+    }
+    let fixed_old: &[u8] = if m.seen & FIELD_OLD == 0 {
+        b""
+    } else if m.old.is_some() && old.is_empty() {
+        b",\"old\":[]"
+    } else {
+        b",\"old\":null"
+    };
+    let (head, tail) = message_fields(t, m, op)?;
+    let mut seen = Vec::new();
+    if transaction && data.len() > 1 {
+        let mut value = Vec::with_capacity(head.len() + tail.len() + 256 * data.len());
+        value.extend_from_slice(b"{\"data\":[");
+        let mut key: Option<Option<Vec<u8>>> = None;
+        for (i, row) in data.iter().enumerate() {
+            if i > 0 {
+                value.push(b',');
+            }
+            t.write_row(&mut value, row, &mut seen)?;
+            let k = t.key(row);
+            key = Some(match key {
+                None => k,
+                Some(prev) if prev == k => prev,
+                Some(_) => None, // rows of different keys: the message has none
+            });
+        }
+        value.push(b']');
+        value.extend_from_slice(&head);
+        if per_row_old {
+            value.extend_from_slice(b",\"old\":[");
+            for (i, row) in old.iter().enumerate() {
+                if i > 0 {
+                    value.push(b',');
+                }
+                write_old(&mut value, row)?;
+            }
+            value.push(b']');
+        } else {
+            value.extend_from_slice(fixed_old);
+        }
+        value.extend_from_slice(&tail);
+        out.push((Some(value), key.flatten(), variant));
+        return Ok(());
+    }
+    for (i, row) in data.iter().enumerate() {
+        let mut value = Vec::with_capacity(head.len() + tail.len() + 256);
+        value.extend_from_slice(b"{\"data\":[");
+        t.write_row(&mut value, row, &mut seen)?;
+        value.push(b']');
+        value.extend_from_slice(&head);
+        if per_row_old {
+            value.extend_from_slice(b",\"old\":[");
+            write_old(&mut value, old.get(i).ok_or(Fallback)?)?;
+            value.push(b']');
+        } else {
+            value.extend_from_slice(fixed_old);
+        }
+        value.extend_from_slice(&tail);
+        out.push((Some(value), t.key(row), variant));
+    }
+    Ok(())
+}
+
+/// A row's values as Canal text: per row entry, the span of its JSON value in ``buf``
+/// (``None``: null) and its column.
+/// Per row entry: its column and the span of its converted value (``None``: null).
+type Spans = Vec<(usize, Option<(usize, usize)>)>;
+
+fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Spans, Fallback> {
+    let mut seen = vec![false; columns.len()];
+    let mut spans = Vec::with_capacity(row.0.len());
+    for (name, value) in &row.0 {
+        let c = *t.index.get(name.as_ref()).ok_or(Fallback)?;
+        if std::mem::replace(&mut seen[c], true) {
+            return Err(Fallback);
+        }
+        let span = match value {
+            None => None,
+            Some(text) => {
+                let start = buf.len();
+                columns[c].op.write(buf, text)?;
+                Some((start, buf.len()))
+            }
+        };
+        spans.push((c, span));
+    }
+    Ok(spans)
+}
+
+/// One message of another dialect (one row: TiCDC's) as official Canal writes it.
+fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    let data = m.data.as_deref().ok_or(Fallback)?;
+    let [row] = data else { return Err(Fallback) };
+    let Some(ts) = m.ts else { return Err(Fallback) }; // Python writes the current time
+    if row.0.is_empty() {
+        return Err(Fallback);
+    }
+    let mut buf = Vec::with_capacity(512);
+    let after = retext_row(t, columns, row, &mut buf)?;
+    let text = |span: Option<(usize, usize)>, buf: &Vec<u8>| -> Vec<u8> {
+        match span {
+            Some((a, b)) => buf[a..b].to_vec(),
+            None => b"null".to_vec(),
+        }
+    };
+    let mut value = Vec::with_capacity(1024);
+    value.extend_from_slice(b"{\"data\":[{");
+    for (n, ((name, _), (_, span))) in row.0.iter().zip(&after).enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        json::write_str(&mut value, name);
+        value.push(b':');
+        match span {
+            Some((a, b)) => value.extend_from_slice(&buf[*a..*b]),
+            None => value.extend_from_slice(b"null"),
+        }
+    }
+    value.extend_from_slice(b"}],\"database\":");
+    json::write_str(&mut value, m.database.as_deref().unwrap_or(""));
+    value.extend_from_slice(b",\"es\":");
+    json::write_int(&mut value, m.es.unwrap_or(0));
+    value.extend_from_slice(b",\"id\":0,\"isDdl\":false,\"mysqlType\":{");
+    for (n, (c, _)) in after.iter().enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        value.extend_from_slice(&columns[*c].mysql_type);
+    }
+    value.extend_from_slice(b"},\"old\":");
+    // UPDATE: the before-image (``data`` overlaid with ``old``) in Canal text; ``old``
+    // holds the columns whose text differs from the after-image's.
+    let old = m.old.as_deref().unwrap_or(&[]);
+    let mut changed = Vec::new();
+    if op == 1 && !old.is_empty() {
+        let o = old.first().ok_or(Fallback)?;
+        let mut obuf = Vec::with_capacity(256);
+        let overlay = retext_row(t, columns, o, &mut obuf)?;
+        let mut before: Vec<(usize, Vec<u8>)> = after.iter().map(|(c, span)| (*c, text(*span, &buf))).collect();
+        for (c, span) in overlay {
+            let v = text(span, &obuf);
+            match before.iter_mut().find(|(bc, _)| *bc == c) {
+                Some(slot) => slot.1 = v,
+                None => before.push((c, v)),
+            }
+        }
+        for (c, v) in before {
+            let now = after.iter().find(|(ac, _)| *ac == c).map(|(_, span)| text(*span, &buf));
+            if now.as_deref() != Some(v.as_slice()) {
+                changed.push((c, v));
+            }
+        }
+    }
+    if changed.is_empty() {
+        value.extend_from_slice(b"null");
+    } else {
+        value.extend_from_slice(b"[{");
+        for (n, (c, v)) in changed.iter().enumerate() {
+            if n > 0 {
+                value.push(b',');
+            }
+            let entry = &columns[*c].mysql_type;
+            let name_end = name_len(entry);
+            value.extend_from_slice(&entry[..name_end]);
+            value.push(b':');
+            value.extend_from_slice(v);
+        }
+        value.extend_from_slice(b"}]");
+    }
+    value.extend_from_slice(b",\"pkNames\":");
+    match &m.pk_names {
+        Some(names) if !names.is_empty() => {
+            value.push(b'[');
+            for (n, name) in names.iter().enumerate() {
+                if n > 0 {
+                    value.push(b',');
+                }
+                json::write_str(&mut value, name);
+            }
+            value.push(b']');
+        }
+        _ => value.extend_from_slice(b"null"),
+    }
+    value.extend_from_slice(b",\"sql\":\"\",\"sqlType\":{");
+    for (n, (c, span)) in after.iter().enumerate() {
+        if n > 0 {
+            value.push(b',');
+        }
+        let entry = &columns[*c].mysql_type;
+        value.extend_from_slice(&entry[..name_len(entry)]);
+        value.push(b':');
+        let code = match (&columns[*c].sql, span) {
+            (SqlCode::ByNull(null, _), None) => *null,
+            (SqlCode::ByNull(_, code), Some(_)) => *code,
+            (SqlCode::Unsigned { signed, .. }, None) => *signed,
+            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
+                // the value is a canonical integer (TextOp::Int), quoted
+                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
+                match digits.parse::<u128>() {
+                    Ok(v) if v > *max as u128 => *wide,
+                    Ok(_) => *signed,
+                    Err(_) if digits.starts_with('-') => *signed,
+                    Err(_) => return Err(Fallback),
+                }
+            }
+        };
+        json::write_int(&mut value, code);
+    }
+    value.extend_from_slice(b"},\"table\":");
+    json::write_str(&mut value, m.table.as_deref().unwrap_or(""));
+    value.extend_from_slice(b",\"ts\":");
+    json::write_int(&mut value, ts);
+    value.extend_from_slice(b",\"type\":");
+    value.extend_from_slice(TYPES[op]);
+    value.push(b'}');
+    out.push((Some(value), t.key(row), variant));
+    Ok(())
+}
+
+/// The length of the ``"name"`` part of a ``"name":"type"`` entry.
+fn name_len(entry: &[u8]) -> usize {
+    let mut i = 1;
+    while i < entry.len() {
+        match entry[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    entry.len()
+}
