@@ -117,7 +117,9 @@ def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_lose
     apache: KafkaCluster, names, workers
 ) -> None:
     src, out, group = names("long-outage.canal"), names("long-outage.debezium"), names("long-outage")
-    records = row_changes(rows=6000, updates=1)
+    # A backlog the worker is still converting when the broker goes: with nothing left to
+    # send, an idle worker rightly waits for the broker instead of failing.
+    records = row_changes(rows=30000, updates=1)
     produce(apache, src, records, partitions=PARTITIONS)
     job = job_doc(
         apache,
@@ -130,7 +132,9 @@ def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_lose
     first = workers(job, "first").start()
     first.wait_running(90)
     wait_for(lambda: sum(committed(apache, group, src).values()) >= 2000, 120, "the first commits", interval=0.05)
+    before_stop = sum(committed(apache, group, src).values())
     apache.server.stop(kill=True)
+    assert before_stop < len(records), "the worker had finished before the outage: nothing was in flight"
     try:
         # The in-flight batches expire after 5 s and fail the worker ...
         wait_for(lambda: first.has_event("worker_failed") or first.proc.poll() is not None, 60, "the worker to fail")

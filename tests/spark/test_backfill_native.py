@@ -130,10 +130,10 @@ def test_files_to_files_native_equals_python(tmp_path, corpus, monkeypatch, sink
 
 
 def test_a_chain_without_a_plan_reads_its_lines_alike(tmp_path, corpus, monkeypatch):
-    """canal-json -> canal-json has no native plan: the lines read as arrays go through the chain."""
+    """canal-json -> maxwell-json has no native plan: the lines read as arrays go through the chain."""
     src = tmp_path / "in"
     corpus_and_bench_inputs(src, corpus)
-    out = assert_same_both_ways(tmp_path, src, monkeypatch, job={"sink": {"format": "canal-json"}})
+    out = assert_same_both_ways(tmp_path, src, monkeypatch, job={"sink": {"format": "maxwell-json"}})
     assert any(name.startswith("_dead_letters/") for name in out)
 
 
