@@ -162,6 +162,33 @@ def assert_same(records: list[Record], source: dict[str, Any] | None = None, sin
     return handled(fast, records)
 
 
+def assert_plan_agrees(
+    decoder: str,
+    encoder: str,
+    plan: str,
+    records: list[Record],
+    source: dict[str, Any] | None = None,
+    sink: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
+) -> int:
+    """The ``plan`` chain (decoder, transforms, encoder) and its Python twin give the same records,
+    dead letters and missing-column counts; returns how many records the plan handled itself."""
+    from cdc_smt.transforms.config import build_transforms
+
+    def make() -> Chain:
+        codecs = get_codec(decoder, source or {}), get_codec(encoder, sink or {})
+        return Chain(codecs[0], codecs[1], build_transforms(transforms or []), "all")
+
+    fast, slow = make(), make()
+    assert fast.native is not None and fast.native.name == plan
+    slow.native = None
+    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
+    assert outputs(native_result) == outputs(python_result)
+    assert dead_letters(native_result) == dead_letters(python_result)
+    assert [t.missing_counts for t in fast.transforms] == [t.missing_counts for t in slow.transforms]
+    return handled(fast, records)
+
+
 def records_of(values: Iterable[bytes | None]) -> list[Record]:
     """Records with coordinates and headers, so that both are seen to be carried alike."""
     return [

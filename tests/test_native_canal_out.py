@@ -36,8 +36,8 @@ from tests.test_native import (
     ZONES,
     _example,
     _message,
+    assert_plan_agrees,
     canal_stream,
-    dead_letters,
     outputs,
     records_of,
 )
@@ -77,15 +77,7 @@ def assert_same(
     transforms: list[dict[str, Any]] | None = None,
 ) -> int:
     """Both paths give the same records and dead letters; returns how many the plan handled."""
-    fast = make_chain(source or {}, sink or {}, transforms or [])
-    slow = make_chain(source or {}, sink or {}, transforms or [])
-    assert fast.native is not None and fast.native.name == native.CANAL_TO_CANAL
-    slow.native = None
-    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
-    assert dead_letters(native_result) == dead_letters(python_result)
-    fast.native.plan.clear()
-    return sum(n >= 0 for n in fast.native.plan.convert([r.value for r in records])[0])
+    return assert_plan_agrees("canal-json", "canal-json", native.CANAL_TO_CANAL, records, source, sink, transforms)
 
 
 def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
@@ -289,23 +281,8 @@ def assert_same_ticdc(
     transforms: list[dict[str, Any]] | None = None,
 ) -> int:
     """Both paths give the same records and dead letters; returns how many the plan handled."""
-
-    def make() -> Chain:
-        return Chain(
-            get_codec("ticdc-canal-json", source or {}),
-            get_codec("canal-json", sink or {}),
-            build_transforms(transforms or []),
-            "all",
-        )
-
-    fast, slow = make(), make()
-    assert fast.native is not None and fast.native.name == native.TICDC_TO_CANAL
-    slow.native = None
-    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
-    assert dead_letters(native_result) == dead_letters(python_result)
-    fast.native.plan.clear()
-    return sum(n >= 0 for n in fast.native.plan.convert([r.value for r in records])[0])
+    plan = native.TICDC_TO_CANAL
+    return assert_plan_agrees("ticdc-canal-json", "canal-json", plan, records, source, sink, transforms)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -22,13 +22,20 @@ from hypothesis import strategies as st
 
 from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
-from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.corpus import read_messages
 from tests.strategies import change_streams
 from tests.test_fastpath import EDGES
-from tests.test_native import BASE, MALFORMED, REQUIRED, ZONES, _message, dead_letters, outputs, records_of
+from tests.test_native import (
+    BASE,
+    MALFORMED,
+    REQUIRED,
+    ZONES,
+    _message,
+    assert_plan_agrees,
+    records_of,
+)
 from tests.test_native_transforms import FIVE
 
 pytestmark = pytest.mark.skipif(
@@ -51,23 +58,9 @@ def assert_same(
     transforms: list[dict[str, Any]] | None = None,
 ) -> int:
     """Both paths give the same records and dead letters; returns how many the plan handled."""
-
-    def make() -> Chain:
-        return Chain(
-            get_codec("ticdc-canal-json", source or {}),
-            get_codec("debezium-json", sink or {}),
-            build_transforms(transforms or []),
-            "all",
-        )
-
-    fast, slow = make(), make()
-    assert fast.native is not None and fast.native.name == native.TICDC_TO_DEBEZIUM
-    slow.native = None
-    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
-    assert dead_letters(native_result) == dead_letters(python_result)
-    fast.native.plan.clear()
-    return sum(n >= 0 for n in fast.native.plan.convert([r.value for r in records])[0])
+    return assert_plan_agrees(
+        "ticdc-canal-json", "debezium-json", native.TICDC_TO_DEBEZIUM, records, source, sink, transforms
+    )
 
 
 def ticdc_stream(events: list[ChangeEvent], tz: str, encoder: dict[str, Any]) -> list[bytes]:
