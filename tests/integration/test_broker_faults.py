@@ -56,11 +56,15 @@ def tables(fmt: str, records: list[Record]) -> dict[Any, dict[Any, tuple[Any, ..
     }
 
 
+ROWS = 30_000
+
+
 def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tables(
     apache: KafkaCluster, names, workers, record_property
 ) -> None:
     src, out, group = names("outage.canal"), names("outage.debezium"), names("outage")
-    before = row_changes(rows=8000, updates=2)  # 24,000 changes: a backlog the worker is busy with at the fault
+    # 90,000 changes: a backlog the worker (~60k msgs/s on an idle machine) is still busy with at the fault
+    before = row_changes(rows=ROWS, updates=2)
     produce(apache, src, before, partitions=PARTITIONS)
     job = job_doc(
         apache,
@@ -91,7 +95,7 @@ def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tab
     assert at_restart < len(before), "the fault came after the work was done"
 
     after = [
-        Record(value=r.value, key=r.key) for r in row_changes(rows=8000, updates=3)[24000:]
+        Record(value=r.value, key=r.key) for r in row_changes(rows=ROWS, updates=3)[3 * ROWS :]
     ]  # one more update per row
     produce(apache, src, after, partitions=PARTITIONS)
     everything = before + after
@@ -109,7 +113,7 @@ def test_worker_rides_out_a_broker_outage_and_the_output_replays_to_the_same_tab
     print(f"broker down {down:.1f}s with {at_restart} of {len(before)} committed: {duplicates} duplicates")
     assert duplicates >= 0
     expected = tables("canal-json", source)
-    assert len(expected[("shop", "items")]) == 8000
+    assert len(expected[("shop", "items")]) == ROWS
     assert tables("debezium-json", output) == expected
 
 
