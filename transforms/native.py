@@ -257,6 +257,21 @@ def edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]
     return _edit_headers(list(headers), edits)
 
 
+def _header_edits(t: Any, event: Any, edits: list[HeaderEdit] | None) -> list[HeaderEdit] | None:
+    """``edits`` extended by what ``t`` does to the record's headers, if it is a header transform."""
+    from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
+
+    if type(t) is InsertHeader:
+        value = t._static
+        if value is None:
+            text = t._template.render(event)
+            value = None if text is None else text.encode("utf-8")
+        return [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
+    if type(t) is DropHeaders:
+        return [*(edits or ()), ("drop", t._names)]
+    return edits
+
+
 def _edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]) -> list[tuple[str, bytes]]:
     """``insert_header`` and ``drop_headers`` as the transforms apply them, in chain order."""
     for edit in edits:
@@ -450,7 +465,6 @@ class _CanalTables:
 
     def _op(self, message: dict[str, Any], kind: str, shape: _Shape, explicit: bool) -> tuple[int, Any]:
         """One op's entry: ``(0, None)`` dropped, ``(1, None)`` Python, ``(2, plan)``."""
-        from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
 
         (event,) = self._decode(message, kind)
         edits: list[HeaderEdit] | None = None
@@ -460,14 +474,8 @@ class _CanalTables:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             if selected and any(c not in event.schema.by_name for c in t.columns):
                 raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
-            if selected and type(t) is InsertHeader:
-                value = t._static
-                if value is None:
-                    text = t._template.render(event)
-                    value = None if text is None else text.encode("utf-8")
-                edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
-            elif selected and type(t) is DropHeaders:
-                edits = [*(edits or ()), ("drop", t._names)]
+            if selected:
+                edits = _header_edits(t, event, edits)
             out = t.apply_batch([event])
             if not out:
                 return (1 if typing else 0), None
@@ -604,21 +612,14 @@ class _CanalOutTables(_CanalTables):
         self, message: dict[str, Any], kind: str, shape: _Shape, texts: list[Any] | None
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-        from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
 
         (event,) = self._decode(message, kind)
         edits: list[HeaderEdit] | None = None
         for t, selected in zip(self.transforms, shape.selected, strict=True):
             if t.selects(event) != selected:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected and type(t) is InsertHeader:
-                value = t._static
-                if value is None:
-                    text = t._template.render(event)
-                    value = None if text is None else text.encode("utf-8")
-                edits = [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
-            elif selected and type(t) is DropHeaders:
-                edits = [*(edits or ()), ("drop", t._names)]
+            if selected:
+                edits = _header_edits(t, event, edits)
             out = t.apply_batch([event])
             if not out:
                 return 0, None
