@@ -145,9 +145,10 @@ def job_doc(
 
 async def fixed_rate(
     bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]
-) -> tuple[Histogram, float]:
+) -> tuple[Histogram, float, int]:
     """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
-    arrives on ``sink`` (the same topic for the floor), and the rate actually sent."""
+    arrives on ``sink`` (the same topic for the floor), the rate actually sent, and how many
+    records the broker acknowledged (an overloaded machine can time sends out)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)
@@ -168,7 +169,7 @@ async def fixed_rate(
         started_ns = time.time_ns()
 
         async def consume() -> None:
-            while hist.count < total:
+            while hist.count < total:  # (the caller stops waiting after a while: see below)
                 fetched = await consumer.getmany(timeout_ms=200)
                 now = time.time_ns()
                 for msgs in fetched.values():
@@ -180,6 +181,7 @@ async def fixed_rate(
         reader = asyncio.ensure_future(consume())
         started = time.monotonic()
         sent = 0
+        deliveries: list[tuple[int, asyncio.Future]] = []
         key_base = 20_000_000 + started_ns // 1_000_000 % 10_000_000 * 10
         while sent < total:
             due = min(total, int((time.monotonic() - started) * rate) + 1)
@@ -197,18 +199,23 @@ async def fixed_rate(
                     headers=[(SENT_HEADER, b"%d" % scheduled)],
                 )
             for p, b in batches.items():
+                count = b.record_count()
                 b.close()  # ready now: no linger
-                await producer.send_batch(b, source, partition=p)
+                deliveries.append((count, await producer.send_batch(b, source, partition=p)))
             sent = due
             await asyncio.sleep(TICK_S)
         achieved = sent / (time.monotonic() - started)
         await producer.flush()
+        results = await asyncio.gather(*(f for _, f in deliveries), return_exceptions=True)
+        acked = sum(n for (n, _), r in zip(deliveries, results, strict=True) if not isinstance(r, BaseException))
+        if acked < total:
+            print(f"  ({total - acked:,} of {total:,} records were not acknowledged by the broker)", flush=True)
         try:
             await asyncio.wait_for(reader, timeout=max(30.0, seconds))
         except TimeoutError:
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
-        return hist, achieved
+        return hist, achieved, acked
     finally:
         await producer.stop()
         await consumer.stop()
@@ -223,7 +230,7 @@ def parse_rates(text: str, max_rate: float) -> list[int]:
 
 
 def parse_settings(spec: str) -> dict[str, dict[str, Any]]:
-    """``worker.fetch_ahead=false,consumer.fetch_max_wait_ms=20`` as job sections."""
+    """``worker.batch_size=500,consumer.fetch_max_wait_ms=20`` as job sections."""
     import yaml
 
     out: dict[str, dict[str, Any]] = {}
@@ -531,6 +538,7 @@ async def run_raw_pipe(job_path: str) -> None:
 
     def count_out(n: int, _: asyncio.Future) -> None:
         metrics.count_out(sink, n)
+        settle()  # the lag /metrics shows follows the acknowledgements at once
 
     metrics.set_lag_source(lag)
     server = MetricsServer(metrics, lambda: (True, {}), "127.0.0.1", 0).start()
@@ -709,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE[,...]",
-        help="also run this checkout's worker with these job settings (YAML values), e.g. worker.fetch_ahead=false",
+        help="also run this checkout's worker with these job settings (YAML values), e.g. worker.batch_size=500",
     )
     parser.add_argument(
         "--no-pipe",
@@ -797,15 +805,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         wait_caught_up(worker, v.produced)
                         if isinstance(worker, ProbedWorker):
                             worker.stages()  # each rate's stage histograms start afresh
-                        v.produced += int(rate * args.seconds)
-                        floor, f_rate = asyncio.run(
+                        floor, f_rate, _ = asyncio.run(
                             fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
                         )
                         print(row("floor (raw client)", rate, f_rate, floor), flush=True)
                         cpu = cpu_seconds(worker.proc.pid)
-                        through, w_rate = asyncio.run(
+                        through, w_rate, acked = asyncio.run(
                             fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
                         )
+                        v.produced += acked
                         cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
                         v.cpu_us.append(cpu_us)
                         print(
