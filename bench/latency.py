@@ -12,7 +12,16 @@ On the embedded broker (Tansu), Apache Kafka (``--apache-kafka``) or any cluster
 
    - **floor**: a raw aiokafka producer -> broker -> raw consumer, no worker:
      the broker's own produce->consume latency on this machine;
-   - **worker**: the same producer -> the worker -> the same consumer.
+   - **worker**: the same producer -> the worker -> the same consumer;
+   - **raw pipe** (unless ``--no-pipe``): the same producer -> a separate
+     process with a plain aiokafka consumer (the job's group and fetch
+     settings), the worker's own conversion (``Converter``: the chain's native
+     plan per fetched partition batch) and a plain aiokafka producer (the
+     job's producer settings), on one asyncio loop, no Faust, offsets
+     committed by a timer off the data path (:func:`run_raw_pipe`) -> the same
+     consumer: two broker hops like the worker, i.e. the best a Python-hosted
+     pipe does on this machine. The worker's distance to it is what Faust and
+     the worker's own design add.
 
 Each input carries its *scheduled* send time (a ``bench-sent-ns`` header,
 and the record timestamp, which the worker carries over to its output), so a
@@ -21,9 +30,9 @@ silently lowers the rate (no coordinated omission). Latency = arrival at the
 consumer minus scheduled send. Percentiles come from a log-bucketed histogram
 (HDR-style: ~1 % relative precision at every scale).
 
-The floor and the worker run interleaved in the same minute, and with
-``--baseline`` both workers stay up and each rate runs floor, worker, floor,
-baseline in turn, so load from anything else on the machine hits all of them
+The floor, the worker and the pipe run interleaved in the same minute, and with
+``--baseline`` all stay up and each rate runs floor, worker, floor,
+baseline, floor, pipe in turn, so load from anything else on the machine hits all of them
 alike: compare the worker to the floor and to the baseline, not to absolute
 figures measured on another day. ``--stages`` times each stage inside this
 checkout's worker (:func:`install_probe`).
@@ -43,6 +52,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +106,14 @@ class Histogram:
         return out
 
 
-def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argparse.Namespace) -> dict[str, Any]:
+def job_doc(
+    bootstrap: str,
+    source: str,
+    sink: str,
+    partitions: int,
+    args: argparse.Namespace,
+    settings: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The benchmark job: the worker's own defaults unless a setting is given on the command line."""
     consumer: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}
     producer: dict[str, Any] = {"acks": "all"}
@@ -107,6 +124,8 @@ def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argpa
         producer["linger_ms"] = args.linger_ms
     if args.batch_size is not None:
         worker["batch_size"] = args.batch_size
+    for section, values in (settings or {}).items():
+        {"consumer": consumer, "producer": producer, "worker": worker}[section].update(values)
     return {
         "id": f"bench-latency-{source}",
         "kafka": {"bootstrap_servers": bootstrap},
@@ -126,9 +145,10 @@ def job_doc(bootstrap: str, source: str, sink: str, partitions: int, args: argpa
 
 async def fixed_rate(
     bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]
-) -> tuple[Histogram, float]:
+) -> tuple[Histogram, float, int]:
     """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
-    arrives on ``sink`` (the same topic for the floor), and the rate actually sent."""
+    arrives on ``sink`` (the same topic for the floor), the rate actually sent, and how many
+    records the broker acknowledged (an overloaded machine can time sends out)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)
@@ -149,7 +169,7 @@ async def fixed_rate(
         started_ns = time.time_ns()
 
         async def consume() -> None:
-            while hist.count < total:
+            while hist.count < total:  # (the caller stops waiting after a while: see below)
                 fetched = await consumer.getmany(timeout_ms=200)
                 now = time.time_ns()
                 for msgs in fetched.values():
@@ -161,6 +181,7 @@ async def fixed_rate(
         reader = asyncio.ensure_future(consume())
         started = time.monotonic()
         sent = 0
+        deliveries: list[tuple[int, asyncio.Future]] = []
         key_base = 20_000_000 + started_ns // 1_000_000 % 10_000_000 * 10
         while sent < total:
             due = min(total, int((time.monotonic() - started) * rate) + 1)
@@ -178,18 +199,23 @@ async def fixed_rate(
                     headers=[(SENT_HEADER, b"%d" % scheduled)],
                 )
             for p, b in batches.items():
+                count = b.record_count()
                 b.close()  # ready now: no linger
-                await producer.send_batch(b, source, partition=p)
+                deliveries.append((count, await producer.send_batch(b, source, partition=p)))
             sent = due
             await asyncio.sleep(TICK_S)
         achieved = sent / (time.monotonic() - started)
         await producer.flush()
+        results = await asyncio.gather(*(f for _, f in deliveries), return_exceptions=True)
+        acked = sum(n for (n, _), r in zip(deliveries, results, strict=True) if not isinstance(r, BaseException))
+        if acked < total:
+            print(f"  ({total - acked:,} of {total:,} records were not acknowledged by the broker)", flush=True)
         try:
             await asyncio.wait_for(reader, timeout=max(30.0, seconds))
         except TimeoutError:
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
-        return hist, achieved
+        return hist, achieved, acked
     finally:
         await producer.stop()
         await consumer.stop()
@@ -201,6 +227,20 @@ def parse_rates(text: str, max_rate: float) -> list[int]:
         part = part.strip()
         rates.append(int(max_rate * float(part[:-1]) / 100) if part.endswith("%") else int(float(part)))
     return [r for r in rates if r > 0]
+
+
+def parse_settings(spec: str) -> dict[str, dict[str, Any]]:
+    """``worker.batch_size=500,consumer.fetch_max_wait_ms=20`` as job sections."""
+    import yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in spec.split(","):
+        path, _, value = item.partition("=")
+        section, _, key = path.strip().partition(".")
+        if section not in ("consumer", "producer", "worker") or not key or not value:
+            raise SystemExit(f"--variant {spec!r}: expected consumer|producer|worker.KEY=VALUE")
+        out.setdefault(section, {})[key] = yaml.safe_load(value)
+    return out
 
 
 def row(label: str, rate: int, achieved: float, h: Histogram) -> str:
@@ -270,6 +310,8 @@ class Variant:
     curve: list[tuple[int, float, Histogram, Histogram]] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
+    #: job settings of this variant only (``--variant``): section -> key -> value
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: list[Any], sink: str) -> None:
@@ -390,6 +432,189 @@ def install_probe(out_path: str) -> None:
     signal.signal(signal.SIGUSR1, dump)
 
 
+# -- the raw pipe (bench only: the best a Python-hosted pipe does on this machine) ------------
+class OpenBatches:
+    """Per output partition, the last batch handed to the producer: later rows join it until the
+    producer takes it (as the worker does), so no send waits for the request in flight."""
+
+    def __init__(self, producer: Any) -> None:
+        self.producer = producer
+        self.open: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
+
+    async def send(self, topic: str, partition: int, rows: Sequence[tuple[Any, Any, Any, Any]]) -> list[asyncio.Future]:
+        """Hand ``rows`` (key, value, timestamp, headers) to the producer; the futures that settle them."""
+        futures = []
+        entry = self.open.get((topic, partition))
+        i = 0
+        if entry is not None and not entry[1].done():
+            i = self.fill(entry[0], rows, 0)
+            if i:
+                futures.append(entry[1])
+        while i < len(rows):
+            builder = self.producer.create_batch()
+            start, i = i, self.fill(builder, rows, i)
+            if i == start:
+                raise ValueError(f"a record for {topic} does not fit a batch")
+            fut = await self.producer.send_batch(builder, topic, partition=partition)
+            self.open[(topic, partition)] = (builder, fut)
+            futures.append(fut)
+        return futures
+
+    @staticmethod
+    def fill(builder: Any, rows: Sequence[tuple[Any, Any, Any, Any]], i: int) -> int:
+        """Append ``rows[i:]`` while the batch takes them; the index of the first one left."""
+        while i < len(rows):
+            key, value, ts, headers = rows[i]
+            if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                break
+            i += 1
+        return i
+
+
+#: Loop turns the raw pipe yields after a fetch: records handed over wake aiokafka's fetcher
+#: routine (one turn), which starts the next fetch task (two), which sends the request (three).
+#: Without them the next fetch starts only after the whole fetch is converted.
+FETCHER_TURNS = 3
+
+
+async def run_raw_pipe(job_path: str) -> None:
+    """The worker's data path without Faust: one asyncio loop, a plain aiokafka consumer in the
+    job's group with the worker's fetch settings, the worker's own :class:`Converter` (the
+    chain's native plan over each fetched partition batch), a plain aiokafka producer with the
+    job's producer settings; offsets of acknowledged output are committed by a timer task, off
+    the data path. Serves the worker's ``/metrics`` so the bench drives it like a worker."""
+    import gc
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    from cdc_smt.connector.jobconfig import load_job
+    from cdc_smt.connector.kafka.settings import consumer_kwargs, producer_kwargs
+    from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
+    from cdc_smt.connector.worker.pipeline import Converter
+
+    job = load_job(job_path)
+    conn = job.kafka.aiokafka_kwargs()
+    (source,) = job.source.topics
+    sink = job.sink.topic_for(source)
+    consumer = AIOKafkaConsumer(
+        source, **conn, group_id=job.id, **consumer_kwargs(job.consumer, max_poll_records=job.worker.batch_size)
+    )
+    producer = AIOKafkaProducer(**conn, **producer_kwargs(job.producer))
+    await producer.start()
+    await consumer.start()
+    counts = {t: len(await producer.partitions_for(t)) for t in (sink, job.errors.dead_letter_topic) if t}
+    converter = Converter(job, counts)
+    chains: dict[int, Any] = {}
+    metrics = WorkerMetrics(job.id, job.source.format, job.sink.format)
+    acked: dict[Any, int] = {}  # per source partition: next offset whose output is all acknowledged
+    pending: dict[Any, list[tuple[int, list[asyncio.Future]]]] = {}
+    position: dict[Any, int] = {}
+
+    def lag() -> dict[tuple[str, int], int]:
+        out = {}
+        for tp in consumer.assignment():
+            hw = consumer.highwater(tp)
+            if hw is not None:
+                out[(tp.topic, tp.partition)] = max(0, hw - acked.get(tp, position.get(tp, 0)))
+        return out
+
+    def settle() -> None:
+        for tp, flights in pending.items():
+            while flights and all(f.done() for f in flights[0][1]):
+                next_offset, futures = flights.pop(0)
+                for f in futures:
+                    f.result()  # a failed send ends the pipe (bench only)
+                acked[tp] = next_offset
+
+    async def commit_timer() -> None:
+        committed: dict[Any, int] = {}
+        while True:
+            await asyncio.sleep(job.worker.commit_interval_ms / 1000)
+            settle()
+            offsets = {tp: o for tp, o in acked.items() if committed.get(tp) != o}
+            if offsets:
+                await consumer.commit(offsets)
+                committed.update(offsets)
+
+    def count_out(n: int, _: asyncio.Future) -> None:
+        metrics.count_out(sink, n)
+        settle()  # the lag /metrics shows follows the acknowledgements at once
+
+    metrics.set_lag_source(lag)
+    server = MetricsServer(metrics, lambda: (True, {}), "127.0.0.1", 0).start()
+    print(f"metrics on http://127.0.0.1:{server.port}/metrics", flush=True)
+    sends = OpenBatches(producer)
+    gc.collect()
+    gc.freeze()  # as the worker does once running
+    committer = asyncio.ensure_future(commit_timer())
+    try:
+        while True:
+            fetched = await consumer.getmany(timeout_ms=1000)
+            for _ in range(FETCHER_TURNS):  # let aiokafka's fetcher ask for these partitions again first
+                await asyncio.sleep(0)
+            for tp, msgs in fetched.items():
+                chain = chains.get(tp.partition)
+                if chain is None:
+                    chain = chains[tp.partition] = job.build_chain(catalog=job.new_catalog())
+                metrics.count_in(tp.topic, len(msgs))
+                batch = converter.convert(chain, tp.topic, tp.partition, msgs)
+                converter.place(batch, tp.partition)
+                futures = []
+                for (topic, p), rows in batch.groups.items():
+                    for fut in await sends.send(topic, p, rows):
+                        futures.append(fut)
+                    if topic == sink:
+                        futures[-1].add_done_callback(partial(count_out, len(rows)))
+                pending.setdefault(tp, []).append((batch.next_offset, futures))
+                position[tp] = batch.next_offset
+                await asyncio.sleep(0)  # let the producer send this partition's batch while the next converts
+            settle()
+    finally:
+        committer.cancel()
+        server.stop()
+        await consumer.stop()
+        await producer.stop()
+
+
+def raw_pipe_main(argv: Sequence[str]) -> int:
+    """``python -m bench.latency --raw-pipe job.yaml``: :func:`run_raw_pipe` until SIGTERM."""
+    import signal
+
+    tune_allocator()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(run_raw_pipe(argv[0]))
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(main())
+    return 0
+
+
+class RawPipe(WorkerProcess):
+    """:func:`run_raw_pipe` in its own process, driven like a worker."""
+
+    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
+        import subprocess
+
+        import yaml
+
+        path = tmp / f"{job['id']}.yaml"
+        path.write_text(yaml.safe_dump(job))
+        self.source, self.sink = job["source"]["topics"][0], job["sink"]["topic"]
+        self.log = tmp / f"{job['id']}.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.latency", "--raw-pipe", str(path)],
+            cwd=ROOT,
+            stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
+            stderr=subprocess.STDOUT,
+        )
+        self.port = None
+
+
 def probed_worker_main(argv: Sequence[str]) -> int:
     """``python -m bench.latency --probed-worker OUT -c job.yaml ...``: the worker CLI with the probe."""
     install_probe(argv[0])
@@ -465,6 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--probed-worker"]:
         return probed_worker_main(argv[1:])
+    if argv[:1] == ["--raw-pipe"]:
+        return raw_pipe_main(argv[1:])
     print(f"malloc tuning: {'on' if tune_allocator() else 'off'}")
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -484,6 +711,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--baseline",
         type=Path,
         help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE[,...]",
+        help="also run this checkout's worker with these job settings (YAML values), e.g. worker.batch_size=500",
+    )
+    parser.add_argument(
+        "--no-pipe",
+        dest="pipe",
+        action="store_false",
+        help="leave out the raw pipe (aiokafka consumer -> the worker's conversion -> aiokafka producer, no Faust)",
     )
     parser.add_argument(
         "--stages",
@@ -519,6 +759,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"
             )
         )
+    for n, spec in enumerate(args.variant, 1):
+        variants.append(Variant(spec, sys.executable, ROOT, f"{IN}.v{n}", f"{OUT}.v{n}", settings=parse_settings(spec)))
+    if args.pipe:
+        variants.append(Variant("pipe", sys.executable, ROOT, IN + ".pipe", OUT + ".pipe"))
     server = None
     if args.apache_kafka and not args.bootstrap:
         from cdc_smt.connector.apache_kafka import ApacheKafka
@@ -532,9 +776,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 for v in variants:  # one at a time: each maximum is measured with the other worker idle
                     asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
-                    doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args)
+                    doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args, v.settings)
                     probed = args.stages and v.name == "worker"
-                    worker = ProbedWorker(doc, Path(tmp)) if probed else WorkerProcess(doc, Path(tmp), v.python, v.cwd)
+                    if v.name == "pipe":
+                        worker: WorkerProcess = RawPipe(doc, Path(tmp))
+                    elif probed:
+                        worker = ProbedWorker(doc, Path(tmp))
+                    else:
+                        worker = WorkerProcess(doc, Path(tmp), v.python, v.cwd)
                     workers[v.name] = worker
                     worker.wait_metrics()
                     seconds = worker_throughput(worker, args.count, args.count, timeout=max(600.0, args.count / 500))
@@ -556,15 +805,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         wait_caught_up(worker, v.produced)
                         if isinstance(worker, ProbedWorker):
                             worker.stages()  # each rate's stage histograms start afresh
-                        v.produced += int(rate * args.seconds)
-                        floor, f_rate = asyncio.run(
+                        floor, f_rate, _ = asyncio.run(
                             fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
                         )
                         print(row("floor (raw client)", rate, f_rate, floor), flush=True)
                         cpu = cpu_seconds(worker.proc.pid)
-                        through, w_rate = asyncio.run(
+                        through, w_rate, acked = asyncio.run(
                             fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
                         )
+                        v.produced += acked
                         cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
                         v.cpu_us.append(cpu_us)
                         print(
@@ -608,6 +857,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms; "
                 f"worker CPU {cpu_us:.1f} µs/record"
             )
+    pipe = next((v for v in variants if v.name == "pipe"), None)
+    if pipe is not None:
+        print()
+        for v in variants:
+            if v is pipe:
+                continue
+            for (rate, _, _, through), (_, _, _, piped) in zip(v.curve, pipe.curve, strict=True):
+                w99, p99 = through.percentile(0.99), piped.percentile(0.99)
+                print(
+                    f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = raw pipe p99 {p99:.1f} ms "
+                    f"+ {w99 - p99:.1f} ms; p50 {through.percentile(0.5):.1f} vs {piped.percentile(0.5):.1f}"
+                )
     for v in variants:
         if v.stages:
             print()

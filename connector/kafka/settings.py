@@ -245,6 +245,22 @@ def producer_kwargs(p: ProducerSettings) -> dict[str, Any]:
     }
 
 
+def consumer_kwargs(c: ConsumerSettings, *, max_poll_records: int) -> dict[str, Any]:
+    """aiokafka consumer keyword arguments for the job's ``consumer`` section (the fetch settings
+    the worker's consumer thread gets; offsets are committed by the host, never automatically)."""
+    return {
+        "auto_offset_reset": c.auto_offset_reset,
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": c.fetch_max_wait_ms,
+        "fetch_max_bytes": c.fetch_max_bytes,
+        "max_partition_fetch_bytes": c.max_partition_fetch_bytes,
+        "max_poll_records": max_poll_records,
+        "session_timeout_ms": c.session_timeout_ms,
+        "heartbeat_interval_ms": c.heartbeat_interval_ms,
+        "request_timeout_ms": c.request_timeout_ms,
+    }
+
+
 def spark_producer_options(p: ProducerSettings) -> dict[str, str]:
     """``kafka.*`` producer options for Spark's ``format("kafka")`` writer from the job's ``producer`` section.
 
@@ -292,6 +308,7 @@ __all__ = [
     "SECURITY_PROTOCOLS",
     "client_kwargs",
     "connection_json",
+    "consumer_kwargs",
     "faust_client_settings",
     "jaas_config",
     "jaas_quote",
