@@ -243,7 +243,13 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
     canal, maxwell = orjson.loads(capsys.readouterr().out)
     assert canal["native"] == {
         "active": native.enabled(),
-        "plans": [native.CANAL_TO_DEBEZIUM, native.CANAL_TO_CANAL, native.TICDC_TO_CANAL, native.CANAL_TO_MAXWELL]
+        "plans": [
+            native.CANAL_TO_DEBEZIUM,
+            native.CANAL_TO_CANAL,
+            native.TICDC_TO_CANAL,
+            native.CANAL_TO_MAXWELL,
+            native.CANAL_TO_OGG,
+        ]
         if native.enabled()
         else [],
     }

@@ -57,7 +57,10 @@ def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 #: The typed-JSON formats with a writer: (format, plan from canal-json, plan from ticdc-canal-json).
-FORMATS = [("maxwell-json", native.CANAL_TO_MAXWELL, native.TICDC_TO_MAXWELL)]
+FORMATS = [
+    ("maxwell-json", native.CANAL_TO_MAXWELL, native.TICDC_TO_MAXWELL),
+    ("ogg-json", native.CANAL_TO_OGG, native.TICDC_TO_OGG),
+]
 FORMAT_IDS = [f[0] for f in FORMATS]
 #: Chains the writers run natively (transforms that keep rows, tables and keys).
 KEEPING = [

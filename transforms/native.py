@@ -19,7 +19,7 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
   they are (:func:`_keeps_rows`).
-* ``canal-json -> maxwell-json`` and ``ticdc-canal-json -> maxwell-json``: the
+* ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
@@ -65,6 +65,8 @@ CANAL_TO_CANAL = "canal-json -> canal-json"
 TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
 CANAL_TO_MAXWELL = "canal-json -> maxwell-json"
 TICDC_TO_MAXWELL = "ticdc-canal-json -> maxwell-json"
+CANAL_TO_OGG = "canal-json -> ogg-json"
+TICDC_TO_OGG = "ticdc-canal-json -> ogg-json"
 
 
 def available() -> bool:
@@ -117,12 +119,13 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
+    from cdc_smt.transforms.formats.ogg_json import OggJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
-    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is MaxwellJson:
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) in (MaxwellJson, OggJson):
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
@@ -778,9 +781,11 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_MAXWELL",
+    "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
+    "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",

@@ -1,11 +1,13 @@
-"""The native planner's typed-JSON writers: canal-json or ticdc-canal-json -> maxwell-json.
+"""The native planner's typed-JSON writers: canal-json or ticdc-canal-json -> maxwell-json
+or ogg-json.
 
-The plan (``native/src/maxwell_out.rs``, values by ``typed_json.rs``) writes what
-``MaxwellJson.encode_message`` writes for a Canal event: per column, the conversion of
-Canal's text to the typed JSON value ``SchemalessJson.json_image`` renders (or ``python``:
-a non-null value sends the record to Python). Only transforms that keep rows as they are
-(filter by table/op, route, drop_tombstones, the header transforms) qualify; the probe of
-each op checks that Python writes the message's table and row as the writer does.
+The plans (``native/src/maxwell_out.rs``, ``ogg_out.rs``, values by ``typed_json.rs``)
+write what ``MaxwellJson.encode_message`` (``OggJson.encode_message``) writes for a Canal
+event: per column, the conversion of Canal's text to the typed JSON value
+``SchemalessJson.json_image`` renders (or ``python``: a non-null value sends the record to
+Python). Only transforms that keep rows as they are (filter by table/op, route,
+drop_tombstones, the header transforms) qualify; the probe of each op checks that Python
+writes the message's table and row as the writer does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import orjson
 from cdc_smt.transforms import native
 from cdc_smt.transforms.native import (
     CANAL_TO_MAXWELL,
+    CANAL_TO_OGG,
     TICDC_TO_MAXWELL,
+    TICDC_TO_OGG,
     HeaderEdit,
     NativePlan,
     _CanalTables,
@@ -27,10 +31,14 @@ from cdc_smt.transforms.native import (
 )
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
+#: Per encoder: the plan's name from canal-json and from ticdc-canal-json.
+_NAMES = {"maxwell-json": (CANAL_TO_MAXWELL, TICDC_TO_MAXWELL), "ogg-json": (CANAL_TO_OGG, TICDC_TO_OGG)}
+_MAXWELL_TYPES = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "bootstrap-insert"}
+_OGG_TYPES = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "INIT": "I"}
 
 
 def plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a maxwell-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a maxwell-json or ogg-json encoder, or ``None``."""
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     ext = native._native
@@ -46,7 +54,7 @@ def plan(chain: Any) -> NativePlan | None:
         ticdc=ticdc,
         encoder=encoder.name,
     )
-    return NativePlan(TICDC_TO_MAXWELL if ticdc else CANAL_TO_MAXWELL, compiled, compiler.variants)
+    return NativePlan(_NAMES[encoder.name][ticdc], compiled, compiler.variants)
 
 
 class _TypedJsonTables(_CanalTables):
@@ -144,15 +152,30 @@ class _TypedJsonTables(_CanalTables):
         return 2, variant
 
     def _expected(self, message: dict[str, Any], kind: str, pk: list[str]) -> dict[str, Any]:
-        """What the writer writes for the probe (its row all null, ``es`` 0)."""
-        maxwell = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "bootstrap-insert"}
-        out: dict[str, Any] = {
+        """What the writer writes for the probe (its row all null, ``es`` and ``ts`` 0)."""
+        row = message["data"][0]
+        if self.encoder.name == "ogg-json":
+            table = ".".join(p for p in (message["database"], message["table"]) if p)
+            out: dict[str, Any] = {
+                "table": table or None,
+                "op_type": _OGG_TYPES[kind],
+                "op_ts": "1970-01-01 00:00:00.000000",
+                "current_ts": "1970-01-01T00:00:00.000000",
+            }
+            if pk:
+                out["primary_keys"] = pk
+            if kind in ("UPDATE", "DELETE"):
+                out["before"] = row
+            if kind != "DELETE":
+                out["after"] = row
+            return out
+        out = {
             "database": message["database"] or None,
             "table": message["table"] or None,
-            "type": maxwell[kind],
+            "type": _MAXWELL_TYPES[kind],
             "ts": 0,
         }
         if pk:
             out["primary_key_columns"] = pk
-        out["data"] = message["data"][0]
+        out["data"] = row
         return out

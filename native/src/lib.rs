@@ -13,6 +13,7 @@ mod canal_text;
 mod canon;
 mod json;
 mod maxwell_out;
+mod ogg_out;
 mod partition;
 mod typed_json;
 mod values;
@@ -28,7 +29,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "canal-json -> maxwell-json", "ticdc-canal-json -> maxwell-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "canal-json -> maxwell-json", "ticdc-canal-json -> maxwell-json", "canal-json -> ogg-json", "ticdc-canal-json -> ogg-json"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -135,6 +136,8 @@ enum Encoder {
     Canal { transaction: bool },
     /// Maxwell's JSON (``maxwell_out``, values by ``typed_json``).
     Maxwell,
+    /// GoldenGate's JSON (``ogg_out``, values by ``typed_json``).
+    Ogg,
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -142,7 +145,7 @@ enum Encoder {
 enum Table {
     Debezium(TablePlan),
     Canal(canal_out::Table),
-    /// Maxwell's (``typed_json``).
+    /// Maxwell's and GoldenGate's (``typed_json``).
     Typed(typed_json::Table),
 }
 
@@ -191,6 +194,7 @@ impl CanalToDebezium {
             "debezium-json" => Encoder::Debezium,
             "canal-json" => Encoder::Canal { transaction: batch_transaction },
             "maxwell-json" => Encoder::Maxwell,
+            "ogg-json" => Encoder::Ogg,
             other => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -274,7 +278,7 @@ impl CanalToDebezium {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
-                        Encoder::Maxwell => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                     }
                     .map(Arc::new)
                 };
@@ -330,6 +334,7 @@ impl CanalToDebezium {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {
                         Encoder::Maxwell => maxwell_out::write(t, &m, op, variant, out).is_ok(),
+                        Encoder::Ogg => ogg_out::write(t, &m, op, variant, out).is_ok(),
                         _ => false,
                     },
                     canal_out::Entry::Python => false,
