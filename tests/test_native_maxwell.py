@@ -355,3 +355,13 @@ def test_ticdc_corpus_files(fmt: tuple[str, str, str], corpus: Path) -> None:
     assert values
     assert assert_same(fmt, records_of(values), ticdc=True) > 0
     assert_same(fmt, records_of(values), {}, {}, CHAINS["headers"], ticdc=True)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_times_at_the_edges(fmt: tuple[str, str, str]) -> None:
+    """``es``/``ts`` of any integer: seconds floored (Maxwell), wall clocks of years 1000-9999
+    (GoldenGate; others are Python's, whose strftime pads them differently)."""
+    edges = [0, -1, -999, -1000, -1001, 1, 999, 1000, -30610224000000, -30610224000001, 253402300799999]
+    edges += [253402300800000, 2**63 - 1, -(2**63)]
+    values = [_message("INSERT", [BASE], es=es, ts=ts) for es in edges for ts in (es, 0)]
+    assert assert_same(fmt, records_of(values)) >= len(values) // 2

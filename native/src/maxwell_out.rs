@@ -32,24 +32,25 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         t.pk_array(&mut head);
     }
     head.extend_from_slice(b",\"data\":");
+    let mut spans = Vec::new();
     for (i, row) in data.iter().enumerate() {
-        let mut value = Vec::with_capacity(head.len() + 256);
+        let mut value = Vec::with_capacity(head.len() + 1024);
         value.extend_from_slice(&head);
-        let spans = t.image(row, &mut value)?;
+        t.image(row, &mut value, &mut spans)?;
         if let (1, Some(o)) = (op, old.get(i)) {
-            let before = t.before(row, o, &value, &spans)?;
-            let mut first = true;
-            for (name, v, changed) in before {
-                if !changed {
-                    continue;
+            let mut changed = Vec::new();
+            t.before(row, o, &value, &spans, |name, v, is_changed| {
+                if is_changed {
+                    changed.push((name, v.to_vec()));
                 }
-                value.extend_from_slice(if first { b",\"old\":{" } else { b"," });
-                first = false;
+            })?;
+            for (n, (name, v)) in changed.iter().enumerate() {
+                value.extend_from_slice(if n == 0 { b",\"old\":{" } else { b"," });
                 json::write_str(&mut value, name);
                 value.push(b':');
-                value.extend_from_slice(&v);
+                value.extend_from_slice(v);
             }
-            if !first {
+            if !changed.is_empty() {
                 value.push(b'}');
             }
         }

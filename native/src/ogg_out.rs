@@ -21,11 +21,10 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
     let old = m.old.as_deref().unwrap_or(&[]);
     let mut head = Vec::with_capacity(160);
     head.extend_from_slice(b"{\"table\":");
-    let parts: Vec<&str> = [m.database.as_deref(), m.table.as_deref()].into_iter().flatten().filter(|p| !p.is_empty()).collect();
-    if parts.is_empty() {
-        head.extend_from_slice(b"null");
-    } else {
-        json::write_str(&mut head, &parts.join("."));
+    match (m.database.as_deref().filter(|p| !p.is_empty()), m.table.as_deref().filter(|p| !p.is_empty())) {
+        (Some(db), Some(table)) => json::write_str(&mut head, &format!("{db}.{table}")),
+        (Some(one), None) | (None, Some(one)) => json::write_str(&mut head, one),
+        (None, None) => head.extend_from_slice(b"null"),
     }
     head.extend_from_slice(b",\"op_type\":");
     head.extend_from_slice(CODES[op]);
@@ -41,11 +40,12 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         head.extend_from_slice(b",\"primary_keys\":");
         t.pk_array(&mut head);
     }
-    let mut after = Vec::with_capacity(256);
+    let mut after = Vec::with_capacity(1024);
+    let mut spans = Vec::new();
     for (i, row) in data.iter().enumerate() {
         after.clear();
-        let spans = t.image(row, &mut after)?;
-        let mut value = Vec::with_capacity(head.len() + 2 * after.len() + 32);
+        t.image(row, &mut after, &mut spans)?;
+        let mut value = Vec::with_capacity(head.len() + 2 * after.len() + 64);
         value.extend_from_slice(&head);
         match op {
             1 => {
@@ -53,14 +53,15 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
                 match old.get(i) {
                     Some(o) => {
                         value.push(b'{');
-                        for (n, (name, v, _)) in t.before(row, o, &after, &spans)?.into_iter().enumerate() {
-                            if n > 0 {
+                        let mut first = true;
+                        t.before(row, o, &after, &spans, |name, v, _| {
+                            if !std::mem::take(&mut first) {
                                 value.push(b',');
                             }
                             json::write_str(&mut value, name);
                             value.push(b':');
-                            value.extend_from_slice(&v);
-                        }
+                            value.extend_from_slice(v);
+                        })?;
                         value.push(b'}');
                     }
                     None => value.extend_from_slice(&after),
@@ -90,17 +91,25 @@ fn write_ts(out: &mut Vec<u8>, ms: i64, sep: u8) -> Result<(), Fallback> {
     if !(1000..=9999).contains(&t.year()) {
         return Err(Fallback);
     }
-    let text = format!(
-        "{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}.{:06}",
-        t.year(),
-        t.month(),
-        t.day(),
-        sep as char,
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.nanosecond() / 1000
-    );
-    json::write_str(out, &text);
+    let mut text = [0u8; 26];
+    let fields: [(u32, usize, usize); 7] = [
+        (t.year() as u32, 0, 4),
+        (t.month(), 5, 2),
+        (t.day(), 8, 2),
+        (t.hour(), 11, 2),
+        (t.minute(), 14, 2),
+        (t.second(), 17, 2),
+        (t.nanosecond() / 1000, 20, 6),
+    ];
+    for (mut n, at, width) in fields {
+        for i in (at..at + width).rev() {
+            text[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    }
+    (text[4], text[7], text[10], text[13], text[16], text[19]) = (b'-', b'-', sep, b':', b':', b'.');
+    out.push(b'"');
+    out.extend_from_slice(&text);
+    out.push(b'"');
     Ok(())
 }

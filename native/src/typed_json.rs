@@ -174,14 +174,23 @@ impl Table {
     }
 
     /// ``row`` as a JSON object of rendered values, in row order, into ``out``; per entry
-    /// its column and the span of its value.
-    pub fn image(&self, row: &Row, out: &mut Vec<u8>) -> Result<Spans, Fallback> {
-        let mut seen = vec![false; self.columns.len()];
-        let mut spans = Vec::with_capacity(row.0.len());
+    /// its column and the span of its value into ``spans``.
+    pub fn image(&self, row: &Row, out: &mut Vec<u8>, spans: &mut Spans) -> Result<(), Fallback> {
+        spans.clear();
+        let narrow = self.columns.len() <= 64;
+        let mut seen = 0u64;
         out.push(b'{');
         for (n, (name, value)) in row.0.iter().enumerate() {
             let c = *self.index.get(name.as_ref()).ok_or(Fallback)?; // a column the schema lacks: Python
-            if std::mem::replace(&mut seen[c], true) {
+            let repeated = if narrow {
+                let bit = 1u64 << c;
+                let was = seen & bit != 0;
+                seen |= bit;
+                was
+            } else {
+                spans.iter().any(|&(s, _, _)| s == c)
+            };
+            if repeated {
                 return Err(Fallback); // a repeated column: Python's dict semantics decide
             }
             if n > 0 {
@@ -194,42 +203,50 @@ impl Table {
             spans.push((c, start, out.len()));
         }
         out.push(b'}');
-        Ok(spans)
+        Ok(())
     }
 
     /// The before-image of an UPDATE (``data`` overlaid with ``old``: the row's order, then
     /// ``old``'s other columns) as ``(column, rendered value, changed)`` entries, given the
     /// rendered row (``after``, ``spans``). ``changed``: Python's ``type(a) is not type(b)
     /// or a != b`` of the rendered values, or a column the row lacks.
-    pub fn before<'r>(&self, row: &'r Row, old: &'r Row, after: &[u8], spans: &Spans) -> Result<Vec<(&'r str, Vec<u8>, bool)>, Fallback> {
-        let mut overlay: Vec<(usize, &'r str, Option<Vec<u8>>)> = Vec::with_capacity(old.0.len());
+    pub fn before<'r>(
+        &self,
+        row: &'r Row,
+        old: &'r Row,
+        after: &[u8],
+        spans: &Spans,
+        mut visit: impl FnMut(&'r str, &[u8], bool),
+    ) -> Result<(), Fallback> {
+        let mut rendered = Vec::with_capacity(64 * old.0.len());
+        // per old entry: column, name, span in ``rendered``, still to be visited
+        let mut overlay: Vec<(usize, &'r str, usize, usize, bool)> = Vec::with_capacity(old.0.len());
         for (name, value) in &old.0 {
             let c = *self.index.get(name.as_ref()).ok_or(Fallback)?;
-            if overlay.iter().any(|(o, _, _)| *o == c) {
+            if overlay.iter().any(|o| o.0 == c) {
                 return Err(Fallback);
             }
-            let mut v = Vec::new();
-            self.value(c, value.as_deref(), &mut v)?;
-            overlay.push((c, name.as_ref(), Some(v)));
+            let start = rendered.len();
+            self.value(c, value.as_deref(), &mut rendered)?;
+            overlay.push((c, name.as_ref(), start, rendered.len(), true));
         }
-        let mut out = Vec::with_capacity(spans.len() + overlay.len());
         for (&(c, a, b), (name, _)) in spans.iter().zip(&row.0) {
             let now = &after[a..b];
-            match overlay.iter_mut().find(|(o, _, _)| *o == c) {
-                Some((_, _, slot)) => {
-                    let v = slot.take().ok_or(Fallback)?;
-                    let changed = !self.same(c, now, &v)?;
-                    out.push((name.as_ref(), v, changed));
+            match overlay.iter_mut().find(|o| o.0 == c) {
+                Some(o) => {
+                    o.4 = false;
+                    let v = &rendered[o.2..o.3];
+                    visit(name.as_ref(), v, !self.same(c, now, v)?);
                 }
-                None => out.push((name.as_ref(), now.to_vec(), false)),
+                None => visit(name.as_ref(), now, false),
             }
         }
-        for (_, name, v) in overlay {
-            if let Some(v) = v {
-                out.push((name, v, true));
+        for (_, name, a, b, pending) in overlay {
+            if pending {
+                visit(name, &rendered[a..b], true);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Are two rendered values of column ``c`` the same to Python?
