@@ -50,6 +50,7 @@ enum Eq {
 }
 
 struct Column {
+    name: String,
     conv: Conv,
     eq: Eq,
 }
@@ -96,10 +97,10 @@ impl Table {
                 "python" => (Conv::Value(Op::Python), Eq::Bytes),
                 other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown typed JSON conversion {other:?}"))),
             };
-            if index.insert(name, cols.len()).is_some() {
+            if index.insert(name.clone(), cols.len()).is_some() {
                 return Ok(None);
             }
-            cols.push(Column { conv, eq });
+            cols.push(Column { name, conv, eq });
         }
         if ops.len() != 4 {
             return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
@@ -181,7 +182,10 @@ impl Table {
         let mut seen = 0u64;
         out.push(b'{');
         for (n, (name, value)) in row.0.iter().enumerate() {
-            let c = *self.index.get(name.as_ref()).ok_or(Fallback)?; // a column the schema lacks: Python
+            let c = match self.columns.get(n) {
+                Some(col) if col.name == name.as_ref() => n, // the table's order: no lookup
+                _ => *self.index.get(name.as_ref()).ok_or(Fallback)?, // a column the schema lacks: Python
+            };
             let repeated = if narrow {
                 let bit = 1u64 << c;
                 let was = seen & bit != 0;
