@@ -19,6 +19,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
   they are (:func:`_keeps_rows`).
+* ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
+  typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -61,6 +63,10 @@ CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 CANAL_TO_CANAL = "canal-json -> canal-json"
 TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
+CANAL_TO_MAXWELL = "canal-json -> maxwell-json"
+TICDC_TO_MAXWELL = "ticdc-canal-json -> maxwell-json"
+CANAL_TO_OGG = "canal-json -> ogg-json"
+TICDC_TO_OGG = "ticdc-canal-json -> ogg-json"
 
 
 def available() -> bool:
@@ -112,11 +118,17 @@ def plan_for(chain: Any) -> NativePlan | None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
+    from cdc_smt.transforms.formats.ogg_json import OggJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) in (MaxwellJson, OggJson):
+        from cdc_smt.transforms import native_maxwell
+
+        return native_maxwell.plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -768,8 +780,12 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_CANAL",
+    "CANAL_TO_MAXWELL",
+    "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "TICDC_TO_CANAL",
+    "TICDC_TO_MAXWELL",
+    "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",
     "ENV",
     "NativePlan",

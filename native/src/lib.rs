@@ -12,7 +12,10 @@ mod canal_out;
 mod canal_text;
 mod canon;
 mod json;
+mod maxwell_out;
+mod ogg_out;
 mod partition;
+mod typed_json;
 mod values;
 
 use std::collections::HashMap;
@@ -26,7 +29,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "canal-json -> maxwell-json", "ticdc-canal-json -> maxwell-json", "canal-json -> ogg-json", "ticdc-canal-json -> ogg-json"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -131,6 +134,10 @@ enum Encoder {
     Debezium,
     /// Canal flat messages (``canal_out``); ``transaction``: the encoder's ``batch: transaction``.
     Canal { transaction: bool },
+    /// Maxwell's JSON (``maxwell_out``, values by ``typed_json``).
+    Maxwell,
+    /// GoldenGate's JSON (``ogg_out``, values by ``typed_json``).
+    Ogg,
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -138,6 +145,8 @@ enum Encoder {
 enum Table {
     Debezium(TablePlan),
     Canal(canal_out::Table),
+    /// Maxwell's and GoldenGate's (``typed_json``).
+    Typed(typed_json::Table),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -184,6 +193,8 @@ impl CanalToDebezium {
         let encoder = match encoder {
             "debezium-json" => Encoder::Debezium,
             "canal-json" => Encoder::Canal { transaction: batch_transaction },
+            "maxwell-json" => Encoder::Maxwell,
+            "ogg-json" => Encoder::Ogg,
             other => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -267,6 +278,7 @@ impl CanalToDebezium {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
+                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                     }
                     .map(Arc::new)
                 };
@@ -318,6 +330,17 @@ impl CanalToDebezium {
                 });
             }
             (Table::Canal(_), _) => return Ok(false),
+            (Table::Typed(t), encoder) => {
+                return Ok(match t.ops[op] {
+                    canal_out::Entry::Write(variant) => match encoder {
+                        Encoder::Maxwell => maxwell_out::write(t, &m, op, variant, out).is_ok(),
+                        Encoder::Ogg => ogg_out::write(t, &m, op, variant, out).is_ok(),
+                        _ => false,
+                    },
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => t.knows(data),
+                });
+            }
         };
         let op_plan = match &plan.ops[op] {
             OpEntry::Plan(p) => p,

@@ -132,7 +132,7 @@ fn int_in_json_range(s: &str) -> Result<i128, Fallback> {
 }
 
 /// `-?digits[.digits][e[+-]digits]`: the texts Python's `float()` and Rust read alike.
-fn plain_number(s: &str) -> bool {
+pub(crate) fn plain_number(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     if b.first() == Some(&b'-') {
@@ -393,7 +393,7 @@ fn time_us(s: &str) -> Result<i64, Fallback> {
 }
 
 /// A SET's text: a bitmask of its labels, or the labels themselves.
-fn set_labels(labels: &[String], s: &str) -> Result<String, Fallback> {
+pub(crate) fn set_labels(labels: &[String], s: &str) -> Result<String, Fallback> {
     if s.is_empty() {
         return Ok(String::new());
     }

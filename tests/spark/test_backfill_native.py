@@ -130,10 +130,12 @@ def test_files_to_files_native_equals_python(tmp_path, corpus, monkeypatch, sink
 
 
 def test_a_chain_without_a_plan_reads_its_lines_alike(tmp_path, corpus, monkeypatch):
-    """canal-json -> maxwell-json has no native plan: the lines read as arrays go through the chain."""
+    """canal-json -> maxwell-json with a transform no plan follows (``unwrap``): the lines read as
+    arrays go through the chain."""
     src = tmp_path / "in"
     corpus_and_bench_inputs(src, corpus)
-    out = assert_same_both_ways(tmp_path, src, monkeypatch, job={"sink": {"format": "maxwell-json"}})
+    job = {"sink": {"format": "maxwell-json"}, "transforms": [{"type": "unwrap"}]}
+    out = assert_same_both_ways(tmp_path, src, monkeypatch, job=job)
     assert any(name.startswith("_dead_letters/") for name in out)
 
 

@@ -1,0 +1,69 @@
+//! The Maxwell writer: what ``MaxwellJson.encode_message`` writes for the rows of a Canal
+//! (or TiCDC) message, one message per row: ``database``, ``table``, ``type``, ``ts``
+//! (seconds of ``es``), ``primary_key_columns``, ``data`` (the row's typed JSON values,
+//! ``typed_json``) and, for an UPDATE, ``old`` with the columns whose value changed.
+//! The key is the primary key's raw Canal texts (``encode_key`` of the raw row).
+
+use crate::canal::Message;
+use crate::typed_json::Table;
+use crate::values::Fallback;
+use crate::{json, Output};
+
+/// ``type`` of each op (c, u, d, r).
+const TYPES: [&[u8]; 4] = [b"\"insert\"", b"\"update\"", b"\"delete\"", b"\"bootstrap-insert\""];
+
+/// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per row.
+pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    let data = m.data.as_deref().ok_or(Fallback)?;
+    let old = m.old.as_deref().unwrap_or(&[]);
+    let mut head = Vec::with_capacity(128);
+    head.extend_from_slice(b"{\"database\":");
+    write_name(&mut head, m.database.as_deref());
+    head.extend_from_slice(b",\"table\":");
+    write_name(&mut head, m.table.as_deref());
+    head.extend_from_slice(b",\"type\":");
+    head.extend_from_slice(TYPES[op]);
+    if let Some(es) = m.es {
+        head.extend_from_slice(b",\"ts\":");
+        json::write_int(&mut head, es.div_euclid(1000));
+    }
+    if !t.pk.is_empty() {
+        head.extend_from_slice(b",\"primary_key_columns\":");
+        t.pk_array(&mut head);
+    }
+    head.extend_from_slice(b",\"data\":");
+    let mut spans = Vec::new();
+    for (i, row) in data.iter().enumerate() {
+        let mut value = Vec::with_capacity(head.len() + 1024);
+        value.extend_from_slice(&head);
+        t.image(row, &mut value, &mut spans)?;
+        if let (1, Some(o)) = (op, old.get(i)) {
+            let mut changed = Vec::new();
+            t.before(row, o, &value, &spans, |name, v, is_changed| {
+                if is_changed {
+                    changed.push((name, v.to_vec()));
+                }
+            })?;
+            for (n, (name, v)) in changed.iter().enumerate() {
+                value.extend_from_slice(if n == 0 { b",\"old\":{" } else { b"," });
+                json::write_str(&mut value, name);
+                value.push(b':');
+                value.extend_from_slice(v);
+            }
+            if !changed.is_empty() {
+                value.push(b'}');
+            }
+        }
+        value.push(b'}');
+        out.push((Some(value), t.key(row), variant));
+    }
+    Ok(())
+}
+
+/// A database or table name as the Canal decoder keeps it (``""`` is no name: null).
+pub fn write_name(out: &mut Vec<u8>, name: Option<&str>) {
+    match name {
+        Some(n) if !n.is_empty() => json::write_str(out, n),
+        _ => out.extend_from_slice(b"null"),
+    }
+}

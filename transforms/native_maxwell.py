@@ -1,0 +1,181 @@
+"""The native planner's typed-JSON writers: canal-json or ticdc-canal-json -> maxwell-json
+or ogg-json.
+
+The plans (``native/src/maxwell_out.rs``, ``ogg_out.rs``, values by ``typed_json.rs``)
+write what ``MaxwellJson.encode_message`` (``OggJson.encode_message``) writes for a Canal
+event: per column, the conversion of Canal's text to the typed JSON value
+``SchemalessJson.json_image`` renders (or ``python``: a non-null value sends the record to
+Python). Only transforms that keep rows as they are (filter by table/op, route,
+drop_tombstones, the header transforms) qualify; the probe of each op checks that Python
+writes the message's table and row as the writer does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdc_smt.transforms import native
+from cdc_smt.transforms.native import (
+    CANAL_TO_MAXWELL,
+    CANAL_TO_OGG,
+    TICDC_TO_MAXWELL,
+    TICDC_TO_OGG,
+    HeaderEdit,
+    NativePlan,
+    _CanalTables,
+    _enum_table,
+    _keeps_rows,
+    _supported,
+)
+
+_KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
+#: Per encoder: the plan's name from canal-json and from ticdc-canal-json.
+_NAMES = {"maxwell-json": (CANAL_TO_MAXWELL, TICDC_TO_MAXWELL), "ogg-json": (CANAL_TO_OGG, TICDC_TO_OGG)}
+_MAXWELL_TYPES = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "bootstrap-insert"}
+_OGG_TYPES = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "INIT": "I"}
+
+
+def plan(chain: Any) -> NativePlan | None:
+    """The plan for a Canal (or TiCDC) decoder and a maxwell-json or ogg-json encoder, or ``None``."""
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+
+    ext = native._native
+    assert ext is not None
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    decoder, encoder = chain.decoder, chain.encoder
+    ticdc = type(decoder) is TicdcCanalJson
+    compiler = _TypedJsonTables(decoder, encoder, list(chain.transforms))
+    compiled = ext.CanalToDebezium(
+        compiler.compile,
+        max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
+        encoder=encoder.name,
+    )
+    return NativePlan(_NAMES[encoder.name][ticdc], compiled, compiler.variants)
+
+
+class _TypedJsonTables(_CanalTables):
+    """Compiles one Canal table layout for a typed-JSON writer: per column its conversion,
+    the primary key, and per op whether the transforms drop the rows or keep them (with
+    which topic and header edits)."""
+
+    def _compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        if not isinstance(types, dict) or not types:
+            return None  # types inferred from the values: the Python path
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        schema = event.schema
+        names = [c.name for c in schema.columns]
+        key = schema.primary_key
+        if names != list(types) or any(k not in names for k in key):
+            return None
+        if len(set(key)) != len(key) or len(set(pk)) != len(pk):
+            return None  # a repeated key column: Python's
+        selected = [t.selects(event) for t in self.transforms]  # table predicates: the INSERT probe's
+        ops = [self._op_typed(message, kind, selected, list(schema.primary_key)) for kind in _KINDS]
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        columns = [(c.name, *self._conversion(c, zoned)) for c in schema.columns]
+        return columns, list(schema.primary_key), ops
+
+    def _conversion(self, column: Any, zoned: bool) -> tuple[str, Any]:
+        """How the writer renders one column's Canal text (``SchemalessJson.json_image``)."""
+        from cdc_smt.transforms.types import Kind
+
+        t = column.mysql
+        k = t.kind
+        if k is Kind.INT or k is Kind.YEAR:
+            return ("int", None)
+        if k is Kind.DECIMAL:
+            return ("decimal", None)
+        if k is Kind.FLOAT:
+            return ("float32", None) if t.is_single_float else ("double", None)
+        if k is Kind.BIT:
+            return ("bit1", None) if t.length == 1 else ("int", None)
+        if k is Kind.STRING or (k is Kind.ENUM and not t.values):
+            return ("str", None)
+        if k is Kind.ENUM:
+            return ("enum", _enum_table(column, self.decoder.form))
+        if k is Kind.SET:
+            labels = list(t.values) or None
+            if self.encoder.set_as_list:
+                return ("set_list", labels)
+            return ("set", labels) if labels else ("str", None)
+        if k is Kind.JSON:
+            return ("json", None) if self.encoder.values.embedded_json else ("str", None)
+        if k is Kind.BYTES:
+            return ("bytes", None)
+        if k is Kind.DATE:
+            return ("date", None)
+        if k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned):
+            return ("datetime", t.fsp or 0)
+        if k is Kind.TIME:
+            return ("time", t.fsp or 0)
+        return ("python", None)  # GEOMETRY, TIMESTAMPs between zones
+
+    def _op_typed(self, message: dict[str, Any], kind: str, selected: list[bool], pk: list[str]) -> tuple[int, Any]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        (event,) = self._decode(message, kind)
+        edits: list[HeaderEdit] | None = None
+        for t, sel in zip(self.transforms, selected, strict=True):
+            if t.selects(event) != sel:
+                raise native._Unsupported("predicate")  # it judges ops differently: Python
+            if sel:
+                edits = native._header_edits(t, event, edits)
+            out = t.apply_batch([event])
+            if not out:
+                return 0, None
+            (event,) = out
+        (first,) = self.encoder.encode(event)
+        if first.value != orjson.dumps(self._expected(message, kind, pk)):
+            raise native._Unsupported("message")  # not what the writer writes
+        ident = (first.topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return 2, variant
+
+    def _expected(self, message: dict[str, Any], kind: str, pk: list[str]) -> dict[str, Any]:
+        """What the writer writes for the probe (its row all null, ``es`` and ``ts`` 0)."""
+        row = message["data"][0]
+        if self.encoder.name == "ogg-json":
+            table = ".".join(p for p in (message["database"], message["table"]) if p)
+            out: dict[str, Any] = {
+                "table": table or None,
+                "op_type": _OGG_TYPES[kind],
+                "op_ts": "1970-01-01 00:00:00.000000",
+                "current_ts": "1970-01-01T00:00:00.000000",
+            }
+            if pk:
+                out["primary_keys"] = pk
+            if kind in ("UPDATE", "DELETE"):
+                out["before"] = row
+            if kind != "DELETE":
+                out["after"] = row
+            return out
+        out = {
+            "database": message["database"] or None,
+            "table": message["table"] or None,
+            "type": _MAXWELL_TYPES[kind],
+            "ts": 0,
+        }
+        if pk:
+            out["primary_key_columns"] = pk
+        out["data"] = row
+        return out
