@@ -489,9 +489,10 @@ class Pipeline:
             resume = await self.transactions.open(tp)
             if resume is not None:
                 st.next_offset = resume
-        if st.next_offset is not None:
+        if st.next_offset is not None and messages and messages[0].offset < st.next_offset:
             # Already processed in this assignment (a seek back re-delivered them):
-            # they are in flight or acked, and will be committed.
+            # they are in flight or acked, and will be committed. (A partition's
+            # offsets increase: when the first is new, all are.)
             messages = [m for m in messages if m.offset >= st.next_offset]
         if not messages:
             return
