@@ -115,6 +115,12 @@ class NativeBatch:
             self._closed = True
         return end
 
+    def append(self, **_: Any) -> None:
+        """aiokafka's ``send()`` appends one record to a partition's last pending batch: a
+        native batch takes none (``None``: full), so the producer starts a batch of its own
+        after it."""
+        return None
+
     def close(self) -> None:
         self._closed = True
 
