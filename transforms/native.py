@@ -112,6 +112,22 @@ def partitioner() -> Callable[[list[bytes | None], int, int], list[int]] | None:
     return found
 
 
+def kafka_batch() -> Any:
+    """The extension's Kafka record batch writer (``KafkaBatch``, ``native/src/kafka_batch.rs``),
+    or ``None`` when the core is off (or was built without it)."""
+    if _native is None or not enabled():
+        return None
+    return getattr(_native, "KafkaBatch", None)
+
+
+def row_placer() -> Any:
+    """The extension's ``place_rows`` (a fetched batch's native outputs into per-partition row
+    lists in one call: ``native/src/kafka_batch.rs``), or ``None`` when the core is off."""
+    if _native is None or not enabled():
+        return None
+    return getattr(_native, "place_rows", None)
+
+
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
     if _native is None or not enabled() or chain.catalog is not None:

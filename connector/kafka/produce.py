@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from cdc_smt.connector.kafka.admin import bootstrap_addresses, wait_until_ready
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.partitioner import partition_for
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs, producer_kwargs
+from cdc_smt.transforms import native
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
@@ -81,6 +83,98 @@ async def produce_records(
     finally:
         if own:
             await producer.stop()
+
+
+class NativeBatch:
+    """A record batch aiokafka's producer sends as it is (``send_batch`` takes it where it
+    takes a ``BatchBuilder``): the records are written into Kafka's v2 batch bytes in Rust
+    (``native/src/kafka_batch.rs``), a whole row list per call, byte for byte as aiokafka's
+    builder writes them; no Python per record.
+
+    It answers what aiokafka's accumulator and sender ask of a builder. The header is
+    written when the sender builds the request, after an idempotent or transactional
+    producer stamped its producer id, epoch and base sequence (``_set_producer_state``);
+    a stamped batch takes no more records (its sequence range is fixed).
+    """
+
+    __slots__ = ("_batch", "_buffer", "_closed", "_producer_state")
+
+    def __init__(self, writer: Any, batch_size: int, transactional: bool) -> None:
+        self._batch = writer(batch_size, transactional)
+        self._closed = False
+        self._buffer: bytes | None = None
+        self._producer_state = (-1, -1, 0)
+
+    def append_rows(self, rows: list[tuple[Any, ...]], start: int = 0) -> int:
+        """Append ``rows[start:]`` (``(key, value, timestamp_ms, headers)``) while they fit;
+        the index of the first row not taken. A full batch closes, as aiokafka's does."""
+        if self._closed:
+            return start
+        end: int = self._batch.append(rows, start)
+        if end < len(rows):
+            self._closed = True
+        return end
+
+    def append(self, **_: Any) -> None:
+        """aiokafka's ``send()`` appends one record to a partition's last pending batch: a
+        native batch takes none (``None``: full), so the producer starts a batch of its own
+        after it."""
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+
+    def closed(self) -> bool:
+        return self._closed
+
+    def record_count(self) -> int:
+        count: int = self._batch.record_count()
+        return count
+
+    def size(self) -> int:
+        if self._buffer is not None:
+            return len(self._buffer)
+        size: int = self._batch.size()
+        return size
+
+    def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        self._closed = True
+        self._producer_state = (producer_id, producer_epoch, base_sequence)
+
+    def _build(self) -> bytes:
+        self._closed = True
+        if self._buffer is None:
+            self._buffer = self._batch.build(*self._producer_state)
+        return self._buffer
+
+
+def native_batches(producer: Any) -> Callable[[], NativeBatch] | None:
+    """A maker of :class:`NativeBatch` es for ``producer`` (an ``AIOKafkaProducer``), or ``None``
+    when its batches must come from its own ``create_batch``: the native core is off, the
+    producer compresses or serializes, or its aiokafka is not one whose internals were checked."""
+    writer = native.kafka_batch()
+    accumulator = getattr(producer, "_message_accumulator", None)
+    if writer is None or accumulator is None or not _batches_checked(producer):
+        return None
+    if accumulator._compression_type != 0:  # noqa: SLF001 - only uncompressed batches are written natively
+        return None
+    if producer._key_serializer is not None or producer._value_serializer is not None:  # noqa: SLF001
+        return None
+    txn = accumulator._txn_manager  # noqa: SLF001
+    transactional = txn is not None and txn.transactional_id is not None
+    return partial(NativeBatch, writer, accumulator._batch_size, transactional)  # noqa: SLF001
+
+
+def _batches_checked(producer: Any) -> bool:
+    """Is ``producer`` an aiokafka whose accumulator drives batches as :class:`NativeBatch`
+    expects (``record_count``, ``closed``, ``_set_producer_state``, ``_build``)?"""
+    import aiokafka
+
+    return aiokafka.__version__.startswith(CHECKED_AIOKAFKA) and hasattr(producer, "create_batch")
+
+
+#: aiokafka releases whose producer internals ``NativeBatch`` was checked against.
+CHECKED_AIOKAFKA = ("0.14.",)
 
 
 #: Seconds a send, start or transaction step may ride out an unreachable broker by default.
@@ -334,7 +428,9 @@ __all__ = [
     "DEFAULT_TRANSACTION_TIMEOUT_S",
     "BlockingProducer",
     "KafkaDeliveryError",
+    "NativeBatch",
     "fence",
+    "native_batches",
     "produce_records",
     "supports_transactions",
 ]

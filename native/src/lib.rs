@@ -14,6 +14,7 @@ mod canon;
 mod json;
 mod maxwell_out;
 mod ogg_out;
+mod kafka_batch;
 mod partition;
 mod typed_json;
 mod values;
@@ -695,6 +696,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zone_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(partition::murmur2, m)?)?;
     m.add_function(wrap_pyfunction!(partition::partitions, m)?)?;
+    m.add_class::<kafka_batch::KafkaBatch>()?;
+    m.add_function(wrap_pyfunction!(kafka_batch::place_rows, m)?)?;
     m.add_class::<arrow::ArrowArray>()?;
     m.add_function(wrap_pyfunction!(arrow::convert_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::split_lines, m)?)?;
