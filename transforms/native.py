@@ -19,6 +19,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
   they are (:func:`_keeps_rows`).
+* ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
+  writer (``transforms/native_dts.py``), with the same transforms.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -61,6 +63,8 @@ CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 CANAL_TO_CANAL = "canal-json -> canal-json"
 TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
+CANAL_TO_DTS = "canal-json -> dts-avro"
+TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 
 
 def available() -> bool:
@@ -112,9 +116,14 @@ def plan_for(chain: Any) -> NativePlan | None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is DtsAvro:
+        from cdc_smt.transforms.native_dts import dts_plan
+
+        return dts_plan(chain)
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
@@ -769,8 +778,10 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
+    "CANAL_TO_DTS",
     "TICDC_TO_CANAL",
     "TICDC_TO_DEBEZIUM",
+    "TICDC_TO_DTS",
     "ENV",
     "NativePlan",
     "available",

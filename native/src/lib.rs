@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod dts_avro_out;
 mod json;
 mod partition;
 mod values;
@@ -26,7 +27,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json"];
+const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "canal-json -> dts-avro", "ticdc-canal-json -> dts-avro"];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -131,6 +132,8 @@ enum Encoder {
     Debezium,
     /// Canal flat messages (``canal_out``); ``transaction``: the encoder's ``batch: transaction``.
     Canal { transaction: bool },
+    /// DTS Avro records (``dts_avro_out``), numbered by the encoder's counter.
+    DtsAvro(dts_avro_out::Ids),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -138,6 +141,7 @@ enum Encoder {
 enum Table {
     Debezium(TablePlan),
     Canal(canal_out::Table),
+    DtsAvro(dts_avro_out::Table),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -170,7 +174,7 @@ impl CanalToDebezium {
     /// ``encoder``: ``"debezium-json"`` or ``"canal-json"`` (then ``batch_transaction`` is
     /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false))]
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         compile: PyObject,
@@ -180,11 +184,13 @@ impl CanalToDebezium {
         ticdc: bool,
         encoder: &str,
         batch_transaction: bool,
+        ids: Option<PyObject>,
     ) -> PyResult<Self> {
-        let encoder = match encoder {
-            "debezium-json" => Encoder::Debezium,
-            "canal-json" => Encoder::Canal { transaction: batch_transaction },
-            other => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
+        let encoder = match (encoder, ids) {
+            ("debezium-json", _) => Encoder::Debezium,
+            ("canal-json", _) => Encoder::Canal { transaction: batch_transaction },
+            ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
+            (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         Ok(CanalToDebezium {
             compile,
@@ -209,6 +215,9 @@ impl CanalToDebezium {
         let out_variants = PyList::empty(py);
         let none = py.None().into_bound(py);
         let mut records = Vec::new();
+        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+            ids.begin(py)?;
+        }
         for item in values.iter() {
             records.clear();
             let handled = match item.downcast::<PyBytes>() {
@@ -220,6 +229,9 @@ impl CanalToDebezium {
                 Err(_) => false,
             };
             if !handled {
+                if let Encoder::DtsAvro(ids) = &mut self.encoder {
+                    ids.open = false; // Python numbers this record: it and the rest are Python's
+                }
                 counts.append(-1)?;
                 continue;
             }
@@ -235,6 +247,9 @@ impl CanalToDebezium {
                 }
                 out_variants.append(variant)?;
             }
+        }
+        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+            ids.end(py)?;
         }
         PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
@@ -267,6 +282,7 @@ impl CanalToDebezium {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
+                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                     }
                     .map(Arc::new)
                 };
@@ -283,7 +299,7 @@ impl CanalToDebezium {
 
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
-        if value.len() > self.max_message_bytes {
+        if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
         }
         let Some(m) = canal::parse(value) else { return Ok(false) };
@@ -308,6 +324,13 @@ impl CanalToDebezium {
             return Ok(false);
         }
         let Some(table) = self.table(py, &m)? else { return Ok(false) };
+        if let (Table::DtsAvro(t), Encoder::DtsAvro(ids)) = (&*table, &mut self.encoder) {
+            return Ok(match &t.ops[op] {
+                dts_avro_out::Entry::Write(variant, middle) => dts_avro_out::write(t, &m, op, *variant, middle, ids, out).is_ok(),
+                dts_avro_out::Entry::Python => false,
+                dts_avro_out::Entry::Dropped => t.knows(data),
+            });
+        }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
             (Table::Canal(t), Encoder::Canal { transaction }) => {
@@ -317,7 +340,7 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::Canal(_), _) => return Ok(false),
+            (Table::Canal(_) | Table::DtsAvro(_), _) => return Ok(false),
         };
         let op_plan = match &plan.ops[op] {
             OpEntry::Plan(p) => p,
