@@ -173,6 +173,29 @@ def test_record_ids_continue_across_python_records_and_batches() -> None:
     assert [r.value for r in seen] == [ddl, b"not json", ddl]  # only what the plan cannot convert
 
 
+def test_unusual_fields_rows_and_orders() -> None:
+    from tests.test_native_canal_out import UNUSUAL
+
+    values = [v for odd in UNUSUAL for v in (GOOD, odd)]
+    values += [
+        _message("INSERT", [{**BASE, "v": "\u00e9\u0000"}, dict(reversed(BASE.items()))]),
+        _message("INSERT", [{k: v for k, v in BASE.items() if k != "i"}]),
+        _message("UPDATE", [BASE], old=[{"zz": "1"}]),
+        _message("INSERT", [BASE], pkNames=["id", "id"]),
+        _message("INSERT", [BASE], pkNames=["dt0"]),
+    ]
+    assert assert_same(records_of(values)) >= len(UNUSUAL)
+
+
+def test_a_batch_is_the_plans_up_to_its_first_record_for_python() -> None:
+    chain = make_chain()
+    assert chain.native is not None
+    assert chain.native.convert_values([GOOD, b"x", GOOD])[0] == [1, -1, -1]
+    assert chain.encoder._next_id == 1  # the plan's record, numbered; Python numbers the rest
+    assert chain.native.convert_values([GOOD, GOOD])[0] == [1, 1]
+    assert chain.encoder._next_id == 3
+
+
 def test_malformed_messages_among_good_ones() -> None:
     values = [v for bad in MALFORMED for v in (GOOD, bad)]
     assert_same(records_of(values))
