@@ -222,11 +222,20 @@ def test_chains_that_keep_rows(name: str) -> None:
     assert assert_same(records_of(values), {}, CHAINS[name]) == len(values)
 
 
-@pytest.mark.parametrize("tz", ["Asia/Shanghai", "UTC"])
-def test_timestamps_outside_utc_are_pythons(tz: str) -> None:
-    plain = _message("INSERT", [{"id": "1", "v": "x"}], types={"id": "int", "v": "varchar(5)"})
-    values = [GOOD, plain]
-    assert assert_same(records_of(values), {"source_timezone": tz}) == (1 if tz != "UTC" else 2)
+@pytest.mark.parametrize("tz", ZONES)
+def test_timestamps_in_the_source_zone(tz: str) -> None:
+    types = {"id": "int", "ts": "timestamp(6)"}
+    texts = [
+        "2024-03-10 02:30:00",  # in New York's DST gap: Python's
+        "2024-11-03 01:30:00.5",  # in New York's fold: the earlier instant, as zoneinfo's fold=0
+        "1899-12-31 23:59:59",  # before the range the zone databases are compared over: Python's
+        "1970-01-01 00:00:00",
+        "2038-01-19 03:14:08",
+        "9999-12-31 23:59:59.999999",
+    ]
+    values = [_message("INSERT", [{"id": str(i), "ts": t}], types=types) for i, t in enumerate(texts)]
+    handled = assert_same(records_of([GOOD, *values]), {"source_timezone": tz})
+    assert handled >= (len(values) + 1 if tz == "UTC" else 3), handled
 
 
 def test_corpus_canal_files(corpus: Path) -> None:

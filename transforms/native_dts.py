@@ -41,6 +41,7 @@ from cdc_smt.transforms.native import (
     _Shape,
     _supported,
     _Unsupported,
+    zones_agree,
 )
 
 #: The ``Record`` fields the writer copies per table and op (``sourcePosition`` .. ``fields``).
@@ -195,8 +196,10 @@ class _DtsOutTables(_CanalTables):
             if k is Kind.ENUM:
                 return "enum", 0, 0, fields["type"], _enum_table(column, self.decoder.form)
             return "set", 0, 0, fields["type"], list(t.values)
-        if k is Kind.TIMESTAMP and self.timezone == "UTC":
-            return "timestamp_utc", 0, 0, "", None
+        if k is Kind.TIMESTAMP:  # zones the two zone databases agree on (see native.zones_agree)
+            return (
+                ("timestamp", 0, 0, self.timezone, None) if zones_agree(self.timezone) else ("python", 0, 0, "", None)
+            )
         op = {Kind.YEAR: "year", Kind.DATE: "date", Kind.DATETIME: "datetime", Kind.TIME: "time"}.get(k, "python")
         return op, 0, 0, "", None
 

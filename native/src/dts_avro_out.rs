@@ -27,7 +27,7 @@ use pyo3::prelude::*;
 use crate::canal::{Message, Row};
 use crate::canal_text::{canonical_int, write_decimal};
 use crate::json;
-use crate::values::{date, datetime, epoch_us, int_in_json_range, plain_number, set_labels, time_us, Fallback};
+use crate::values::{date, datetime, epoch_us, int_in_json_range, plain_number, set_labels, time_us, zoned_to_utc, Fallback};
 use chrono::{Datelike, Timelike};
 
 /// Avro ``long``/``int``: zig-zag varint.
@@ -74,8 +74,8 @@ enum Val {
     Enum(HashMap<String, String>),
     /// ``TextObject`` of a labelled SET: the labels of its bitmask or label list.
     Set(Vec<String>),
-    /// ``Timestamp`` of a wall clock read as UTC.
-    TimestampUtc,
+    /// ``Timestamp`` of a wall clock in the source's zone (``None``: UTC).
+    Timestamp(Option<chrono_tz::Tz>),
     /// ``DateTime`` parts.
     Year,
     Date,
@@ -128,7 +128,7 @@ fn val_of(op: &str) -> Option<(Val, i64)> {
         "blob" => (Val::Bytes, BINARY_OBJECT),
         "enum" => (Val::Enum(HashMap::new()), TEXT_OBJECT),
         "set" => (Val::Set(Vec::new()), TEXT_OBJECT),
-        "timestamp_utc" => (Val::TimestampUtc, TIMESTAMP),
+        "timestamp" => (Val::Timestamp(None), TIMESTAMP),
         "year" => (Val::Year, DATETIME),
         "date" => (Val::Date, DATETIME),
         "datetime" => (Val::DateTime, DATETIME),
@@ -141,7 +141,7 @@ fn val_of(op: &str) -> Option<(Val, i64)> {
 impl Table {
     /// A table's spec from Python: ``(version, columns, key, ops)`` where a column is
     /// ``(name, op, precision, scale, type_text, arg)`` (``type_text``: ``Character.charset``,
-    /// ``BinaryObject.type`` or ``TextObject.type``; ``arg``: an ENUM's labels by text, a
+    /// ``BinaryObject.type`` or ``TextObject.type``, a TIMESTAMP's zone; ``arg``: an ENUM's labels by text, a
     /// SET's labels), ``key`` lists ``(name, column index,
     /// is_int)``, and ``ops`` has four ``(what, variant, middle)``: 0 dropped, 1 Python, 2
     /// written with ``variant`` and ``middle``, the record's bytes from ``sourcePosition``
@@ -182,6 +182,12 @@ impl Table {
                     write_bytes(&mut head, text.as_bytes());
                 }
                 Val::Text | Val::Bytes => write_bytes(&mut head, text.as_bytes()),
+                Val::Timestamp(_) if text != "UTC" => {
+                    val = match text.parse::<chrono_tz::Tz>() {
+                        Ok(tz) => Val::Timestamp(Some(tz)),
+                        Err(_) => Val::Python,
+                    };
+                }
                 _ => {}
             }
             if index.insert(name.clone(), cols.len()).is_some() {
@@ -313,8 +319,12 @@ impl Column {
             }
             Val::Enum(labels) => write_bytes(out, labels.get(text).ok_or(Fallback)?.as_bytes()),
             Val::Set(labels) => write_bytes(out, set_labels(labels, text)?.as_bytes()),
-            Val::TimestampUtc => {
-                let us = epoch_us(datetime(text)?);
+            Val::Timestamp(zone) => {
+                let local = datetime(text)?;
+                let us = epoch_us(match zone {
+                    None => local,
+                    Some(tz) => zoned_to_utc(local, tz)?,
+                });
                 write_long(out, us.div_euclid(1_000_000));
                 write_long(out, us.rem_euclid(1_000_000));
             }

@@ -302,17 +302,7 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
     let local = datetime(s)?;
     let utc = match zone {
         None => local,
-        Some(tz) => {
-            let year = chrono::Datelike::year(&local);
-            if !(1900..=2037).contains(&year) {
-                return Err(Fallback); // beyond the range both zone databases tabulate alike
-            }
-            match tz.from_local_datetime(&local) {
-                LocalResult::Single(v) => v.naive_utc(),
-                LocalResult::Ambiguous(first, _) => first.naive_utc(), // fold=0: the earlier instant
-                LocalResult::None => return Err(Fallback),              // in a DST gap: Python decides
-            }
-        }
+        Some(tz) => zoned_to_utc(local, tz)?,
     };
     let year = chrono::Datelike::year(&utc);
     if !(1..=9999).contains(&year) {
@@ -351,6 +341,19 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
     out.extend_from_slice(&text[..len]);
     out.extend_from_slice(b"Z\"");
     Ok(())
+}
+
+/// A wall clock in ``tz`` as UTC, as Python's ``zoneinfo`` places it (fold=0).
+pub(crate) fn zoned_to_utc(local: NaiveDateTime, tz: &Tz) -> Result<NaiveDateTime, Fallback> {
+    let year = chrono::Datelike::year(&local);
+    if !(1900..=2037).contains(&year) {
+        return Err(Fallback); // beyond the range both zone databases tabulate alike
+    }
+    match tz.from_local_datetime(&local) {
+        LocalResult::Single(v) => Ok(v.naive_utc()),
+        LocalResult::Ambiguous(first, _) => Ok(first.naive_utc()), // fold=0: the earlier instant
+        LocalResult::None => Err(Fallback),                         // in a DST gap: Python decides
+    }
 }
 
 /// `[-]H+:MM:SS[.f{1,6}]` (minutes and seconds to 59) -> microseconds (Python's `parse_time` + MicroTime).
