@@ -249,6 +249,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.TICDC_TO_CANAL,
             native.CANAL_TO_MAXWELL,
             native.CANAL_TO_OGG,
+            native.CANAL_TO_DTS,
         ]
         if native.enabled()
         else [],

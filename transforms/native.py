@@ -21,6 +21,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   they are (:func:`_keeps_rows`).
 * ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
+* ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
+  writer (``transforms/native_dts.py``), with the same transforms.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -67,6 +69,8 @@ CANAL_TO_MAXWELL = "canal-json -> maxwell-json"
 TICDC_TO_MAXWELL = "ticdc-canal-json -> maxwell-json"
 CANAL_TO_OGG = "canal-json -> ogg-json"
 TICDC_TO_OGG = "ticdc-canal-json -> ogg-json"
+CANAL_TO_DTS = "canal-json -> dts-avro"
+TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 
 
 def available() -> bool:
@@ -134,11 +138,16 @@ def plan_for(chain: Any) -> NativePlan | None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
     from cdc_smt.transforms.formats.ogg_json import OggJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is DtsAvro:
+        from cdc_smt.transforms.native_dts import dts_plan
+
+        return dts_plan(chain)
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) in (MaxwellJson, OggJson):
@@ -799,10 +808,12 @@ __all__ = [
     "CANAL_TO_MAXWELL",
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
+    "CANAL_TO_DTS",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",
+    "TICDC_TO_DTS",
     "ENV",
     "NativePlan",
     "available",

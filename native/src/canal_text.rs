@@ -104,7 +104,7 @@ impl TextOp {
 }
 
 /// ``-?(0|[1-9][0-9]*)`` of at most 40 digits, not ``-0`` (``str(int(text)) == text``).
-fn canonical_int(text: &str) -> Result<(), Fallback> {
+pub(crate) fn canonical_int(text: &str) -> Result<(), Fallback> {
     let digits = text.strip_prefix('-').unwrap_or(text).as_bytes();
     let ok = !digits.is_empty()
         && digits.len() <= 40
@@ -120,7 +120,7 @@ fn canonical_int(text: &str) -> Result<(), Fallback> {
 /// Python's ``Decimal.quantize`` in the default 28-digit context: a plain decimal of at
 /// most ``scale`` fractional digits is padded to ``scale`` when the padded coefficient
 /// fits in 28 digits, else written unchanged.
-fn write_decimal(out: &mut Vec<u8>, text: &str, scale: usize) -> Result<(), Fallback> {
+pub(crate) fn write_decimal(out: &mut Vec<u8>, text: &str, scale: usize) -> Result<(), Fallback> {
     let body = text.strip_prefix('-').unwrap_or(text);
     let (int, frac) = match body.split_once('.') {
         Some((i, f)) if !f.is_empty() => (i, f),

@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod dts_avro_out;
 mod json;
 mod kafka_batch;
 mod maxwell_out;
@@ -30,7 +31,18 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "canal-json -> maxwell-json", "ticdc-canal-json -> maxwell-json", "canal-json -> ogg-json", "ticdc-canal-json -> ogg-json"];
+const PLANS: &[&str] = &[
+    "canal-json -> debezium-json",
+    "ticdc-canal-json -> debezium-json",
+    "canal-json -> canal-json",
+    "ticdc-canal-json -> canal-json",
+    "canal-json -> maxwell-json",
+    "ticdc-canal-json -> maxwell-json",
+    "canal-json -> ogg-json",
+    "ticdc-canal-json -> ogg-json",
+    "canal-json -> dts-avro",
+    "ticdc-canal-json -> dts-avro",
+];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -139,6 +151,8 @@ enum Encoder {
     Maxwell,
     /// GoldenGate's JSON (``ogg_out``, values by ``typed_json``).
     Ogg,
+    /// DTS Avro records (``dts_avro_out``), numbered by the encoder's counter.
+    DtsAvro(dts_avro_out::Ids),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -148,6 +162,7 @@ enum Table {
     Canal(canal_out::Table),
     /// Maxwell's and GoldenGate's (``typed_json``).
     Typed(typed_json::Table),
+    DtsAvro(dts_avro_out::Table),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -180,7 +195,7 @@ impl CanalToDebezium {
     /// ``encoder``: ``"debezium-json"`` or ``"canal-json"`` (then ``batch_transaction`` is
     /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false))]
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         compile: PyObject,
@@ -190,13 +205,15 @@ impl CanalToDebezium {
         ticdc: bool,
         encoder: &str,
         batch_transaction: bool,
+        ids: Option<PyObject>,
     ) -> PyResult<Self> {
-        let encoder = match encoder {
-            "debezium-json" => Encoder::Debezium,
-            "canal-json" => Encoder::Canal { transaction: batch_transaction },
-            "maxwell-json" => Encoder::Maxwell,
-            "ogg-json" => Encoder::Ogg,
-            other => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
+        let encoder = match (encoder, ids) {
+            ("debezium-json", _) => Encoder::Debezium,
+            ("canal-json", _) => Encoder::Canal { transaction: batch_transaction },
+            ("maxwell-json", _) => Encoder::Maxwell,
+            ("ogg-json", _) => Encoder::Ogg,
+            ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
+            (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         Ok(CanalToDebezium {
             compile,
@@ -221,6 +238,9 @@ impl CanalToDebezium {
         let out_variants = PyList::empty(py);
         let none = py.None().into_bound(py);
         let mut records = Vec::new();
+        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+            ids.begin(py)?;
+        }
         for item in values.iter() {
             records.clear();
             let handled = match item.downcast::<PyBytes>() {
@@ -232,6 +252,9 @@ impl CanalToDebezium {
                 Err(_) => false,
             };
             if !handled {
+                if let Encoder::DtsAvro(ids) = &mut self.encoder {
+                    ids.open = false; // Python numbers this record: it and the rest are Python's
+                }
                 counts.append(-1)?;
                 continue;
             }
@@ -247,6 +270,9 @@ impl CanalToDebezium {
                 }
                 out_variants.append(variant)?;
             }
+        }
+        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+            ids.end(py)?;
         }
         PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
@@ -280,6 +306,7 @@ impl CanalToDebezium {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                     }
                     .map(Arc::new)
                 };
@@ -296,7 +323,7 @@ impl CanalToDebezium {
 
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
-        if value.len() > self.max_message_bytes {
+        if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
         }
         let Some(m) = canal::parse(value) else { return Ok(false) };
@@ -321,6 +348,13 @@ impl CanalToDebezium {
             return Ok(false);
         }
         let Some(table) = self.table(py, &m)? else { return Ok(false) };
+        if let (Table::DtsAvro(t), Encoder::DtsAvro(ids)) = (&*table, &mut self.encoder) {
+            return Ok(match &t.ops[op] {
+                dts_avro_out::Entry::Write(variant, middle) => dts_avro_out::write(t, &m, op, *variant, middle, ids, out).is_ok(),
+                dts_avro_out::Entry::Python => false,
+                dts_avro_out::Entry::Dropped => t.knows(data),
+            });
+        }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
             (Table::Canal(t), Encoder::Canal { transaction }) => {
@@ -330,7 +364,7 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::Canal(_), _) => return Ok(false),
+            (Table::Canal(_) | Table::DtsAvro(_), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {

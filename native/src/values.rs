@@ -119,7 +119,7 @@ fn ascii_digits(s: &str) -> bool {
 }
 
 /// `-?digits` (what Python's `int()` reads the same way), within the integers orjson writes.
-fn int_in_json_range(s: &str) -> Result<i128, Fallback> {
+pub(crate) fn int_in_json_range(s: &str) -> Result<i128, Fallback> {
     let digits = s.strip_prefix('-').unwrap_or(s);
     if !ascii_digits(digits) || digits.len() > 30 {
         return Err(Fallback);
@@ -251,7 +251,7 @@ fn two(b: &[u8]) -> Option<u32> {
 }
 
 /// `YYYY-MM-DD`, a real date of years 1..=9999 (Python's `date.fromisoformat`).
-fn date(s: &str) -> Result<NaiveDate, Fallback> {
+pub(crate) fn date(s: &str) -> Result<NaiveDate, Fallback> {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' || !b[..4].iter().all(u8::is_ascii_digit) {
         return Err(Fallback);
@@ -265,7 +265,7 @@ fn date(s: &str) -> Result<NaiveDate, Fallback> {
 }
 
 /// `YYYY-MM-DD HH:MM:SS[.f{1,6}]` (what Canal writes; anything else: Python).
-fn datetime(s: &str) -> Result<NaiveDateTime, Fallback> {
+pub(crate) fn datetime(s: &str) -> Result<NaiveDateTime, Fallback> {
     let b = s.as_bytes();
     if b.len() < 19 || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
         return Err(Fallback);
@@ -290,7 +290,7 @@ fn days(d: NaiveDate) -> i64 {
     (d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()).num_days()
 }
 
-fn epoch_us(v: NaiveDateTime) -> i64 {
+pub(crate) fn epoch_us(v: NaiveDateTime) -> i64 {
     let t = v.time();
     days(v.date()) * 86_400_000_000
         + (chrono::Timelike::num_seconds_from_midnight(&t) as i64) * 1_000_000
@@ -302,17 +302,7 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
     let local = datetime(s)?;
     let utc = match zone {
         None => local,
-        Some(tz) => {
-            let year = chrono::Datelike::year(&local);
-            if !(1900..=2037).contains(&year) {
-                return Err(Fallback); // beyond the range both zone databases tabulate alike
-            }
-            match tz.from_local_datetime(&local) {
-                LocalResult::Single(v) => v.naive_utc(),
-                LocalResult::Ambiguous(first, _) => first.naive_utc(), // fold=0: the earlier instant
-                LocalResult::None => return Err(Fallback),              // in a DST gap: Python decides
-            }
-        }
+        Some(tz) => zoned_to_utc(local, tz)?,
     };
     let year = chrono::Datelike::year(&utc);
     if !(1..=9999).contains(&year) {
@@ -353,8 +343,21 @@ fn iso_utc(out: &mut Vec<u8>, s: &str, zone: Option<&Tz>) -> Conv {
     Ok(())
 }
 
+/// A wall clock in ``tz`` as UTC, as Python's ``zoneinfo`` places it (fold=0).
+pub(crate) fn zoned_to_utc(local: NaiveDateTime, tz: &Tz) -> Result<NaiveDateTime, Fallback> {
+    let year = chrono::Datelike::year(&local);
+    if !(1900..=2037).contains(&year) {
+        return Err(Fallback); // beyond the range both zone databases tabulate alike
+    }
+    match tz.from_local_datetime(&local) {
+        LocalResult::Single(v) => Ok(v.naive_utc()),
+        LocalResult::Ambiguous(first, _) => Ok(first.naive_utc()), // fold=0: the earlier instant
+        LocalResult::None => Err(Fallback),                         // in a DST gap: Python decides
+    }
+}
+
 /// `[-]H+:MM:SS[.f{1,6}]` (minutes and seconds to 59) -> microseconds (Python's `parse_time` + MicroTime).
-fn time_us(s: &str) -> Result<i64, Fallback> {
+pub(crate) fn time_us(s: &str) -> Result<i64, Fallback> {
     let (neg, body) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, s),

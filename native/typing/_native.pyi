@@ -23,6 +23,7 @@ class CanalToDebezium:
         ticdc: bool = False,
         encoder: str = "debezium-json",
         batch_transaction: bool = False,
+        ids: Any = None,
     ) -> None: ...
     def convert(
         self, values: list[bytes | None]

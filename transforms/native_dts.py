@@ -1,0 +1,255 @@
+"""The native plans' DTS Avro side: canal-json (or ticdc-canal-json) -> dts-avro.
+
+The Rust writer (``native/src/dts_avro_out.rs``) writes one Avro ``Record`` per row.
+Per table layout, :class:`_DtsOutTables` asks the Python codecs for everything that
+is not a row value: a one-row probe message (all values null) is decoded, run
+through the chain's transforms and encoded per op, and the record's parts that are
+the same for every row of the table and op (``sourcePosition`` .. ``fields``) are
+encoded with fastavro from the probe's own record; each column's DTS value (union
+branch, precision, scale, charset or object type) comes from
+``dts_avro.encode_value`` itself. The probe's bytes are checked against what the
+writer assembles from those parts, so a layout the writer would get wrong stays in
+Python.
+
+The record ``id`` is the encoder's counter (``DtsAvro._next_id``): the plan reads it
+at the start of a batch and writes it back at the end, and hands Python every record
+of the batch after the first one it cannot convert, so that ids are given in order.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+import orjson
+
+from cdc_smt.schemas import load_avro
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.native import (
+    CANAL_TO_DTS,
+    TICDC_TO_DTS,
+    HeaderEdit,
+    NativePlan,
+    _CanalTables,
+    _enum_table,
+    _header_edits,
+    _keeps_rows,
+    _Shape,
+    _supported,
+    _Unsupported,
+    zones_agree,
+)
+
+#: The ``Record`` fields the writer copies per table and op (``sourcePosition`` .. ``fields``).
+_MIDDLE = slice(3, 12)
+
+
+def dts_plan(chain: Any) -> NativePlan | None:
+    """canal-json or ticdc-canal-json -> dts-avro with transforms that keep rows as they are."""
+    from cdc_smt.transforms import native
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+
+    assert native._native is not None
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    decoder, encoder = chain.decoder, chain.encoder
+    ticdc = type(decoder) is TicdcCanalJson
+    compiler = _DtsOutTables(decoder, encoder, list(chain.transforms))
+    plan = native._native.CanalToDebezium(
+        compiler.compile,
+        max_message_bytes=decoder.opts.max_message_bytes,
+        ticdc=ticdc,
+        encoder="dts-avro",
+        ids=encoder,
+    )
+    return DtsNativePlan(TICDC_TO_DTS if ticdc else CANAL_TO_DTS, plan, compiler.variants)
+
+
+class _Resume(Exception):
+    """The plan takes over again after the record Python just processed."""
+
+
+class DtsNativePlan(NativePlan):
+    """The plan hands Python every record of a batch after the first one it does not
+    convert (record ids are numbered in order); :meth:`run` converts again from the
+    record after each one Python processed, so a batch with a DDL or a bad record in
+    it stays native around it. (:meth:`convert_values` keeps the plain contract.)"""
+
+    def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
+        pending = records if isinstance(records, list) else list(records)
+        taken: list[Record] = []
+
+        def python(record: Record, result: Any) -> None:
+            if taken:
+                raise _Resume
+            taken.append(record)
+            one(record, result)
+
+        while pending:
+            try:
+                super().run(pending, python, result)
+                return
+            except _Resume:
+                done = next(i for i, r in enumerate(pending) if r is taken[0])
+                pending = pending[done + 1 :]
+                taken.clear()
+
+
+@lru_cache(maxsize=1)
+def _middle_schema() -> Any:
+    fields = load_avro("dts-avro")["fields"][_MIDDLE]
+    return fastavro.parse_schema(
+        {"type": "record", "name": "Middle", "namespace": "com.alibaba.dts.formats.avro", "fields": fields}
+    )
+
+
+def _middle(obj: dict[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _middle_schema(), obj)
+    return buf.getvalue()
+
+
+def _long(n: int) -> bytes:
+    """Avro zig-zag varint (to check the probe's bytes)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+class _DtsOutTables(_CanalTables):
+    """Compiles one Canal table layout for the DTS writer: each column's conversion, the
+    key, and per op whether the transforms drop the rows, or with which variant and
+    constant record parts they are written."""
+
+    def _compile(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> Any:
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        if not isinstance(types, dict) or not types or len(set(pk)) != len(pk):
+            return None  # types inferred from the values: the Python path
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        schema = event.schema
+        names = [c.name for c in schema.columns]
+        if names != list(types) or any(k not in names for k in schema.primary_key):
+            return None
+        shape = _Shape(schema)
+        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
+            selected = t.selects(event)
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        columns = [(c.name, *self._column(c)) for c in schema.columns]
+        key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in schema.primary_key]
+        ops = [self._op_dts(message, kind, shape, names) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        return 0, columns, key, ops
+
+    def _column(self, column: Any) -> tuple[str, int, int, str, Any]:
+        """``(op, precision, scale, text, arg)`` of one column, from ``encode_value`` itself."""
+        from cdc_smt.transforms.formats.dts_avro import encode_value
+        from cdc_smt.transforms.types import Kind
+
+        t = column.mysql
+        k = t.kind
+        samples: dict[Kind, Any] = {
+            Kind.INT: 0, Kind.BIT: 0, Kind.DECIMAL: Decimal(0), Kind.FLOAT: 0.0, Kind.STRING: "", Kind.JSON: "",
+            Kind.BYTES: b"",
+        }  # fmt: skip
+        if k in samples:
+            branch, fields = encode_value(t, samples[k], self.timezone)
+            branch = branch.rsplit(".", 1)[1]
+            p, s = fields.get("precision", 0), fields.get("scale", 0)
+            if branch == "Integer":
+                return ("bit1" if k is Kind.BIT and t.length in (None, 1) else "int"), p, 0, "", None
+            if branch == "Decimal":
+                return ("decimal", p, s, "", None) if s <= 30 else ("python", 0, 0, "", None)
+            if branch == "Float":
+                return ("float" if t.is_single_float else "double"), p, s, "", None
+            if branch == "Character":
+                return ("binary" if fields["charset"] == "binary" else "character"), 0, 0, fields["charset"], None
+            if branch == "BinaryObject":
+                return ("blob" if fields["type"] == "BLOB" else "binary_object"), 0, 0, fields["type"], None
+            if branch == "TextObject":
+                return "text_object", 0, 0, fields["type"], None
+        if k is Kind.ENUM or k is Kind.SET:
+            _, fields = encode_value(t, "", self.timezone)
+            if not t.values:
+                return "text_object", 0, 0, fields["type"], None
+            if k is Kind.ENUM:
+                return "enum", 0, 0, fields["type"], _enum_table(column, self.decoder.form)
+            return "set", 0, 0, fields["type"], list(t.values)
+        if k is Kind.TIMESTAMP:  # zones the two zone databases agree on (see native.zones_agree)
+            return (
+                ("timestamp", 0, 0, self.timezone, None) if zones_agree(self.timezone) else ("python", 0, 0, "", None)
+            )
+        op = {Kind.YEAR: "year", Kind.DATE: "date", Kind.DATETIME: "datetime", Kind.TIME: "time"}.get(k, "python")
+        return op, 0, 0, "", None
+
+    @staticmethod
+    def _key_is_int(column: Any) -> bool:
+        """Is a key column's typed value an int (else its text); other kinds: Python."""
+        from cdc_smt.transforms.types import Kind
+
+        k = column.mysql.kind
+        if k is Kind.INT:
+            return True
+        if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not column.mysql.values):
+            return False
+        raise _Unsupported("key")
+
+    def _op_dts(
+        self, message: dict[str, Any], kind: str, shape: _Shape, names: list[str]
+    ) -> tuple[int, int | None, bytes | None]:
+        """One op's entry: ``(0, None, None)`` dropped, ``(2, variant, middle)`` written."""
+        (event,) = self._decode(message, kind)
+        edits: list[HeaderEdit] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if selected:
+                edits = _header_edits(t, event, edits)
+            out = t.apply_batch([event])
+            if not out:
+                return 0, None, None
+            (event,) = out
+        encoder = self.encoder
+        counter = encoder._next_id
+        try:  # the probe must not use up record ids
+            obj = encoder._encode_record(event)
+            encoder._next_id = counter
+            records = encoder.encode(event)
+        finally:
+            encoder._next_id = counter
+        (first,) = records
+        if obj is None or [f["name"] for f in obj["fields"]] != names or first.value is None:
+            raise _Unsupported("fields")
+        middle = _middle(obj)
+        null_image = _long(2) + _long(len(names)) + b"\0" * len(names) + b"\0"
+        images = {"INSERT": b"\0" + null_image, "INIT": b"\0" + null_image, "DELETE": null_image + b"\0"}
+        expected = _long(0) + _long(counter + 1) + _long(0) + middle + images.get(kind, null_image * 2) + _long(0)
+        if obj["version"] != 0 or first.value != expected:
+            raise _Unsupported("record")  # not what the writer assembles
+        ident = (first.topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return 2, variant, middle
