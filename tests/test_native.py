@@ -243,7 +243,9 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
     canal, maxwell = orjson.loads(capsys.readouterr().out)
     assert canal["native"] == {
         "active": native.enabled(),
-        "plans": [native.CANAL_TO_DEBEZIUM, native.CANAL_TO_CANAL, native.TICDC_TO_CANAL] if native.enabled() else [],
+        "plans": [native.CANAL_TO_DEBEZIUM, native.CANAL_TO_CANAL, native.TICDC_TO_CANAL, native.DEBEZIUM_TO_CANAL]
+        if native.enabled()
+        else [],
     }
     assert maxwell["native"]["plans"] == []
 

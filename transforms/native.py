@@ -19,6 +19,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
   they are (:func:`_keeps_rows`).
+* ``debezium-json -> canal-json``: the Debezium reader and the Canal writer
+  (``transforms/native_debezium.py``); the plan reads the records' keys too.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -61,6 +63,7 @@ CANAL_TO_DEBEZIUM = "canal-json -> debezium-json"
 TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 CANAL_TO_CANAL = "canal-json -> canal-json"
 TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
+DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 
 
 def available() -> bool:
@@ -117,6 +120,10 @@ def plan_for(chain: Any) -> NativePlan | None:
     decoder, encoder = chain.decoder, chain.encoder
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is CanalJson:
+        from cdc_smt.transforms.native_debezium import debezium_plan
+
+        return debezium_plan(chain, _native)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -217,23 +224,28 @@ class NativePlan:
     def __init__(self, name: str, plan: Any, variants: list[tuple[str | None, tuple[HeaderEdit, ...] | None]]) -> None:
         self.name = name
         self.plan = plan
+        #: Does the plan read the records' keys (the Debezium reader: Python takes the
+        #: primary key from them)? Hosts then pass them to :meth:`convert_values`.
+        self.needs_keys: bool = plan.needs_keys
         #: Per variant (a table's op after the transforms): the output topic and header edits.
         self.variants = variants
 
     def convert_values(
-        self, values: list[bytes | None]
+        self, values: list[bytes | None], keys: list[bytes | None] | None = None
     ) -> tuple[list[int], list[bytes | None], list[bytes | None], list[int]]:
         """The plan over a batch's raw values in one call, for hosts that keep their own
         records (the worker): per value its output count (``-1``: the chain's Python path
         must process that record), then the outputs' values, keys and variants (indexes
-        into :attr:`variants`), flat and in order."""
-        counts, values_out, keys, variants = self.plan.convert(values)
-        return counts, values_out, keys, variants
+        into :attr:`variants`), flat and in order. ``keys``: the records' keys, one per
+        value (a plan that :attr:`needs_keys` handles nothing without them)."""
+        counts, values_out, keys_out, variants = self.plan.convert(values, keys)
+        return counts, values_out, keys_out, variants
 
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
-        counts, values, keys, variants = self.plan.convert([r.value for r in records])
+        keys_in = [r.key for r in records] if self.needs_keys else None
+        counts, values, keys, variants = self.plan.convert([r.value for r in records], keys_in)
         append = result.outputs.append
         table = self.variants
         start = 0
@@ -769,6 +781,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
+    "DEBEZIUM_TO_CANAL",
     "TICDC_TO_CANAL",
     "TICDC_TO_DEBEZIUM",
     "ENV",

@@ -1,0 +1,463 @@
+//! The Debezium reader: a debezium-json change event (Kafka Connect's JsonConverter
+//! without the schema part) read as ``DebeziumJsonCodec.decode`` reads it, for the
+//! plan's writers.
+//!
+//! Without the schema part the Python decoder types columns from the JSON values
+//! (``inference.json_columns``: booleans ``bit(1)``, integers ``bigint``, numbers with
+//! a fraction ``double``, strings ``longtext``, nulls ``longtext``) and takes the
+//! primary key from the record's Kafka *key* (its field names). So a table layout here
+//! is (database, table, key names, each column's name and JSON kind): per layout Python
+//! compiles the writer's table once (``transforms/native_debezium.py``, a probe message
+//! through the chain's own decoder, transforms and encoder), and each value is handed
+//! to the Canal writer as the text its conversion reads (an integer's or a number's
+//! literal, a string, ``1``/``0`` for a boolean).
+//!
+//! Anything the plan does not reproduce for certain goes to Python: the schema part,
+//! duplicate fields, values whose kinds differ between the images, integers past 64
+//! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
+use crate::{canal_out, canon, Encoder, Output};
+
+/// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Kind {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "bool",
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::Str => "str",
+        }
+    }
+}
+
+/// One column value: its kind, its JSON text as written, and the text the writer's
+/// conversion reads (``None`` for null).
+struct Value<'a> {
+    kind: Kind,
+    raw: &'a str,
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'a> Value<'a> {
+    /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
+    /// bits, numbers orjson would not read as finite floats).
+    fn of(raw: &'a RawValue) -> Option<Value<'a>> {
+        let text = raw.get();
+        let (kind, value) = match text.as_bytes().first()? {
+            b'n' => (Kind::Null, None),
+            b't' => (Kind::Bool, Some(Cow::Borrowed("1"))),
+            b'f' => (Kind::Bool, Some(Cow::Borrowed("0"))),
+            b'"' => (Kind::Str, Some(serde_json::from_str::<Text<'a>>(text).ok()?.0)),
+            b'{' | b'[' => return None,
+            _ if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
+                if !text.parse::<f64>().ok()?.is_finite() {
+                    return None;
+                }
+                (Kind::Float, Some(Cow::Borrowed(text)))
+            }
+            _ => {
+                text.parse::<i64>().ok()?;
+                (Kind::Int, Some(Cow::Borrowed(text)))
+            }
+        };
+        Some(Value { kind, raw: text, text: value })
+    }
+}
+
+/// One image (``before`` or ``after``): column -> value, in message order; ``None``
+/// when some value is one the plan leaves to Python.
+struct Image<'a>(Option<Vec<(Cow<'a, str>, Value<'a>)>>);
+
+impl<'de> Deserialize<'de> for Image<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Image<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row image")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                let mut plain = true;
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    let raw: &'de RawValue = map.next_value()?;
+                    serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                    match Value::of(raw) {
+                        Some(v) if plain => out.push((k.0, v)),
+                        _ => plain = false,
+                    }
+                }
+                Ok(Image(plain.then_some(out)))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The ``source`` block's fields the Canal writer needs.
+#[derive(Default)]
+struct Source<'a> {
+    db: Option<Cow<'a, str>>,
+    /// ``connector`` and ``schema``: what route and header templates may read (``db_type``, ``schema``).
+    connector: Option<Cow<'a, str>>,
+    schema: Option<Cow<'a, str>>,
+    table: Option<Cow<'a, str>>,
+    ts_ms: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for Source<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Source<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a source block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut s = Source::default();
+                let mut names: Vec<Text<'de>> = Vec::with_capacity(16);
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    if names.iter().any(|n| n.0 == k.0) {
+                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
+                    }
+                    match k.0.as_ref() {
+                        "db" => s.db = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "table" => s.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "connector" => s.connector = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "schema" => s.schema = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "ts_ms" => s.ts_ms = map.next_value()?,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                    names.push(k);
+                }
+                Ok(s)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The fields of a Debezium row event the plan reads.
+#[derive(Default)]
+struct Envelope<'a> {
+    op: Option<Cow<'a, str>>,
+    before: Option<Image<'a>>,
+    after: Option<Image<'a>>,
+    source: Option<Source<'a>>,
+    ts_ms: Option<i64>,
+    /// ``schema`` or ``payload`` is a field: the schema part's form (Python's, for now).
+    wrapped: bool,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Envelope<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Debezium change event")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut e = Envelope::default();
+                let mut seen: u8 = 0;
+                let mut others: Vec<Text<'de>> = Vec::new();
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    let bit = match k.0.as_ref() {
+                        "op" => 1,
+                        "before" => 2,
+                        "after" => 4,
+                        "source" => 8,
+                        "ts_ms" => 16,
+                        _ => {
+                            if others.iter().any(|n| n.0 == k.0) {
+                                return Err(de::Error::custom("duplicate field"));
+                            }
+                            e.wrapped |= k.0 == "schema" || k.0 == "payload";
+                            map.next_value::<Checked>()?;
+                            others.push(k);
+                            continue;
+                        }
+                    };
+                    if seen & bit != 0 {
+                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
+                    }
+                    seen |= bit;
+                    match bit {
+                        1 => e.op = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        2 => e.before = map.next_value()?,
+                        4 => e.after = map.next_value()?,
+                        8 => e.source = map.next_value()?,
+                        _ => e.ts_ms = map.next_value()?,
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The primary-key names Python takes from a record key (``_key_names``): the fields of
+/// a JSON object key in order; none for a null or empty key or any other JSON value;
+/// ``None`` (Python's) for anything less plain (a ``schema``/``payload`` key, repeated
+/// fields, text that is not JSON).
+fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
+    struct Names<'a>(Vec<Cow<'a, str>>);
+    impl<'de> Deserialize<'de> for Names<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Names<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a key object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                    let mut names: Vec<Cow<'de, str>> = Vec::new();
+                    while let Some(k) = map.next_key::<Text<'de>>()? {
+                        if names.contains(&k.0) || k.0 == "schema" || k.0 == "payload" {
+                            return Err(de::Error::custom("not a plain key"));
+                        }
+                        map.next_value::<Checked>()?;
+                        names.push(k.0);
+                    }
+                    Ok(Names(names))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    let Some(key) = key.filter(|k| !k.is_empty()) else { return Some(Vec::new()) };
+    let text = std::str::from_utf8(key).ok()?;
+    serde_json::from_str::<Checked>(text).ok()?;
+    if !text.trim_start().starts_with('{') {
+        return Some(Vec::new());
+    }
+    Some(serde_json::from_str::<Names>(text).ok()?.0)
+}
+
+/// A table layout: database, table, connector, schema, key names, and each column's
+/// name and kind.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Layout {
+    database: String,
+    table: String,
+    connector: Option<String>,
+    schema: Option<String>,
+    pk: Vec<String>,
+    columns: Vec<(String, Kind)>,
+}
+
+impl Layout {
+    fn matches(&self, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
+        Some(self.database.as_str()) == source.db.as_deref()
+            && Some(self.table.as_str()) == source.table.as_deref()
+            && self.connector.as_deref() == source.connector.as_deref()
+            && self.schema.as_deref() == source.schema.as_deref()
+            && self.pk.len() == pk.len()
+            && self.pk.iter().zip(pk).all(|(a, b)| a == b)
+            && self.columns.len() == columns.len()
+            && self.columns.iter().zip(columns).all(|((a, ka), (b, kb))| a == b && ka == kb)
+    }
+}
+
+const CACHE_SIZE: usize = 1024;
+
+/// The reader's compiled tables (per layout, for the plan's writer) and the compiler.
+pub struct Reader {
+    compile: PyObject,
+    tables: HashMap<Layout, Option<Arc<canal_out::Table>>>,
+    last: Option<(Layout, Option<Arc<canal_out::Table>>)>,
+}
+
+/// Op codes in the writers' order (c, u, d, r).
+fn op_index(code: &str) -> Option<usize> {
+    Some(match code {
+        "c" => 0,
+        "u" => 1,
+        "d" => 2,
+        "r" => 3,
+        _ => return None,
+    })
+}
+
+impl Reader {
+    pub fn new(compile: PyObject) -> Reader {
+        Reader { compile, tables: HashMap::new(), last: None }
+    }
+
+    pub fn clear(&mut self) {
+        self.tables.clear();
+        self.last = None;
+    }
+
+    fn table(&mut self, py: Python, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> PyResult<Option<Arc<canal_out::Table>>> {
+        if let Some((layout, plan)) = &self.last {
+            if layout.matches(source, pk, columns) {
+                return Ok(plan.clone());
+            }
+        }
+        let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
+        let layout = Layout {
+            database: database.to_owned(),
+            table: table.to_owned(),
+            connector: source.connector.as_deref().map(str::to_owned),
+            schema: source.schema.as_deref().map(str::to_owned),
+            pk: pk.iter().map(|n| n.to_string()).collect(),
+            columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+        };
+        let plan = match self.tables.get(&layout) {
+            Some(plan) => plan.clone(),
+            None => {
+                let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
+                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds))?;
+                let plan = if spec.is_none(py) { None } else { canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Arc::new) };
+                if self.tables.len() >= CACHE_SIZE {
+                    self.tables.clear();
+                }
+                self.tables.insert(layout.clone(), plan.clone());
+                plan
+            }
+        };
+        self.last = Some((layout, plan.clone()));
+        Ok(plan)
+    }
+
+    /// The output records of one message into ``out``; ``false`` when Python must
+    /// process it. ``key``: the record's key (``None``: not known, Python's).
+    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &Encoder, max_message_bytes: usize, out: &mut Vec<Output>) -> PyResult<bool> {
+        let (Some(key), Encoder::Canal { transaction: false }) = (key, encoder) else { return Ok(false) };
+        if value.len() > max_message_bytes {
+            return Ok(false);
+        }
+        let Some(pk) = key_names(key) else { return Ok(false) };
+        let Some(e) = parse(value) else { return Ok(false) };
+        let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
+        let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
+        if e.wrapped {
+            return Ok(false);
+        }
+        // The images as Python checks them: after for c/r/u, before for d (a delete
+        // without one is partial: the Canal writer refuses it, with Python's words).
+        let image = |i: &Option<Image<'_>>| -> Result<(), ()> {
+            match i {
+                Some(Image(None)) => Err(()),
+                Some(Image(Some(v))) if v.is_empty() => Err(()), // CloudCanal's {}: Python's
+                _ => Ok(()),
+            }
+        };
+        if image(&e.before).is_err() || image(&e.after).is_err() {
+            return Ok(false);
+        }
+        let before = e.before.as_ref().and_then(|i| i.0.as_deref());
+        let after = e.after.as_ref().and_then(|i| i.0.as_deref());
+        let (row, old) = match (op, before, after) {
+            (0 | 3, None, Some(a)) => (a, None),
+            (1, Some(b), Some(a)) if b.len() == a.len() && b.iter().zip(a).all(|(x, y)| x.0 == y.0) => (a, Some(b)),
+            (2, Some(b), None) => (b, None),
+            _ => return Ok(false),
+        };
+        // Each column's kind over both images (Python's first non-null one); images
+        // that disagree on a kind, or repeat a column, are Python's.
+        let mut columns: Vec<(&str, Kind)> = Vec::with_capacity(row.len());
+        for (n, (name, v)) in row.iter().enumerate() {
+            if row[..n].iter().any(|(k, _)| k == name) {
+                return Ok(false);
+            }
+            let mut kind = old.map_or(Kind::Null, |b| b[n].1.kind);
+            if kind == Kind::Null {
+                kind = v.kind;
+            } else if v.kind != Kind::Null && v.kind != kind {
+                return Ok(false);
+            }
+            columns.push((name.as_ref(), kind));
+        }
+        let Some(t) = self.table(py, source, &pk, &columns)? else { return Ok(false) };
+        let variant = match t.ops[op] {
+            canal_out::Entry::Write(variant) => variant,
+            canal_out::Entry::Python => return Ok(false),
+            canal_out::Entry::Dropped => return Ok(true),
+        };
+        let m = canal::Message {
+            data: Some(vec![text_row(row)]),
+            old: old.map(|b| vec![text_row(b)]),
+            database: Some(Cow::Borrowed(database)),
+            table: Some(Cow::Borrowed(table)),
+            es: Some(es),
+            ts: Some(ts),
+            pk_names: Some(pk.iter().map(|n| Cow::Borrowed(n.as_ref())).collect()),
+            seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if old.is_some() { FIELD_OLD } else { 0 },
+            ..Default::default()
+        };
+        let Ok(record_key) = row_key(&pk, row) else { return Ok(false) };
+        let start = out.len();
+        if canal_out::write(&t, &m, op, variant, false, out).is_err() {
+            out.truncate(start);
+            return Ok(false);
+        }
+        for record in &mut out[start..] {
+            record.1 = record_key.clone();
+        }
+        Ok(true)
+    }
+}
+
+/// An image as the Canal rows the writer reads: each value as its conversion's text.
+fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
+    canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
+}
+
+/// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
+/// without key names): the key ``JsonCodec.encode_key`` writes for a Debezium event.
+fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Result<Option<Vec<u8>>, ()> {
+    if pk.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    for (n, name) in pk.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        crate::json::write_str(&mut out, name);
+        out.push(b':');
+        match row.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => canon::write(&mut out, v.raw)?,
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b'}');
+    Ok(Some(out))
+}
+
+/// The event, if it is a JSON object this module can read.
+fn parse(value: &[u8]) -> Option<Envelope<'_>> {
+    let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    let text = std::str::from_utf8(value).ok()?;
+    serde_json::from_str(text).ok()
+}
+
