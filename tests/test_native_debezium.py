@@ -2,7 +2,9 @@
 
 debezium-json -> canal-json: the reader types columns from the JSON values as the
 Python decoder does without the schema part, takes the primary key from the record
-key, and the Canal writer re-writes every value as Canal text. Inputs: hypothesis
+key, and the Canal writer re-writes every value as Canal text. debezium-json ->
+debezium-json: the event re-written as itself (values, source block and other fields
+as orjson's round trip writes them), its key and a tombstone after a delete. Inputs: hypothesis
 streams (every MySQL type, encoded by the Python Debezium encoder with each of its
 modes, with and without the schema part), hand-made values and keys, the corpus,
 malformed and mutated messages, the row-keeping transforms. Outputs (values, keys,
@@ -79,15 +81,26 @@ def keyed(pairs: list[tuple[bytes | None, bytes | None]]) -> list[Record]:
     ]
 
 
+#: The writers after the Debezium reader: encoder, its options, the plan.
+ENCODERS: list[tuple[str, dict[str, Any], str]] = [
+    ("canal-json", {}, native.DEBEZIUM_TO_CANAL),
+    ("debezium-json", {}, native.DEBEZIUM_TO_DEBEZIUM),
+    ("debezium-json", {"tombstones_on_delete": False}, native.DEBEZIUM_TO_DEBEZIUM),
+]
+ENCODER_IDS = ["canal", "debezium", "debezium-no-tombstones"]
+
+
 def assert_same(
     records: list[Record],
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    encoder: str = "canal-json",
 ) -> int:
     """Both paths agree; returns how many records the plan handled itself (with their keys)."""
-    assert_plan_agrees("debezium-json", "canal-json", native.DEBEZIUM_TO_CANAL, records, source, sink, transforms)
-    return handled(records, source, sink, transforms)
+    plan = native.DEBEZIUM_TO_CANAL if encoder == "canal-json" else native.DEBEZIUM_TO_DEBEZIUM
+    assert_plan_agrees("debezium-json", encoder, plan, records, source, sink, transforms)
+    return handled(records, source, sink, transforms, encoder)
 
 
 def handled(
@@ -95,16 +108,27 @@ def handled(
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    encoder: str = "canal-json",
 ) -> int:
-    chain = make_chain(source or {}, sink or {}, transforms or [])
+    chain = make_chain(source or {}, sink or {}, transforms or [], encoder)
     assert chain.native is not None
     counts = chain.native.convert_values([r.value for r in records], [r.key for r in records])[0]
     return sum(n >= 0 for n in counts)
 
 
-def make_chain(source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]]) -> Chain:
-    codecs = get_codec("debezium-json", source), get_codec("canal-json", sink)
+def make_chain(
+    source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]], encoder: str = "canal-json"
+) -> Chain:
+    codecs = get_codec("debezium-json", source), get_codec(encoder, sink)
     return Chain(codecs[0], codecs[1], build_transforms(transforms), "all")
+
+
+def same(
+    records: list[Record], writer: tuple[str, dict[str, Any], str], transforms: list[dict[str, Any]] | None = None
+) -> int:
+    """``assert_same`` for one of :data:`ENCODERS`."""
+    encoder, sink, _ = writer
+    return assert_same(records, {}, sink, transforms, encoder)
 
 
 def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
@@ -117,6 +141,14 @@ def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
         assert make_chain({}, {}, CHAINS[name]).native is None, name
     assert native.DEBEZIUM_TO_CANAL in native.status()["plans"]
     assert native.DEBEZIUM_TO_CANAL in native.plans_of("debezium-json")
+    dbz = lambda **o: get_codec("debezium-json", o)  # noqa: E731
+    assert Chain(dbz(), dbz(), [], "all").native.name == native.DEBEZIUM_TO_DEBEZIUM
+    assert Chain(dbz(), dbz(tombstones_on_delete=False, topic_prefix="x"), [], "all").native is not None
+    assert Chain(dbz(), dbz(schemas_enable=True), [], "all").native is None  # schemas written: Python
+    assert Chain(dbz(), dbz(decimal_handling_mode="string"), [], "all").native is None  # values converted
+    assert Chain(dbz(), dbz(), build_transforms(CHAINS["route"]), "all").native is not None
+    assert Chain(dbz(), dbz(), build_transforms(CHAINS["five"]), "all").native is None
+    assert native.DEBEZIUM_TO_DEBEZIUM in native.plans_of("debezium-json")
     plan = make_chain({}, {}, []).native
     assert plan.needs_keys and not Chain(get_codec("canal-json"), get_codec("canal-json"), [], "all").native.needs_keys
 
@@ -128,22 +160,37 @@ def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
     tz=st.sampled_from(ZONES),
     sink_tz=st.sampled_from([None, "UTC"]),
     transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
+    writer=st.sampled_from(ENCODERS),
 )
 def test_random_streams_are_byte_identical(
-    stream: list[ChangeEvent], options: dict[str, Any], tz: str, sink_tz: str | None, transforms: list[dict[str, Any]]
+    stream: list[ChangeEvent],
+    options: dict[str, Any],
+    tz: str,
+    sink_tz: str | None,
+    transforms: list[dict[str, Any]],
+    writer: tuple[str, dict[str, Any], str],
 ) -> None:
     records = debezium_records(stream, tz, options)
-    assert_same(records, {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms)
+    encoder, sink, _ = writer
+    source = {"source_timezone": tz}
+    if encoder == "debezium-json":
+        sink_tz = None  # the same zone: a zone of its own converts TIMESTAMPs (no plan)
+        modes = {k: v for k, v in options.items() if k.endswith("_mode") or k == "decimal_format"}
+        source, sink = {**source, **modes}, {**sink, **modes}  # values as they are: the plan's
+    assert_same(records, source, {**sink, "source_timezone": sink_tz or tz}, transforms, encoder)
 
 
-def test_generated_streams_are_mostly_handled_natively() -> None:
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+def test_generated_streams_are_mostly_handled_natively(writer: tuple[str, dict[str, Any], str]) -> None:
     """Without the schema part the plan converts most messages itself (all but tombstones
     and values it leaves to Python): the comparisons are not between two Python runs."""
     total = count = 0
+    encoder, sink, _ = writer
+    zone = {"source_timezone": "Asia/Shanghai"}
     for seed in range(30):
         records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
         total += len(records)
-        count += assert_same(records, {"source_timezone": "Asia/Shanghai"})
+        count += assert_same(records, zone, {**sink, **zone}, None, encoder)
     assert count >= total * 0.6, (count, total)
 
 
@@ -202,9 +249,14 @@ def good() -> list[tuple[bytes | None, bytes | None]]:
     ]
 
 
-def test_regular_events_are_all_handled_natively() -> None:
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+def test_regular_events_are_all_handled_natively(writer: tuple[str, dict[str, Any], str]) -> None:
     records = keyed(good())
-    assert assert_same(records) == len(records) - 1  # the tombstone is Python's (it counts it)
+    assert same(records, writer) == len(records) - 1  # the tombstone is Python's (it counts it)
+
+
+def test_regular_events_as_canal() -> None:
+    records = keyed(good())
     result = make_chain({}, {}, []).process_batch(records)
     first = orjson.loads(result.outputs[0].value)
     assert first["data"] == [{"id": "1", "v": "x", "d": "2.5", "b": "1", "n": None, "big": str(-(2**63))}]
@@ -222,8 +274,9 @@ VALUES: list[Any] = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
 @pytest.mark.parametrize("value", VALUES, ids=repr)
-def test_values(value: Any) -> None:
+def test_values(value: Any, writer: tuple[str, dict[str, Any], str]) -> None:
     row = {**ROW, "v": value}
     values = [
         (event("c", after=row), KEY),
@@ -232,14 +285,15 @@ def test_values(value: Any) -> None:
         (event("d", before=row), KEY),
         (event("c", after=ROW), b'{"v":1}'),
     ]
-    count = assert_same(keyed(values))
+    count = same(keyed(values), writer)
     if isinstance(value, str) or value is None:
         assert count == len(values)
     elif isinstance(value, bool) or (type(value) is int and -(2**63) <= value < 2**63):
         assert count == len(values) - 2  # the updates change the column's kind: Python's
 
 
-def test_literals_as_written() -> None:
+@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
+def test_literals_as_written(writer: tuple[str, dict[str, Any], str]) -> None:
     """Numbers written in other notations (orjson reads them as the same values)."""
     base = event("c", after=ROW)
     variants = [
@@ -255,7 +309,7 @@ def test_literals_as_written() -> None:
         base.replace(b'"v":"x"', b'"v":"\xff"'),
         b" \n" + base + b"\n",
     ]
-    assert assert_same(keyed([(v, KEY) for v in variants])) >= 4
+    assert same(keyed([(v, KEY) for v in variants]), writer) >= 4
 
 
 #: Record keys: the primary key's names come from them (or there is none).
@@ -282,10 +336,11 @@ KEYS: list[bytes | None] = [
 ]
 
 
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
 @pytest.mark.parametrize("key", KEYS, ids=repr)
-def test_keys(key: bytes | None) -> None:
+def test_keys(key: bytes | None, writer: tuple[str, dict[str, Any], str]) -> None:
     values = [(v, key) for v, _ in good()]
-    count = assert_same(keyed(values))
+    count = same(keyed(values), writer)
     if key in (None, b"", b'{"id":1}', b'{"v":"x","id":1}', b'{"nope":1}', b"{}", b"[1]"):
         assert count == len(values) - 1
 
@@ -360,14 +415,16 @@ MALFORMED: list[bytes | None] = [
 ]
 
 
-def test_malformed_and_unusual_events_among_good_ones() -> None:
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+def test_malformed_and_unusual_events_among_good_ones(writer: tuple[str, dict[str, Any], str]) -> None:
     values = [pair for bad in MALFORMED for pair in ((event("c", after=ROW), KEY), (bad, KEY))]
-    assert assert_same(keyed(values)) >= len(MALFORMED)
+    assert same(keyed(values), writer) >= len(MALFORMED)
 
 
-def test_events_without_ts_ms_are_pythons() -> None:
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+def test_events_without_ts_ms_are_pythons(writer: tuple[str, dict[str, Any], str]) -> None:
     """Python writes the time of encoding for them (not comparable): the plan hands them over."""
-    plan = make_chain({}, {}, []).native
+    plan = make_chain({}, writer[1], [], writer[0]).native
     assert plan is not None
     values = [event("c", after=ROW, ts_ms=None), event("c", after=ROW, drop_ts_ms=None), event("c", after=ROW)]
     assert plan.convert_values(values, [KEY] * 3)[0] == [-1, -1, 1]
@@ -378,31 +435,35 @@ def test_events_without_ts_ms_are_pythons() -> None:
     at=st.integers(0, len(event("u", before=ROW, after=ROW)) - 1),
     insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
     cut=st.integers(0, 3),
+    writer=st.sampled_from(ENCODERS),
 )
-def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
+def test_mutated_messages(at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any], str]) -> None:
     value = event("u", before=ROW, after=ROW)
     mutated = value[:at] + insert + value[at + cut :]
     assume(b',"ts_ms":1700000000123,' in mutated)  # else Python may write the time of encoding
-    assert_same(keyed([(mutated, KEY), (value, KEY)]))
+    same(keyed([(mutated, KEY), (value, KEY)]), writer)
 
 
+@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
 @pytest.mark.parametrize("name", KEEPING)
-def test_chains_that_keep_rows(name: str) -> None:
+def test_chains_that_keep_rows(name: str, writer: tuple[str, dict[str, Any], str]) -> None:
     values = [
         (event(op, before=ROW if op in "ud" else None, after=None if op == "d" else ROW, source=source), KEY)
         for op in "cudr"
         for source in (SOURCE, {**SOURCE, "table": "orders"}, {**SOURCE, "db": "other"})
     ]
-    assert assert_same(keyed(values), {}, {}, CHAINS[name]) == len(values)
+    assert same(keyed(values), writer, CHAINS[name]) == len(values)
 
 
-def test_tables_and_layouts_change_between_messages() -> None:
+@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
+def test_tables_and_layouts_change_between_messages(writer: tuple[str, dict[str, Any], str]) -> None:
     rows = [ROW, {"id": 2}, {**ROW, "n": 5}, {**ROW, "v": None}, ROW, {"id": 3, "v": "z"}]
     values = [(event("c", after=row, source={**SOURCE, "table": f"t{i % 2}"}), KEY) for i, row in enumerate(rows)]
-    assert assert_same(keyed(values * 3)) == len(values) * 3
+    assert same(keyed(values * 3), writer) == len(values) * 3
 
 
-def test_corpus_debezium_files(corpus: Path) -> None:
+@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
+def test_corpus_debezium_files(corpus: Path, writer: tuple[str, dict[str, Any], str]) -> None:
     files = sorted(p for p in (corpus / "debezium-json").iterdir() if p.is_file() and "expected" not in p.name)
     values: list[bytes] = []
     for path in files:
@@ -414,7 +475,7 @@ def test_corpus_debezium_files(corpus: Path) -> None:
     # The corpus files hold values only: keys as Debezium writes them for Flink's test tables.
     for key in (None, b'{"id":101}'):
         records = keyed([(v, key) for v in values])
-        assert_same(records)
-        assert_same(records, {}, {}, CHAINS["headers"])
+        same(records, writer)
+        same(records, writer, CHAINS["headers"])
     schemaless = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
-    assert handled(keyed([(v, None) for v in schemaless])) >= len(schemaless) // 2
+    assert handled(keyed([(v, None) for v in schemaless]), {}, {}, [], writer[0]) >= len(schemaless) // 2

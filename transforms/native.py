@@ -19,8 +19,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
   they are (:func:`_keeps_rows`).
-* ``debezium-json -> canal-json``: the Debezium reader and the Canal writer
-  (``transforms/native_debezium.py``); the plan reads the records' keys too.
+* ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
+  Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
+  Debezium re-written as itself; the plan reads the records' keys too.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -64,6 +65,7 @@ TICDC_TO_DEBEZIUM = "ticdc-canal-json -> debezium-json"
 CANAL_TO_CANAL = "canal-json -> canal-json"
 TICDC_TO_CANAL = "ticdc-canal-json -> canal-json"
 DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
+DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
 
 
 def available() -> bool:
@@ -120,7 +122,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     decoder, encoder = chain.decoder, chain.encoder
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
-    if type(decoder) is DebeziumJsonCodec and type(encoder) is CanalJson:
+    if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
@@ -782,6 +784,7 @@ __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
+    "DEBEZIUM_TO_DEBEZIUM",
     "TICDC_TO_CANAL",
     "TICDC_TO_DEBEZIUM",
     "ENV",

@@ -1,15 +1,23 @@
-"""The native planner's Debezium reader: debezium-json -> canal-json plans.
+"""The native planner's Debezium reader: debezium-json -> canal-json and
+debezium-json -> debezium-json plans.
 
 Without the schema part the Debezium decoder types a row's columns from its JSON
 values (``inference.json_columns``) and takes the primary key from the record's
 Kafka key, so the native reader (``native/src/debezium_in.rs``) keys its tables by
 the layout of the values: source database, table, connector and schema, the key's
 field names and each column's name and JSON kind (``null``, ``bool``, ``int``,
-``float``, ``str``). Per layout :class:`DebeziumCanalTables` runs one probe event
-per op, with a value of each kind, through the chain's own decoder, transforms and
-Canal encoder, and gives the Canal writer each column's type maps and conversion
-(checked against what the probe wrote). Messages with the schema part, and every
-value or message the reader does not reproduce for certain, go to Python.
+``float``, ``str``). Per layout the compilers here run one probe event per op, with
+a value of each kind, through the chain's own decoder, transforms and encoder, and
+check that what it wrote is what the native writer writes for it:
+
+* :class:`DebeziumCanalTables`: the Canal writer, each column's type maps and
+  conversion to Canal text;
+* :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
+  reproduction: values, source block and other fields copied), when both codecs
+  represent values alike (same Connect options) and no schema part is written.
+
+Messages with the schema part, and every value or message the reader does not
+reproduce for certain, go to Python.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import orjson
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     DEBEZIUM_TO_CANAL,
+    DEBEZIUM_TO_DEBEZIUM,
     HeaderEdit,
     NativePlan,
     _CanalOutTables,
@@ -45,30 +54,55 @@ _OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"), ("r", "INIT"))
 
 
 def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
-    """debezium-json -> canal-json (``batch: row``) with the transforms that keep rows as
-    they are, or ``None``. ``native`` is the extension."""
-    encoder = chain.encoder
-    if encoder.batching:
-        return None  # Python groups consecutive events of a transaction into one message
+    """debezium-json -> canal-json (``batch: row``) or -> debezium-json (no schema part,
+    the decoder's Connect options), with the transforms that keep rows as they are, or
+    ``None``. ``native`` is the extension."""
+    from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+
+    decoder, encoder = chain.decoder, chain.encoder
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
-    compiler = DebeziumCanalTables(chain.decoder, encoder, list(chain.transforms))
+    max_bytes = decoder.opts.max_message_bytes
+    if type(encoder) is DebeziumJsonCodec:
+        if encoder.schemas_enable or encoder.connect != decoder.connect:
+            return None  # schemas written, or values converted between representations: Python
+        same = DebeziumTables(decoder, encoder, list(chain.transforms))
+        plan = native.CanalToDebezium(
+            same.compile_layout,
+            max_message_bytes=max_bytes,
+            tombstones_on_delete=encoder.tombstones_on_delete,
+            reader="debezium-json",
+        )
+        return NativePlan(DEBEZIUM_TO_DEBEZIUM, plan, same.variants)
+    if encoder.batching:
+        return None  # Python groups consecutive events of a transaction into one message
+    canal = DebeziumCanalTables(decoder, encoder, list(chain.transforms))
     plan = native.CanalToDebezium(
-        compiler.compile_layout,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="canal-json",
-        reader="debezium-json",
+        canal.compile_layout, max_message_bytes=max_bytes, encoder="canal-json", reader="debezium-json"
     )
-    return NativePlan(DEBEZIUM_TO_CANAL, plan, compiler.variants)
+    return NativePlan(DEBEZIUM_TO_CANAL, plan, canal.variants)
 
 
-class DebeziumCanalTables(_CanalOutTables):
-    """Compiles one Debezium layout for the Canal writer (which re-writes every value as
-    Canal text, with Canal's defaults for the fields Debezium lacks)."""
+class _Probe:
+    """A layout's probe: the row (a value of each column's kind), the source block and the key."""
 
-    @property
-    def retext(self) -> bool:
-        return True
+    def __init__(self, row: dict[str, Any], source: dict[str, Any], key: bytes | None) -> None:
+        self.row = row
+        self.source = source
+        self.key = key
+
+    def envelope(self, code: str) -> dict[str, Any]:
+        before = self.row if code in ("u", "d") else None
+        after = self.row if code != "d" else None
+        return {"before": before, "after": after, "source": self.source, "op": code, "ts_ms": 0, "transaction": None}
+
+    def record_key(self, pk: tuple[str, ...]) -> bytes | None:
+        """The key the encoders write for the probe's row: its key columns' values."""
+        return orjson.dumps({k: self.row.get(k) for k in pk}) if pk else None
+
+
+class _Layouts(_CanalOutTables):
+    """What both compilers share: the probe of a layout, following the transforms."""
 
     def compile_layout(
         self,
@@ -79,54 +113,82 @@ class DebeziumCanalTables(_CanalOutTables):
         pk: list[str],
         columns: list[tuple[str, str]],
     ) -> Any:
-        """The Canal writer's spec for the layout (``None``: Python's)."""
-        try:
-            return self._compile_layout(database, table, connector, schema, pk, columns)
-        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
-            return None
-
-    def _compile_layout(
-        self,
-        database: str,
-        table: str,
-        connector: str | None,
-        schema: str | None,
-        pk: list[str],
-        columns: list[tuple[str, str]],
-    ) -> Any:
-        row = {name: _SAMPLES[kind][0] for name, kind in columns}
-        texts_written = {name: _SAMPLES[kind][1] for name, kind in columns}
+        """The native writer's spec for the layout (``None``: Python's)."""
         source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
         if connector is not None:
             source["connector"] = connector
         if schema is not None:
             source["schema"] = schema
+        row = {name: _SAMPLES[kind][0] for name, kind in columns}
         probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None)
-        event = self._decode_probe(probe, "c")
-        columns_read = event.schema.columns
-        names = [c.name for c in columns_read]
-        if names != list(row) or list(event.pk) != pk:
+        try:
+            return self._compile_probe(probe, pk, columns)
+        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        raise NotImplementedError
+
+    def _decode_probe(self, probe: _Probe, code: str) -> Any:
+        (event,) = self.decoder.decode(Record(value=orjson.dumps(probe.envelope(code)), key=probe.key))
+        return event
+
+    def _shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
+        """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
+        event = self._decode_probe(probe, "c")
+        if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
+            raise _Unsupported("layout")
+        decoded = event
         shape = _Shape(event.schema)
-        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
+        for t in self.transforms:
             selected = t.selects(event)
             shape.apply(t, selected)
             out = t.apply_batch([event])
             event = out[0] if out else event
-        texts = [self._text(c, True) for c in columns_read]
+        return decoded, shape
+
+    def _follow(self, event: Any, shape: _Shape) -> tuple[Any, list[HeaderEdit] | None]:
+        """The event after the transforms (``None``: dropped) and their header edits."""
+        edits: list[HeaderEdit] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if selected:
+                edits = _header_edits(t, event, edits)
+            out = t.apply_batch([event])
+            if not out:
+                return None, edits
+            (event,) = out
+        return event, edits
+
+    def _variant(self, topic: str | None, edits: list[HeaderEdit] | None) -> int:
+        ident = (topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return variant
+
+
+class DebeziumCanalTables(_Layouts):
+    """Compiles one Debezium layout for the Canal writer (which re-writes every value as
+    Canal text, with Canal's defaults for the fields Debezium lacks)."""
+
+    @property
+    def retext(self) -> bool:
+        return True
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        decoded, shape = self._shape(probe, pk)
+        names = list(probe.row)
+        texts = [self._text(c, True) for c in decoded.schema.columns]
+        written = {name: _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
-        sql_types = {n: texts[i][3] if texts_written[n] is None else texts[i][4] for i, n in enumerate(names)}
-        ops = [self._op_layout(probe, code, kind, shape, texts_written, mysql_types, sql_types) for code, kind in _OPS]
+        sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
+        ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
         return names, list(pk), ops, texts
 
-    def _decode_probe(self, probe: _Probe, code: str) -> Any:
-        before = probe.row if code in ("u", "d") else None
-        after = probe.row if code != "d" else None
-        envelope = {"before": before, "after": after, "source": probe.source, "op": code, "ts_ms": 0}
-        (event,) = self.decoder.decode(Record(value=orjson.dumps(envelope), key=probe.key))
-        return event
-
-    def _op_layout(
+    def _op_canal_layout(
         self,
         probe: _Probe,
         code: str,
@@ -138,17 +200,9 @@ class DebeziumCanalTables(_CanalOutTables):
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written; the probe's
         Canal message must be what the writer writes for it."""
-        event = self._decode_probe(probe, code)
-        edits: list[HeaderEdit] | None = None
-        for t, selected in zip(self.transforms, shape.selected, strict=True):
-            if t.selects(event) != selected:
-                raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if not out:
-                return 0, None
-            (event,) = out
+        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        if event is None:
+            return 0, None
         (first,) = self.encoder.encode(event)
         written = orjson.loads(first.value)
         expected = {
@@ -166,24 +220,32 @@ class DebeziumCanalTables(_CanalOutTables):
             "ts": 0,
             "type": kind,
         }
-        key = orjson.dumps({k: probe.row.get(k) for k in event.pk}) if event.pk else None
-        if written != expected or list(written) != list(expected) or first.key != key:
+        if written != expected or list(written) != list(expected) or first.key != probe.record_key(event.pk):
             raise _Unsupported("message")  # not what the writer writes
-        ident = (first.topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
-        return 2, variant
+        return 2, self._variant(first.topic, edits)
 
 
-class _Probe:
-    """A layout's probe: the row (a value of each column's kind), the source block and the key."""
+class DebeziumTables(_Layouts):
+    """Compiles one Debezium layout for re-writing Debezium as Debezium: per op, whether
+    the transforms drop the rows or keep them (with which topic and header edits); the
+    probe's records must be its own envelope, key and (after a delete) tombstone."""
 
-    def __init__(self, row: dict[str, Any], source: dict[str, Any], key: bytes | None) -> None:
-        self.row = row
-        self.source = source
-        self.key = key
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        _, shape = self._shape(probe, pk)
+        return [self._op_layout(probe, code, shape) for code, _ in _OPS]
+
+    def _op_layout(self, probe: _Probe, code: str, shape: _Shape) -> tuple[int, int | None]:
+        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        if event is None:
+            return 0, None
+        records = self.encoder.encode(event)
+        key = probe.record_key(event.pk)
+        expected: list[tuple[bytes | None, bytes | None]] = [(orjson.dumps(probe.envelope(code)), key)]
+        if code == "d" and self.encoder.tombstones_on_delete and key is not None:
+            expected.append((None, key))
+        if [(r.value, r.key) for r in records] != expected or len({r.topic for r in records}) != 1:
+            raise _Unsupported("message")  # not what the writer writes
+        return 2, self._variant(records[0].topic, edits)
 
 
-__all__ = ["DEBEZIUM_TO_CANAL", "DebeziumCanalTables", "debezium_plan"]
+__all__ = ["DebeziumCanalTables", "DebeziumTables", "debezium_plan"]

@@ -58,6 +58,19 @@ struct Value<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+impl Value<'_> {
+    /// The value as ``orjson.dumps(orjson.loads(raw))`` writes it (its kind was read
+    /// from ``raw``: an integer in 64 bits, a finite float).
+    fn write(&self, out: &mut Vec<u8>) {
+        match (self.kind, &self.text) {
+            (Kind::Int, _) => crate::json::write_int(out, self.raw.parse::<i64>().unwrap_or_default()),
+            (Kind::Float, _) => crate::json::write_f64(out, self.raw.parse::<f64>().unwrap_or_default()),
+            (Kind::Str, Some(text)) => crate::json::write_str(out, text),
+            _ => out.extend_from_slice(self.raw.as_bytes()),
+        }
+    }
+}
+
 impl<'a> Value<'a> {
     /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
     /// bits, numbers orjson would not read as finite floats).
@@ -67,6 +80,8 @@ impl<'a> Value<'a> {
             b'n' => (Kind::Null, None),
             b't' => (Kind::Bool, Some(Cow::Borrowed("1"))),
             b'f' => (Kind::Bool, Some(Cow::Borrowed("0"))),
+            // The raw value is valid JSON: a string without escapes is its own text.
+            b'"' if !text.contains('\\') => (Kind::Str, Some(Cow::Borrowed(&text[1..text.len() - 1]))),
             b'"' => (Kind::Str, Some(serde_json::from_str::<Text<'a>>(text).ok()?.0)),
             b'{' | b'[' => return None,
             _ if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
@@ -100,8 +115,9 @@ impl<'de> Deserialize<'de> for Image<'de> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(16));
                 let mut plain = true;
                 while let Some(k) = map.next_key::<Text<'de>>()? {
+                    // Scalars are checked as orjson reads them by ``Value::of``; objects and
+                    // arrays make the message Python's.
                     let raw: &'de RawValue = map.next_value()?;
-                    serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
                     match Value::of(raw) {
                         Some(v) if plain => out.push((k.0, v)),
                         _ => plain = false,
@@ -123,6 +139,9 @@ struct Source<'a> {
     schema: Option<Cow<'a, str>>,
     table: Option<Cow<'a, str>>,
     ts_ms: Option<i64>,
+    /// A ``txId`` field other than a non-negative integer (Python re-types it, or takes
+    /// the transaction's id, when it re-writes the block).
+    tx_id: bool,
 }
 
 impl<'de> Deserialize<'de> for Source<'de> {
@@ -146,6 +165,10 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "connector" => s.connector = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         "schema" => s.schema = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         "ts_ms" => s.ts_ms = map.next_value()?,
+                        "txId" => {
+                            let raw: &RawValue = map.next_value()?;
+                            s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
+                        }
                         _ => {
                             map.next_value::<Checked>()?;
                         }
@@ -166,10 +189,19 @@ struct Envelope<'a> {
     before: Option<Image<'a>>,
     after: Option<Image<'a>>,
     source: Option<Source<'a>>,
+    /// The source block as written (the Debezium writer copies it).
+    source_raw: Option<&'a RawValue>,
     ts_ms: Option<i64>,
     /// ``schema`` or ``payload`` is a field: the schema part's form (Python's, for now).
     wrapped: bool,
+    /// Which of op, before, after, source, ts_ms are present (null included).
+    seen: u8,
+    /// The other fields (``transaction``, unknown ones), in message order, as written.
+    others: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
+
+/// All of ``op``, ``before``, ``after``, ``source`` and ``ts_ms`` present.
+const ALL_FIELDS: u8 = 31;
 
 impl<'de> Deserialize<'de> for Envelope<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -182,7 +214,6 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut e = Envelope::default();
                 let mut seen: u8 = 0;
-                let mut others: Vec<Text<'de>> = Vec::new();
                 while let Some(k) = map.next_key::<Text<'de>>()? {
                     let bit = match k.0.as_ref() {
                         "op" => 1,
@@ -191,12 +222,13 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                         "source" => 8,
                         "ts_ms" => 16,
                         _ => {
-                            if others.iter().any(|n| n.0 == k.0) {
+                            if e.others.iter().any(|(n, _)| *n == k.0) {
                                 return Err(de::Error::custom("duplicate field"));
                             }
                             e.wrapped |= k.0 == "schema" || k.0 == "payload";
-                            map.next_value::<Checked>()?;
-                            others.push(k);
+                            let raw: &'de RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            e.others.push((k.0, raw));
                             continue;
                         }
                     };
@@ -208,10 +240,15 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                         1 => e.op = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         2 => e.before = map.next_value()?,
                         4 => e.after = map.next_value()?,
-                        8 => e.source = map.next_value()?,
+                        8 => {
+                            let raw: &'de RawValue = map.next_value()?;
+                            e.source = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+                            e.source_raw = Some(raw);
+                        }
                         _ => e.ts_ms = map.next_value()?,
                     }
                 }
+                e.seen = seen;
                 Ok(e)
             }
         }
@@ -284,11 +321,23 @@ impl Layout {
 
 const CACHE_SIZE: usize = 1024;
 
+/// One layout compiled for the plan's writer.
+enum Table {
+    /// Canal flat messages (every value re-written as Canal text).
+    Canal(canal_out::Table),
+    /// Debezium change events reproduced (values, source block and other fields copied
+    /// as orjson's round trip writes them): per op (c, u, d, r) what becomes of the rows.
+    Debezium([canal_out::Entry; 4]),
+}
+
 /// The reader's compiled tables (per layout, for the plan's writer) and the compiler.
 pub struct Reader {
     compile: PyObject,
-    tables: HashMap<Layout, Option<Arc<canal_out::Table>>>,
-    last: Option<(Layout, Option<Arc<canal_out::Table>>)>,
+    max_message_bytes: usize,
+    /// The Debezium writer's ``tombstones_on_delete``.
+    tombstones_on_delete: bool,
+    tables: HashMap<Layout, Option<Arc<Table>>>,
+    last: Option<(Layout, Option<Arc<Table>>)>,
 }
 
 /// Op codes in the writers' order (c, u, d, r).
@@ -303,8 +352,8 @@ fn op_index(code: &str) -> Option<usize> {
 }
 
 impl Reader {
-    pub fn new(compile: PyObject) -> Reader {
-        Reader { compile, tables: HashMap::new(), last: None }
+    pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None }
     }
 
     pub fn clear(&mut self) {
@@ -312,7 +361,7 @@ impl Reader {
         self.last = None;
     }
 
-    fn table(&mut self, py: Python, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> PyResult<Option<Arc<canal_out::Table>>> {
+    fn table(&mut self, py: Python, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
         if let Some((layout, plan)) = &self.last {
             if layout.matches(source, pk, columns) {
                 return Ok(plan.clone());
@@ -332,7 +381,15 @@ impl Reader {
             None => {
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
                 let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds))?;
-                let plan = if spec.is_none(py) { None } else { canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Arc::new) };
+                let plan = if spec.is_none(py) {
+                    None
+                } else {
+                    match encoder {
+                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
+                        Encoder::Debezium => Some(Table::Debezium(op_entries(spec.bind(py))?)),
+                    }
+                    .map(Arc::new)
+                };
                 if self.tables.len() >= CACHE_SIZE {
                     self.tables.clear();
                 }
@@ -346,9 +403,9 @@ impl Reader {
 
     /// The output records of one message into ``out``; ``false`` when Python must
     /// process it. ``key``: the record's key (``None``: not known, Python's).
-    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &Encoder, max_message_bytes: usize, out: &mut Vec<Output>) -> PyResult<bool> {
-        let (Some(key), Encoder::Canal { transaction: false }) = (key, encoder) else { return Ok(false) };
-        if value.len() > max_message_bytes {
+    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
+        let Some(key) = key else { return Ok(false) };
+        if value.len() > self.max_message_bytes || matches!(encoder, Encoder::Canal { transaction: true }) {
             return Ok(false);
         }
         let Some(pk) = key_names(key) else { return Ok(false) };
@@ -393,7 +450,24 @@ impl Reader {
             }
             columns.push((name.as_ref(), kind));
         }
-        let Some(t) = self.table(py, source, &pk, &columns)? else { return Ok(false) };
+        let Some(compiled) = self.table(py, source, &pk, &columns, encoder)? else { return Ok(false) };
+        let t = match &*compiled {
+            Table::Canal(t) => t,
+            Table::Debezium(ops) => {
+                return Ok(match ops[op] {
+                    canal_out::Entry::Write(variant) => {
+                        let start = out.len();
+                        let ok = write_debezium(&e, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+                        if !ok {
+                            out.truncate(start);
+                        }
+                        ok
+                    }
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => true,
+                });
+            }
+        };
         let variant = match t.ops[op] {
             canal_out::Entry::Write(variant) => variant,
             canal_out::Entry::Python => return Ok(false),
@@ -410,9 +484,9 @@ impl Reader {
             seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if old.is_some() { FIELD_OLD } else { 0 },
             ..Default::default()
         };
-        let Ok(record_key) = row_key(&pk, row) else { return Ok(false) };
+        let record_key = row_key(&pk, row);
         let start = out.len();
-        if canal_out::write(&t, &m, op, variant, false, out).is_err() {
+        if canal_out::write(t, &m, op, variant, false, out).is_err() {
             out.truncate(start);
             return Ok(false);
         }
@@ -423,6 +497,91 @@ impl Reader {
     }
 }
 
+/// Four op entries (c, u, d, r) from Python: ``(what, variant)``, ``what`` 0 (dropped),
+/// 1 (Python) or 2 (written with ``variant``).
+fn op_entries(spec: &Bound<PyAny>) -> PyResult<[canal_out::Entry; 4]> {
+    let ops: Vec<(u8, Option<usize>)> = spec.extract()?;
+    if ops.len() != 4 {
+        return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
+    }
+    let mut entries = [canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python];
+    for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
+        *slot = match (what, variant) {
+            (0, _) => canal_out::Entry::Dropped,
+            (2, Some(v)) => canal_out::Entry::Write(v),
+            _ => canal_out::Entry::Python,
+        };
+    }
+    Ok(entries)
+}
+
+/// Op codes as Debezium writes them, in the writers' order (c, u, d, r).
+const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
+
+/// The event as ``DebeziumJsonCodec`` re-writes one of its own (same-format
+/// reproduction): ``before``, ``after``, ``source``, ``op``, ``ts_ms`` in this order, then
+/// the message's other fields in its order, every value as orjson's round trip writes it;
+/// the key from the key names, and a tombstone after a delete. What Python would change
+/// (a ``txId``, missing envelope fields) is Python's.
+#[allow(clippy::too_many_arguments)]
+fn write_debezium(
+    e: &Envelope,
+    op: usize,
+    before: Option<&[(Cow<str>, Value)]>,
+    after: Option<&[(Cow<str>, Value)]>,
+    pk: &[Cow<str>],
+    variant: usize,
+    tombstones_on_delete: bool,
+    out: &mut Vec<Output>,
+) -> Result<(), ()> {
+    let (Some(source), Some(source_raw), Some(ts)) = (&e.source, e.source_raw, e.ts_ms) else { return Err(()) };
+    if e.seen != ALL_FIELDS || source.tx_id {
+        return Err(());
+    }
+    let mut v = Vec::with_capacity(source_raw.get().len() + 512);
+    v.extend_from_slice(b"{\"before\":");
+    write_image(&mut v, before);
+    v.extend_from_slice(b",\"after\":");
+    write_image(&mut v, after);
+    v.extend_from_slice(b",\"source\":");
+    canon::write(&mut v, source_raw.get())?;
+    v.extend_from_slice(b",\"op\":\"");
+    v.extend_from_slice(CODES[op]);
+    v.extend_from_slice(b"\",\"ts_ms\":");
+    crate::json::write_int(&mut v, ts);
+    for (name, raw) in &e.others {
+        v.push(b',');
+        crate::json::write_str(&mut v, name);
+        v.push(b':');
+        canon::write(&mut v, raw.get())?;
+    }
+    v.push(b'}');
+    let key = row_key(pk, after.or(before).ok_or(())?);
+    out.push((Some(v), key.clone(), variant));
+    if op == 2 && tombstones_on_delete && key.is_some() {
+        out.push((None, key, variant));
+    }
+    Ok(())
+}
+
+/// An image (``None``: null) as orjson writes the values it read.
+fn write_image(out: &mut Vec<u8>, image: Option<&[(Cow<str>, Value)]>) {
+    let Some(image) = image else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.push(b'{');
+    for (n, (name, value)) in image.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        crate::json::write_str(out, name);
+        out.push(b':');
+        value.write(out);
+    }
+    out.push(b'}');
+}
+
 /// An image as the Canal rows the writer reads: each value as its conversion's text.
 fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
@@ -430,9 +589,9 @@ fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
 
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
 /// without key names): the key ``JsonCodec.encode_key`` writes for a Debezium event.
-fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Result<Option<Vec<u8>>, ()> {
+fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
     if pk.is_empty() {
-        return Ok(None);
+        return None;
     }
     let mut out = Vec::with_capacity(64);
     out.push(b'{');
@@ -443,12 +602,12 @@ fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Result<Option<Vec<u8>>
         crate::json::write_str(&mut out, name);
         out.push(b':');
         match row.iter().find(|(k, _)| k == name) {
-            Some((_, v)) => canon::write(&mut out, v.raw)?,
+            Some((_, v)) => v.write(&mut out),
             None => out.extend_from_slice(b"null"),
         }
     }
     out.push(b'}');
-    Ok(Some(out))
+    Some(out)
 }
 
 /// The event, if it is a JSON object this module can read.

@@ -27,7 +27,14 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use values::{Fallback, Op};
 
 /// The plans this build runs natively (``cdc-smt formats --json`` lists them).
-const PLANS: &[&str] = &["canal-json -> debezium-json", "ticdc-canal-json -> debezium-json", "canal-json -> canal-json", "ticdc-canal-json -> canal-json", "debezium-json -> canal-json"];
+const PLANS: &[&str] = &[
+    "canal-json -> debezium-json",
+    "ticdc-canal-json -> debezium-json",
+    "canal-json -> canal-json",
+    "ticdc-canal-json -> canal-json",
+    "debezium-json -> canal-json",
+    "debezium-json -> debezium-json",
+];
 
 /// What the chain's transforms do to one column's values.
 enum Mask {
@@ -205,7 +212,7 @@ impl CanalToDebezium {
         };
         let reader = match reader {
             "canal-json" => Reader::Canal,
-            "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py)))),
+            "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -333,7 +340,7 @@ impl CanalToDebezium {
     /// ``message`` with the record's key (``None``: not known) for the readers that need it.
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
-            Reader::Debezium(r) => r.message(py, value, key, &self.encoder, self.max_message_bytes, out),
+            Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
             Reader::Canal => self.message(py, value, out),
         }
     }
@@ -341,7 +348,7 @@ impl CanalToDebezium {
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         if let Reader::Debezium(r) = &mut self.reader {
-            return r.message(py, value, None, &self.encoder, self.max_message_bytes, out);
+            return r.message(py, value, None, &self.encoder, out);
         }
         if value.len() > self.max_message_bytes {
             return Ok(false);
