@@ -479,3 +479,62 @@ def test_corpus_debezium_files(corpus: Path, writer: tuple[str, dict[str, Any], 
         same(records, writer, CHAINS["headers"])
     schemaless = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
     assert handled(keyed([(v, None) for v in schemaless]), {}, {}, [], writer[0]) >= len(schemaless) // 2
+
+
+def counting(process: Any, seen: list[Record]) -> Any:
+    """``process`` that also notes each record it is given."""
+
+    def wrapper(record: Record) -> Any:
+        seen.append(record)
+        return process(record)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
+def test_the_worker_passes_the_keys(writer: tuple[str, dict[str, Any], str]) -> None:
+    """The worker's batch path (``Converter.convert``) hands the plan the fetched keys:
+    the same rows per (topic, partition) as the chain on the Python path, most of them
+    converted natively."""
+    from cdc_smt.connector.jobconfig import load_job
+    from cdc_smt.connector.worker.pipeline import Converter
+    from tests.test_worker_native import Msg, core
+
+    encoder, sink, _ = writer
+    doc = {
+        "id": "job-debezium",
+        "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+        "source": {"topics": ["in"], "format": "debezium-json"},
+        "sink": {"topic": "out", "format": encoder},
+        "errors": {"tolerance": "all", "dead_letter_topic": "dlq"},
+    }
+    pairs = good() * 3 + [(MALFORMED[8], KEY), (event("c", after=ROW), b"k")]
+    batch = [
+        Msg("in", 0, i, 1_700_000_000_000 + i, k, v, [("h", b"1")] if i % 2 else []) for i, (v, k) in enumerate(pairs)
+    ]
+    seen = []
+    to_python: list[Record] = []
+    for on in (True, False):
+        with core(on):
+            c = Chain(get_codec("debezium-json"), get_codec(encoder, sink), [], "all")
+            assert (c.native is not None) == on
+            if on:  # the records the plan leaves to the chain's Python path
+                c.process = counting(c.process, to_python)  # type: ignore[method-assign]
+            conv = Converter(load_job(doc), {"out": 3, "dlq": 1}).convert(c, "in", 0, batch)
+        dead = [(d.record, d.stage, d.message) for d in conv.dead_letters]
+        seen.append((conv.groups, conv.deferred, conv.n_out, dead))
+    assert seen[0] == seen[1]
+    assert len(to_python) == 5  # the three tombstones and the two bad records
+
+
+def test_the_arrow_path_leaves_keyed_plans_to_the_batch_path() -> None:
+    """The backfill's Arrow entry point passes values only: the Debezium reader, which
+    needs the keys, hands every record over there, and the backfill does not use it."""
+    pa = pytest.importorskip("pyarrow")
+    import cdc_smt._native as ext
+
+    plan = make_chain({}, {}, []).native
+    assert plan is not None and plan.needs_keys
+    values = [v for v, _ in good()]
+    counts = pa.array(ext.convert_arrow(plan.plan, pa.array(values, pa.binary()))[0]).to_pylist()
+    assert counts == [-1] * len(values)
