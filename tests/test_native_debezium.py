@@ -86,8 +86,11 @@ ENCODERS: list[tuple[str, dict[str, Any], str]] = [
     ("canal-json", {}, native.DEBEZIUM_TO_CANAL),
     ("debezium-json", {}, native.DEBEZIUM_TO_DEBEZIUM),
     ("debezium-json", {"tombstones_on_delete": False}, native.DEBEZIUM_TO_DEBEZIUM),
+    ("debezium-json", {"schemas_enable": True}, native.DEBEZIUM_TO_DEBEZIUM),
 ]
-ENCODER_IDS = ["canal", "debezium", "debezium-no-tombstones"]
+ENCODER_IDS = ["canal", "debezium", "debezium-no-tombstones", "debezium-schemas"]
+#: The writers of events without the schema part (the hand-made events here).
+SCHEMALESS, SCHEMALESS_IDS = ENCODERS[:3], ENCODER_IDS[:3]
 
 
 def assert_same(
@@ -144,7 +147,7 @@ def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
     dbz = lambda **o: get_codec("debezium-json", o)  # noqa: E731
     assert Chain(dbz(), dbz(), [], "all").native.name == native.DEBEZIUM_TO_DEBEZIUM
     assert Chain(dbz(), dbz(tombstones_on_delete=False, topic_prefix="x"), [], "all").native is not None
-    assert Chain(dbz(), dbz(schemas_enable=True), [], "all").native is None  # schemas written: Python
+    assert Chain(dbz(), dbz(schemas_enable=True), [], "all").native is not None
     assert Chain(dbz(), dbz(decimal_handling_mode="string"), [], "all").native is None  # values converted
     assert Chain(dbz(), dbz(), build_transforms(CHAINS["route"]), "all").native is not None
     assert Chain(dbz(), dbz(), build_transforms(CHAINS["five"]), "all").native is None
@@ -187,8 +190,9 @@ def test_generated_streams_are_mostly_handled_natively(writer: tuple[str, dict[s
     total = count = 0
     encoder, sink, _ = writer
     zone = {"source_timezone": "Asia/Shanghai"}
+    options = {"schemas_enable": True} if sink.get("schemas_enable") else {}  # the schema part in and out
     for seed in range(30):
-        records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
+        records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", options) if r.value is not None]
         total += len(records)
         count += assert_same(records, zone, {**sink, **zone}, None, encoder)
     assert count >= total * 0.6, (count, total)
@@ -249,7 +253,7 @@ def good() -> list[tuple[bytes | None, bytes | None]]:
     ]
 
 
-@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+@pytest.mark.parametrize("writer", SCHEMALESS, ids=SCHEMALESS_IDS)
 def test_regular_events_are_all_handled_natively(writer: tuple[str, dict[str, Any], str]) -> None:
     records = keyed(good())
     assert same(records, writer) == len(records) - 1  # the tombstone is Python's (it counts it)
@@ -336,7 +340,7 @@ KEYS: list[bytes | None] = [
 ]
 
 
-@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+@pytest.mark.parametrize("writer", SCHEMALESS, ids=SCHEMALESS_IDS)
 @pytest.mark.parametrize("key", KEYS, ids=repr)
 def test_keys(key: bytes | None, writer: tuple[str, dict[str, Any], str]) -> None:
     values = [(v, key) for v, _ in good()]
@@ -415,13 +419,13 @@ MALFORMED: list[bytes | None] = [
 ]
 
 
-@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+@pytest.mark.parametrize("writer", SCHEMALESS, ids=SCHEMALESS_IDS)
 def test_malformed_and_unusual_events_among_good_ones(writer: tuple[str, dict[str, Any], str]) -> None:
     values = [pair for bad in MALFORMED for pair in ((event("c", after=ROW), KEY), (bad, KEY))]
     assert same(keyed(values), writer) >= len(MALFORMED)
 
 
-@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+@pytest.mark.parametrize("writer", SCHEMALESS, ids=SCHEMALESS_IDS)
 def test_events_without_ts_ms_are_pythons(writer: tuple[str, dict[str, Any], str]) -> None:
     """Python writes the time of encoding for them (not comparable): the plan hands them over."""
     plan = make_chain({}, writer[1], [], writer[0]).native
@@ -435,7 +439,7 @@ def test_events_without_ts_ms_are_pythons(writer: tuple[str, dict[str, Any], str
     at=st.integers(0, len(event("u", before=ROW, after=ROW)) - 1),
     insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
     cut=st.integers(0, 3),
-    writer=st.sampled_from(ENCODERS),
+    writer=st.sampled_from(SCHEMALESS),
 )
 def test_mutated_messages(at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any], str]) -> None:
     value = event("u", before=ROW, after=ROW)
@@ -444,7 +448,7 @@ def test_mutated_messages(at: int, insert: bytes, cut: int, writer: tuple[str, d
     same(keyed([(mutated, KEY), (value, KEY)]), writer)
 
 
-@pytest.mark.parametrize("writer", ENCODERS, ids=ENCODER_IDS)
+@pytest.mark.parametrize("writer", SCHEMALESS, ids=SCHEMALESS_IDS)
 @pytest.mark.parametrize("name", KEEPING)
 def test_chains_that_keep_rows(name: str, writer: tuple[str, dict[str, Any], str]) -> None:
     values = [
@@ -462,7 +466,7 @@ def test_tables_and_layouts_change_between_messages(writer: tuple[str, dict[str,
     assert same(keyed(values * 3), writer) == len(values) * 3
 
 
-@pytest.mark.parametrize("writer", ENCODERS[:2], ids=ENCODER_IDS[:2])
+@pytest.mark.parametrize("writer", [ENCODERS[i] for i in (0, 1, 3)], ids=[ENCODER_IDS[i] for i in (0, 1, 3)])
 def test_corpus_debezium_files(corpus: Path, writer: tuple[str, dict[str, Any], str]) -> None:
     files = sorted(p for p in (corpus / "debezium-json").iterdir() if p.is_file() and "expected" not in p.name)
     values: list[bytes] = []
@@ -478,7 +482,12 @@ def test_corpus_debezium_files(corpus: Path, writer: tuple[str, dict[str, Any], 
         same(records, writer)
         same(records, writer, CHAINS["headers"])
     schemaless = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
-    assert handled(keyed([(v, None) for v in schemaless]), {}, {}, [], writer[0]) >= len(schemaless) // 2
+    wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
+    sink = writer[1]
+    if writer[2] == native.DEBEZIUM_TO_CANAL or not sink.get("schemas_enable"):
+        assert handled(keyed([(v, None) for v in schemaless]), {}, sink, [], writer[0]) >= len(schemaless) // 2
+    if writer[2] == native.DEBEZIUM_TO_DEBEZIUM:  # the schema part read (and written) natively
+        assert handled(keyed([(v, None) for v in wrapped]), {}, sink, [], writer[0]) >= len(wrapped) // 2
 
 
 def counting(process: Any, seen: list[Record]) -> Any:
@@ -538,3 +547,49 @@ def test_the_arrow_path_leaves_keyed_plans_to_the_batch_path() -> None:
     values = [v for v, _ in good()]
     counts = pa.array(ext.convert_arrow(plan.plan, pa.array(values, pa.binary()))[0]).to_pylist()
     assert counts == [-1] * len(values)
+
+
+def with_schema(pairs: list[tuple[bytes | None, bytes | None]]) -> list[tuple[bytes | None, bytes | None]]:
+    """The events with the schema part in values and keys, as the Python encoder writes them."""
+    chain = Chain(get_codec("debezium-json"), get_codec("debezium-json", {"schemas_enable": True}), [], "all")
+    chain.native = None
+    out: list[tuple[bytes | None, bytes | None]] = []
+    for record in keyed(pairs):
+        result = chain.process(record)
+        out.extend((r.value, r.key) for r in result.outputs)
+        if not result.outputs and not result.dead_letters:
+            out.append((record.value, record.key))  # a tombstone
+    return out
+
+
+@pytest.mark.parametrize("transforms", [[], *(CHAINS[n] for n in KEEPING)], ids=["none", *KEEPING])
+def test_the_schema_part_in_and_out(transforms: list[dict[str, Any]]) -> None:
+    """Events with the schema part re-written with it (the message's own schema, the key's)."""
+    pairs = with_schema(good())
+    assert all(v is None or v.startswith(b'{"schema":') for v, _ in pairs)
+    assert all(k is not None and k.startswith(b'{"schema":') for v, k in pairs if v is not None)
+    records = keyed(pairs)
+    count = same(records, ENCODERS[3], transforms)
+    assert count == sum(r.value is not None for r in records)
+    assert same(records, ENCODERS[1], transforms) == count  # the schema part read, not written
+    assert same(records, ENCODERS[0], transforms) == 0  # to Canal its values need converting: Python's
+
+
+def test_schema_parts_python_decides() -> None:
+    """Heads the plan does not split as Python does, schemas that do not describe the row."""
+    (value, key), *_ = with_schema(good())
+    head, _, payload = value.partition(b',"payload":')
+    values = [
+        value,
+        head + b',"payload":' + payload + b"  ",
+        head + b',"payload":' + payload[:-1] + b"\n}",
+        head + b' ,"payload":' + payload,
+        head.replace(b'"optional":false', b'"optional":true', 1) + b',"payload":' + payload,
+        head + b',"payload":' + payload.replace(b'"v":"x"', b'"v":"x","w":1'),
+        head + b',"payload":' + payload.replace(b'"id":1', b'"id":1.5', 1),
+        head + b',"payload":{"schema":null,"payload":null}}',
+        b'{"payload":' + payload[:-1] + b',"schema":' + head[len(b'{"schema":') :] + b"}",
+        orjson.dumps({"schema": None, "payload": None}),
+    ]
+    for writer in (ENCODERS[3], ENCODERS[1]):
+        assert same(keyed([(v, key) for v in values]), writer) >= 1

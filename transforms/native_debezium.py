@@ -14,10 +14,11 @@ check that what it wrote is what the native writer writes for it:
   conversion to Canal text;
 * :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
   reproduction: values, source block and other fields copied), when both codecs
-  represent values alike (same Connect options) and no schema part is written.
+  represent values alike (same Connect options); with the schema part in and out
+  (JsonConverter ``schemas.enable``) when the encoder writes the message's own.
 
-Messages with the schema part, and every value or message the reader does not
-reproduce for certain, go to Python.
+Every value or message the reader does not reproduce for certain goes to Python
+(the schema part on the way to Canal: its values need converting).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from cdc_smt.transforms.native import (
     _CanalOutTables,
     _header_edits,
     _keeps_rows,
+    _schema_part,
     _Shape,
     _supported,
     _Unsupported,
@@ -64,8 +66,8 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
         return None
     max_bytes = decoder.opts.max_message_bytes
     if type(encoder) is DebeziumJsonCodec:
-        if encoder.schemas_enable or encoder.connect != decoder.connect:
-            return None  # schemas written, or values converted between representations: Python
+        if encoder.connect != decoder.connect:
+            return None  # values converted between representations: Python
         same = DebeziumTables(decoder, encoder, list(chain.transforms))
         plan = native.CanalToDebezium(
             same.compile_layout,
@@ -84,12 +86,18 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
 
 
 class _Probe:
-    """A layout's probe: the row (a value of each column's kind), the source block and the key."""
+    """A layout's probe: the row (a value of each column's kind; nulls under a schema
+    part, which types the columns), the source block, the key and the schema part."""
 
-    def __init__(self, row: dict[str, Any], source: dict[str, Any], key: bytes | None) -> None:
+    def __init__(self, row: dict[str, Any], source: dict[str, Any], key: bytes | None, head: bytes | None) -> None:
         self.row = row
         self.source = source
         self.key = key
+        self.head = head
+
+    def value(self, code: str) -> bytes:
+        payload = orjson.dumps(self.envelope(code))
+        return payload if self.head is None else self.head + b',"payload":' + payload + b"}"
 
     def envelope(self, code: str) -> dict[str, Any]:
         before = self.row if code in ("u", "d") else None
@@ -112,15 +120,17 @@ class _Layouts(_CanalOutTables):
         schema: str | None,
         pk: list[str],
         columns: list[tuple[str, str]],
+        head: bytes | None = None,
     ) -> Any:
-        """The native writer's spec for the layout (``None``: Python's)."""
+        """The native writer's spec for the layout (``None``: Python's); ``head``: the
+        messages' schema part as they start (``{"schema":...``)."""
         source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
         if connector is not None:
             source["connector"] = connector
         if schema is not None:
             source["schema"] = schema
-        row = {name: _SAMPLES[kind][0] for name, kind in columns}
-        probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None)
+        row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
+        probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
         try:
             return self._compile_probe(probe, pk, columns)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
@@ -130,7 +140,7 @@ class _Layouts(_CanalOutTables):
         raise NotImplementedError
 
     def _decode_probe(self, probe: _Probe, code: str) -> Any:
-        (event,) = self.decoder.decode(Record(value=orjson.dumps(probe.envelope(code)), key=probe.key))
+        (event,) = self.decoder.decode(Record(value=probe.value(code), key=probe.key))
         return event
 
     def _shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
@@ -179,6 +189,8 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:
+            return None  # values in the schema's representations: Python converts them
         decoded, shape = self._shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
@@ -231,16 +243,41 @@ class DebeziumTables(_Layouts):
     probe's records must be its own envelope, key and (after a delete) tombstone."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        _, shape = self._shape(probe, pk)
-        return [self._op_layout(probe, code, shape) for code, _ in _OPS]
+        decoded, shape = self._shape(probe, pk)
+        schemas = self.encoder.schemas_enable
+        if probe.head is not None:
+            if not self.encoder.passes_values_through(decoded):
+                return None  # the encoder converts the values: Python
+            envelope = orjson.dumps(orjson.loads(probe.head + b"}")["schema"]) if schemas else None
+            exact = list(self.decoder.decimal_columns(probe.head, tuple(pk)))
+        elif schemas:
+            return None  # a schema inferred from the values: Python
+        else:
+            envelope, exact = None, []
+        parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
+        ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
+        return ops, parts["envelope"], parts["key"], exact
 
-    def _op_layout(self, probe: _Probe, code: str, shape: _Shape) -> tuple[int, int | None]:
+    def _op_layout(
+        self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None]
+    ) -> tuple[int, int | None]:
+        """One op's entry; ``parts``: the schema parts (the message's own envelope schema,
+        the key's, the same for every op)."""
         event, edits = self._follow(self._decode_probe(probe, code), shape)
         if event is None:
             return 0, None
         records = self.encoder.encode(event)
         key = probe.record_key(event.pk)
-        expected: list[tuple[bytes | None, bytes | None]] = [(orjson.dumps(probe.envelope(code)), key)]
+        value = orjson.dumps(probe.envelope(code))
+        if self.encoder.schemas_enable:
+            if key is not None:
+                key_schema = _schema_part(records[0].key or b"")
+                if parts["key"] not in (None, key_schema):
+                    raise _Unsupported("key schema")
+                parts["key"] = key_schema
+                key = b'{"schema":' + key_schema + b',"payload":' + key + b"}"
+            value = b'{"schema":' + (parts["envelope"] or b"") + b',"payload":' + value + b"}"
+        expected: list[tuple[bytes | None, bytes | None]] = [(value, key)]
         if code == "d" and self.encoder.tombstones_on_delete and key is not None:
             expected.append((None, key))
         if [(r.value, r.key) for r in records] != expected or len({r.topic for r in records}) != 1:

@@ -22,6 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -98,6 +99,9 @@ impl<'a> Value<'a> {
         Some(Value { kind, raw: text, text: value })
     }
 }
+
+/// An image's cells: column and value, in message order.
+type Cells<'a> = [(Cow<'a, str>, Value<'a>)];
 
 /// One image (``before`` or ``after``): column -> value, in message order; ``None``
 /// when some value is one the plan leaves to Python.
@@ -272,14 +276,27 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                 }
                 fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                     let mut names: Vec<Cow<'de, str>> = Vec::new();
+                    let mut payload: Option<Vec<Cow<'de, str>>> = None;
                     while let Some(k) = map.next_key::<Text<'de>>()? {
-                        if names.contains(&k.0) || k.0 == "schema" || k.0 == "payload" {
-                            return Err(de::Error::custom("not a plain key"));
+                        if names.contains(&k.0) {
+                            return Err(de::Error::custom("repeated field"));
                         }
-                        map.next_value::<Checked>()?;
+                        if k.0 == "payload" {
+                            // JsonConverter's ``{"schema", "payload"}``: the payload's names.
+                            let raw: &'de RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
+                        } else {
+                            map.next_value::<Checked>()?;
+                        }
                         names.push(k.0);
                     }
-                    Ok(Names(names))
+                    match payload {
+                        Some(inner) if names.len() == 2 && names.iter().any(|n| n == "schema") => Ok(Names(inner)),
+                        Some(_) => Err(de::Error::custom("not a plain key")),
+                        None if names.iter().any(|n| n == "schema") => Err(de::Error::custom("not a plain key")),
+                        None => Ok(Names(names)),
+                    }
                 }
             }
             d.deserialize_map(V)
@@ -298,6 +315,8 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
 /// name and kind.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Layout {
+    /// The schema part as the message starts (``{"schema":...`` up to ``,"payload":``).
+    head: Option<Vec<u8>>,
     database: String,
     table: String,
     connector: Option<String>,
@@ -307,8 +326,9 @@ struct Layout {
 }
 
 impl Layout {
-    fn matches(&self, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
-        Some(self.database.as_str()) == source.db.as_deref()
+    fn matches(&self, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
+        self.head.as_deref() == head
+            && Some(self.database.as_str()) == source.db.as_deref()
             && Some(self.table.as_str()) == source.table.as_deref()
             && self.connector.as_deref() == source.connector.as_deref()
             && self.schema.as_deref() == source.schema.as_deref()
@@ -326,8 +346,37 @@ enum Table {
     /// Canal flat messages (every value re-written as Canal text).
     Canal(canal_out::Table),
     /// Debezium change events reproduced (values, source block and other fields copied
-    /// as orjson's round trip writes them): per op (c, u, d, r) what becomes of the rows.
-    Debezium([canal_out::Entry; 4]),
+    /// as orjson's round trip writes them).
+    Debezium(DebeziumOut),
+}
+
+/// One layout for the Debezium writer.
+struct DebeziumOut {
+    /// Per op (c, u, d, r) what becomes of the rows.
+    ops: [canal_out::Entry; 4],
+    /// The schema parts written (JsonConverter ``schemas.enable``): the envelope's, the key's.
+    envelope_schema: Option<Vec<u8>>,
+    key_schema: Option<Vec<u8>>,
+    /// Columns whose JSON numbers Python re-reads exactly (numeric decimals): a value
+    /// other than a string or null there is Python's.
+    exact: Vec<String>,
+}
+
+impl DebeziumOut {
+    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`op_entries`].
+    fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
+        type Spec<'py> = (Bound<'py, PyAny>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
+        let (ops, envelope_schema, key_schema, exact): Spec = spec.extract()?;
+        Ok(DebeziumOut { ops: op_entries(&ops)?, envelope_schema, key_schema, exact })
+    }
+
+    /// Are the images' values ones this writer copies (no exact re-read of numbers)?
+    fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
+        self.exact.is_empty()
+            || images.iter().flatten().all(|image| {
+                image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
+            })
+    }
 }
 
 /// The reader's compiled tables (per layout, for the plan's writer) and the compiler.
@@ -361,14 +410,15 @@ impl Reader {
         self.last = None;
     }
 
-    fn table(&mut self, py: Python, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
+    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
         if let Some((layout, plan)) = &self.last {
-            if layout.matches(source, pk, columns) {
+            if layout.matches(head, source, pk, columns) {
                 return Ok(plan.clone());
             }
         }
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
         let layout = Layout {
+            head: head.map(<[u8]>::to_vec),
             database: database.to_owned(),
             table: table.to_owned(),
             connector: source.connector.as_deref().map(str::to_owned),
@@ -380,13 +430,13 @@ impl Reader {
             Some(plan) => plan.clone(),
             None => {
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
-                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds))?;
+                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
                 let plan = if spec.is_none(py) {
                     None
                 } else {
                     match encoder {
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
-                        Encoder::Debezium => Some(Table::Debezium(op_entries(spec.bind(py))?)),
+                        Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                     }
                     .map(Arc::new)
                 };
@@ -409,7 +459,7 @@ impl Reader {
             return Ok(false);
         }
         let Some(pk) = key_names(key) else { return Ok(false) };
-        let Some(e) = parse(value) else { return Ok(false) };
+        let Some((head, e)) = parse(value) else { return Ok(false) };
         let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
         let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
         if e.wrapped {
@@ -450,14 +500,16 @@ impl Reader {
             }
             columns.push((name.as_ref(), kind));
         }
-        let Some(compiled) = self.table(py, source, &pk, &columns, encoder)? else { return Ok(false) };
+        let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
         let t = match &*compiled {
-            Table::Canal(t) => t,
-            Table::Debezium(ops) => {
-                return Ok(match ops[op] {
+            Table::Canal(t) if head.is_none() => t,
+            Table::Canal(_) => return Ok(false),
+            Table::Debezium(d) => {
+                return Ok(match d.ops[op] {
+                    canal_out::Entry::Write(_) if !d.copies([before, after]) => false,
                     canal_out::Entry::Write(variant) => {
                         let start = out.len();
-                        let ok = write_debezium(&e, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+                        let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
                         if !ok {
                             out.truncate(start);
                         }
@@ -497,6 +549,17 @@ impl Reader {
     }
 }
 
+/// ``{"schema":<schema>,"payload":<payload>}``.
+fn wrap(schema: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(schema.len() + payload.len() + 24);
+    out.extend_from_slice(HEAD);
+    out.extend_from_slice(schema);
+    out.extend_from_slice(SEP);
+    out.extend_from_slice(payload);
+    out.push(b'}');
+    out
+}
+
 /// Four op entries (c, u, d, r) from Python: ``(what, variant)``, ``what`` 0 (dropped),
 /// 1 (Python) or 2 (written with ``variant``).
 fn op_entries(spec: &Bound<PyAny>) -> PyResult<[canal_out::Entry; 4]> {
@@ -526,6 +589,7 @@ const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
 #[allow(clippy::too_many_arguments)]
 fn write_debezium(
     e: &Envelope,
+    d: &DebeziumOut,
     op: usize,
     before: Option<&[(Cow<str>, Value)]>,
     after: Option<&[(Cow<str>, Value)]>,
@@ -556,7 +620,13 @@ fn write_debezium(
         canon::write(&mut v, raw.get())?;
     }
     v.push(b'}');
-    let key = row_key(pk, after.or(before).ok_or(())?);
+    let mut key = row_key(pk, after.or(before).ok_or(())?);
+    if let Some(schema) = &d.envelope_schema {
+        v = wrap(schema, &v);
+    }
+    if let (Some(schema), Some(k)) = (&d.key_schema, &key) {
+        key = Some(wrap(schema, k));
+    }
     out.push((Some(v), key.clone(), variant));
     if op == 2 && tombstones_on_delete && key.is_some() {
         out.push((None, key, variant));
@@ -610,13 +680,24 @@ fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The event, if it is a JSON object this module can read.
-fn parse(value: &[u8]) -> Option<Envelope<'_>> {
+const HEAD: &[u8] = b"{\"schema\":";
+const SEP: &[u8] = b",\"payload\":";
+
+/// The event, if it is a JSON object this module can read, and its schema part: as the
+/// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
+/// else ``None``.
+fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
+    let text = std::str::from_utf8(value).ok()?;
+    if value.starts_with(HEAD) {
+        let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+        let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
+        let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
+        return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
+    }
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    let text = std::str::from_utf8(value).ok()?;
-    serde_json::from_str(text).ok()
+    Some((None, serde_json::from_str(text).ok()?))
 }
 
