@@ -118,6 +118,43 @@ ROWS: tuple[Row, ...] = (
     ),
     Row("ticdc-canal-json", "debezium-json", sink_options={"schemas_enable": True}, note="with schema"),
     Row("debezium-json", "canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row(
+        "debezium-json",
+        "canal-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
+    Row(
+        "debezium-json",
+        "debezium-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+    ),
+    Row(
+        "debezium-json",
+        "debezium-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
+    Row(
+        "debezium-json",
+        "debezium-json",
+        input_options={"schemas_enable": True},
+        sink_options={"schemas_enable": True},
+        note="with schema",
+    ),
+    Row(
+        "debezium-json",
+        "debezium-json",
+        input_options={"schemas_enable": True},
+        sink_options={"schemas_enable": True},
+        note="with schema",
+        python_path=True,
+    ),
     Row("canal-json", "canal-json"),
     Row("canal-json", "canal-json", python_path=True),
     Row("canal-json", "canal-json", sink_options={"batch": "transaction"}, note="batch: transaction"),
@@ -555,6 +592,8 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "ticdc-canal-json -> canal-json": ("ticdc-canal-json", "canal-json", {}),
     "canal-json -> maxwell-json": ("canal-json", "maxwell-json", {}),
     "canal-json -> ogg-json": ("canal-json", "ogg-json", {}),
+    "debezium-json -> canal-json": ("debezium-json", "canal-json", {}),
+    "debezium-json -> debezium-json": ("debezium-json", "debezium-json", {}),
 }
 
 
@@ -577,7 +616,9 @@ def rss_child(plan: str, count: int) -> int:
         chunk.append(Record(value=value))
         if len(chunk) == CHUNK or done + len(chunk) == count:
             records = (
-                chunk if to_source is None else [Record(value=r.value) for r in to_source.process_batch(chunk).outputs]
+                chunk
+                if to_source is None
+                else [Record(value=r.value, key=r.key) for r in to_source.process_batch(chunk).outputs]
             )
             errors += len(chain.process_batch(records).dead_letters)
             done += len(chunk)

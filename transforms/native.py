@@ -23,6 +23,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
   writer (``transforms/native_dts.py``), with the same transforms.
+* ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
+  Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
+  Debezium re-written as itself; the plan reads the records' keys too.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -71,6 +74,8 @@ CANAL_TO_OGG = "canal-json -> ogg-json"
 TICDC_TO_OGG = "ticdc-canal-json -> ogg-json"
 CANAL_TO_DTS = "canal-json -> dts-avro"
 TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
+DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
+DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
 
 
 def available() -> bool:
@@ -154,6 +159,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
+        from cdc_smt.transforms.native_debezium import debezium_plan
+
+        return debezium_plan(chain, _native)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -254,23 +263,28 @@ class NativePlan:
     def __init__(self, name: str, plan: Any, variants: list[tuple[str | None, tuple[HeaderEdit, ...] | None]]) -> None:
         self.name = name
         self.plan = plan
+        #: Does the plan read the records' keys (the Debezium reader: Python takes the
+        #: primary key from them)? Hosts then pass them to :meth:`convert_values`.
+        self.needs_keys: bool = plan.needs_keys
         #: Per variant (a table's op after the transforms): the output topic and header edits.
         self.variants = variants
 
     def convert_values(
-        self, values: list[bytes | None]
+        self, values: list[bytes | None], keys: list[bytes | None] | None = None
     ) -> tuple[list[int], list[bytes | None], list[bytes | None], list[int]]:
         """The plan over a batch's raw values in one call, for hosts that keep their own
         records (the worker): per value its output count (``-1``: the chain's Python path
         must process that record), then the outputs' values, keys and variants (indexes
-        into :attr:`variants`), flat and in order."""
-        counts, values_out, keys, variants = self.plan.convert(values)
-        return counts, values_out, keys, variants
+        into :attr:`variants`), flat and in order. ``keys``: the records' keys, one per
+        value (a plan that :attr:`needs_keys` handles nothing without them)."""
+        counts, values_out, keys_out, variants = self.plan.convert(values, keys)
+        return counts, values_out, keys_out, variants
 
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path."""
         records = records if isinstance(records, list) else list(records)
-        counts, values, keys, variants = self.plan.convert([r.value for r in records])
+        keys_in = [r.key for r in records] if self.needs_keys else None
+        counts, values, keys, variants = self.plan.convert([r.value for r in records], keys_in)
         append = result.outputs.append
         table = self.variants
         start = 0
@@ -809,6 +823,8 @@ __all__ = [
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
+    "DEBEZIUM_TO_CANAL",
+    "DEBEZIUM_TO_DEBEZIUM",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

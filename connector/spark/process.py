@@ -449,6 +449,8 @@ class Task:
         """The stream's native plan when its outputs go to files as Arrow arrays, else ``None``."""
         if st.committed or self.plan.sink.is_kafka or st.chain.native is None or _arrow_extension() is None:
             return None
+        if st.chain.native.needs_keys:  # the Arrow path passes values only: such plans run per batch
+            return None
         return st.chain.native
 
     def _arrow_values(self, st: Stream, records: Sequence[Record]) -> pa.Array | None:

@@ -219,7 +219,9 @@ class Converter:
         go straight into per-(topic, partition) lists, so per output the Python left is
         one tuple and one append.
         """
-        counts, values, keys, variants = plan.convert_values([m.value for m in messages])
+        counts, values, keys, variants = plan.convert_values(
+            [m.value for m in messages], [m.key for m in messages] if plan.needs_keys else None
+        )
         default_topic = self.sink_topic(topic)
         n_parts = self.partition_counts
         #: per output topic with a known partition count: one row list per partition

@@ -58,7 +58,7 @@ impl<'de> Deserialize<'de> for Row<'de> {
 }
 
 /// Any JSON value, parsed fully (numbers included, so ranges orjson rejects are errors here too).
-struct Checked;
+pub(crate) struct Checked;
 
 impl<'de> Deserialize<'de> for Checked {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

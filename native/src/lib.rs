@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod debezium_in;
 mod dts_avro_out;
 mod json;
 mod kafka_batch;
@@ -42,6 +43,8 @@ const PLANS: &[&str] = &[
     "ticdc-canal-json -> ogg-json",
     "canal-json -> dts-avro",
     "ticdc-canal-json -> dts-avro",
+    "debezium-json -> canal-json",
+    "debezium-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -155,6 +158,16 @@ enum Encoder {
     DtsAvro(dts_avro_out::Ids),
 }
 
+/// The plan's reader: the decoder side of the seam (what differs per input dialect lives
+/// in the reader; TiCDC's dialect of Canal is ``ticdc``).
+enum Reader {
+    /// Canal flat messages (``canal``), tables keyed by Canal's type maps.
+    Canal,
+    /// Debezium change events (``debezium_in``): tables keyed by the values' layout, and
+    /// the record keys read (Python takes the primary key from them).
+    Debezium(Box<debezium_in::Reader>),
+}
+
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
 #[allow(clippy::large_enum_variant)]
 enum Table {
@@ -177,6 +190,7 @@ pub(crate) struct CanalToDebezium {
     max_message_bytes: usize,
     /// TiCDC's dialect: one row per message, ``id`` 0; ``_tidb`` messages go to Python.
     ticdc: bool,
+    reader: Reader,
     tables: HashMap<TableKey, Option<Arc<Table>>>,
     last: Option<(TableKey, Option<Arc<Table>>)>,
 }
@@ -195,9 +209,13 @@ impl CanalToDebezium {
     /// ``encoder``: ``"debezium-json"`` or ``"canal-json"`` (then ``batch_transaction`` is
     /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
-    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None))]
+    ///
+    /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect) or ``"debezium-json"``
+    /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``).
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python,
         compile: PyObject,
         schemas_enable: bool,
         tombstones_on_delete: bool,
@@ -206,6 +224,7 @@ impl CanalToDebezium {
         encoder: &str,
         batch_transaction: bool,
         ids: Option<PyObject>,
+        reader: &str,
     ) -> PyResult<Self> {
         let encoder = match (encoder, ids) {
             ("debezium-json", _) => Encoder::Debezium,
@@ -215,8 +234,14 @@ impl CanalToDebezium {
             ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
             (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
+        let reader = match reader {
+            "canal-json" => Reader::Canal,
+            "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
+            other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
+        };
         Ok(CanalToDebezium {
             compile,
+            reader,
             encoder,
             schemas_enable,
             tombstones_on_delete,
@@ -230,8 +255,13 @@ impl CanalToDebezium {
     /// ``(counts, values, keys, variants)``: per input value the number of output records
     /// it gave (``-1``: not handled, Python's), and the output records' values (``None``:
     /// tombstone), keys and variants (the Python side's topic and header edits), in
-    /// order. Flat lists: no Python container per record.
-    fn convert<'py>(&mut self, py: Python<'py>, values: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyTuple>> {
+    /// order. Flat lists: no Python container per record. ``keys``: the records' keys, for
+    /// readers that need them (``needs_keys``; without them such a reader handles nothing).
+    #[pyo3(signature = (values, keys=None))]
+    fn convert<'py>(&mut self, py: Python<'py>, values: &Bound<'py, PyList>, keys: Option<&Bound<'py, PyList>>) -> PyResult<Bound<'py, PyTuple>> {
+        if keys.is_some_and(|k| k.len() != values.len()) {
+            return Err(PyValueError::new_err("one key per value"));
+        }
         let counts = PyList::empty(py);
         let out_values = PyList::empty(py);
         let out_keys = PyList::empty(py);
@@ -241,11 +271,22 @@ impl CanalToDebezium {
         if let Encoder::DtsAvro(ids) = &mut self.encoder {
             ids.begin(py)?;
         }
-        for item in values.iter() {
+        for (i, item) in values.iter().enumerate() {
             records.clear();
+            let key = match keys.map(|k| k.get_item(i)).transpose()? {
+                None => None,
+                Some(k) if k.is_none() => Some(None),
+                Some(k) => match k.downcast_into::<PyBytes>() {
+                    Ok(b) => Some(Some(b)),
+                    Err(_) => {
+                        counts.append(-1)?; // not bytes: Python's
+                        continue;
+                    }
+                },
+            };
             let handled = match item.downcast::<PyBytes>() {
                 // A panic (a bug) must not reach Python: the record goes to the Python path.
-                Ok(b) => match catch_unwind(AssertUnwindSafe(|| self.message(py, b.as_bytes(), &mut records))) {
+                Ok(b) => match catch_unwind(AssertUnwindSafe(|| self.message_keyed(py, b.as_bytes(), key.as_ref().map(|k| k.as_ref().map(|b| b.as_bytes())), &mut records))) {
                     Ok(handled) => handled?,
                     Err(_) => false,
                 },
@@ -281,6 +322,16 @@ impl CanalToDebezium {
     fn clear(&mut self) {
         self.tables.clear();
         self.last = None;
+        if let Reader::Debezium(r) = &mut self.reader {
+            r.clear();
+        }
+    }
+
+    /// Does the reader need the records' keys (``convert(values, keys)``)? A host that
+    /// cannot pass them (the backfill's Arrow path) leaves such a plan to Python.
+    #[getter]
+    fn needs_keys(&self) -> bool {
+        matches!(self.reader, Reader::Debezium(_))
     }
 }
 
@@ -321,8 +372,19 @@ impl CanalToDebezium {
         Ok(plan)
     }
 
+    /// ``message`` with the record's key (``None``: not known) for the readers that need it.
+    fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
+        match &mut self.reader {
+            Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
+            Reader::Canal => self.message(py, value, out),
+        }
+    }
+
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
+        if let Reader::Debezium(r) = &mut self.reader {
+            return r.message(py, value, None, &self.encoder, out);
+        }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
         }

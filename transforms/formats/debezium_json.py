@@ -285,6 +285,23 @@ class DebeziumJsonCodec(JsonCodec):
             return True
         return "ddl" in message and "databaseName" in message
 
+    # -- accessors for the native planner (transforms/native_debezium.py) ------
+    def decimal_columns(self, head: bytes, pk: tuple[str, ...]) -> tuple[str, ...]:
+        """The columns of messages starting with ``head`` (``{"schema":...``) whose JSON
+        numbers the decoder re-reads exactly (``decimal_format: numeric``)."""
+        key, schema, _, _ = self._split(head + _SEP + b"{}}")
+        plan = self._schema_plan(key, schema, pk) if schema is not None else None
+        return plan.numeric_decimals if plan is not None else ()
+
+    def passes_values_through(self, event: ChangeEvent) -> bool:
+        """Would this encoder write ``event``'s row values as they are: raw values of its own
+        representation, or plain JSON values (no form) its plan writes unconverted?"""
+        if not event.op.is_row or event.schema is None:
+            return False
+        plan = self._plan_for(event)
+        form = event.values
+        return form.name == plan.signature if form is not None else not plan.encoders
+
     # =====================================================================
     # Decoding
     # =====================================================================

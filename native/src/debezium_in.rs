@@ -1,0 +1,705 @@
+//! The Debezium reader: a debezium-json change event (Kafka Connect's JsonConverter
+//! without the schema part) read as ``DebeziumJsonCodec.decode`` reads it, for the
+//! plan's writers.
+//!
+//! Without the schema part the Python decoder types columns from the JSON values
+//! (``inference.json_columns``: booleans ``bit(1)``, integers ``bigint``, numbers with
+//! a fraction ``double``, strings ``longtext``, nulls ``longtext``) and takes the
+//! primary key from the record's Kafka *key* (its field names). So a table layout here
+//! is (database, table, key names, each column's name and JSON kind): per layout Python
+//! compiles the writer's table once (``transforms/native_debezium.py``, a probe message
+//! through the chain's own decoder, transforms and encoder), and each value is handed
+//! to the Canal writer as the text its conversion reads (an integer's or a number's
+//! literal, a string, ``1``/``0`` for a boolean).
+//!
+//! Anything the plan does not reproduce for certain goes to Python: the schema part,
+//! duplicate fields, values whose kinds differ between the images, integers past 64
+//! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
+use crate::{canal_out, canon, Encoder, Output};
+
+/// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Kind {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "bool",
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::Str => "str",
+        }
+    }
+}
+
+/// One column value: its kind, its JSON text as written, and the text the writer's
+/// conversion reads (``None`` for null).
+struct Value<'a> {
+    kind: Kind,
+    raw: &'a str,
+    text: Option<Cow<'a, str>>,
+}
+
+impl Value<'_> {
+    /// The value as ``orjson.dumps(orjson.loads(raw))`` writes it (its kind was read
+    /// from ``raw``: an integer in 64 bits, a finite float).
+    fn write(&self, out: &mut Vec<u8>) {
+        match (self.kind, &self.text) {
+            (Kind::Int, _) => crate::json::write_int(out, self.raw.parse::<i64>().unwrap_or_default()),
+            (Kind::Float, _) => crate::json::write_f64(out, self.raw.parse::<f64>().unwrap_or_default()),
+            (Kind::Str, Some(text)) => crate::json::write_str(out, text),
+            _ => out.extend_from_slice(self.raw.as_bytes()),
+        }
+    }
+}
+
+impl<'a> Value<'a> {
+    /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
+    /// bits, numbers orjson would not read as finite floats).
+    fn of(raw: &'a RawValue) -> Option<Value<'a>> {
+        let text = raw.get();
+        let (kind, value) = match text.as_bytes().first()? {
+            b'n' => (Kind::Null, None),
+            b't' => (Kind::Bool, Some(Cow::Borrowed("1"))),
+            b'f' => (Kind::Bool, Some(Cow::Borrowed("0"))),
+            // The raw value is valid JSON: a string without escapes is its own text.
+            b'"' if !text.contains('\\') => (Kind::Str, Some(Cow::Borrowed(&text[1..text.len() - 1]))),
+            b'"' => (Kind::Str, Some(serde_json::from_str::<Text<'a>>(text).ok()?.0)),
+            b'{' | b'[' => return None,
+            _ if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
+                if !text.parse::<f64>().ok()?.is_finite() {
+                    return None;
+                }
+                (Kind::Float, Some(Cow::Borrowed(text)))
+            }
+            _ => {
+                text.parse::<i64>().ok()?;
+                (Kind::Int, Some(Cow::Borrowed(text)))
+            }
+        };
+        Some(Value { kind, raw: text, text: value })
+    }
+}
+
+/// An image's cells: column and value, in message order.
+type Cells<'a> = [(Cow<'a, str>, Value<'a>)];
+
+/// One image (``before`` or ``after``): column -> value, in message order; ``None``
+/// when some value is one the plan leaves to Python.
+struct Image<'a>(Option<Vec<(Cow<'a, str>, Value<'a>)>>);
+
+impl<'de> Deserialize<'de> for Image<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Image<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row image")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                let mut plain = true;
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    // Scalars are checked as orjson reads them by ``Value::of``; objects and
+                    // arrays make the message Python's.
+                    let raw: &'de RawValue = map.next_value()?;
+                    match Value::of(raw) {
+                        Some(v) if plain => out.push((k.0, v)),
+                        _ => plain = false,
+                    }
+                }
+                Ok(Image(plain.then_some(out)))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The ``source`` block's fields the Canal writer needs.
+#[derive(Default)]
+struct Source<'a> {
+    db: Option<Cow<'a, str>>,
+    /// ``connector`` and ``schema``: what route and header templates may read (``db_type``, ``schema``).
+    connector: Option<Cow<'a, str>>,
+    schema: Option<Cow<'a, str>>,
+    table: Option<Cow<'a, str>>,
+    ts_ms: Option<i64>,
+    /// A ``txId`` field other than a non-negative integer (Python re-types it, or takes
+    /// the transaction's id, when it re-writes the block).
+    tx_id: bool,
+}
+
+impl<'de> Deserialize<'de> for Source<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Source<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a source block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut s = Source::default();
+                let mut names: Vec<Text<'de>> = Vec::with_capacity(16);
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    if names.iter().any(|n| n.0 == k.0) {
+                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
+                    }
+                    match k.0.as_ref() {
+                        "db" => s.db = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "table" => s.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "connector" => s.connector = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "schema" => s.schema = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        "ts_ms" => s.ts_ms = map.next_value()?,
+                        "txId" => {
+                            let raw: &RawValue = map.next_value()?;
+                            s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
+                        }
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                    names.push(k);
+                }
+                Ok(s)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The fields of a Debezium row event the plan reads.
+#[derive(Default)]
+struct Envelope<'a> {
+    op: Option<Cow<'a, str>>,
+    before: Option<Image<'a>>,
+    after: Option<Image<'a>>,
+    source: Option<Source<'a>>,
+    /// The source block as written (the Debezium writer copies it).
+    source_raw: Option<&'a RawValue>,
+    ts_ms: Option<i64>,
+    /// ``schema`` or ``payload`` is a field: the schema part's form (Python's, for now).
+    wrapped: bool,
+    /// Which of op, before, after, source, ts_ms are present (null included).
+    seen: u8,
+    /// The other fields (``transaction``, unknown ones), in message order, as written.
+    others: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+/// All of ``op``, ``before``, ``after``, ``source`` and ``ts_ms`` present.
+const ALL_FIELDS: u8 = 31;
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Envelope<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Debezium change event")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut e = Envelope::default();
+                let mut seen: u8 = 0;
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    let bit = match k.0.as_ref() {
+                        "op" => 1,
+                        "before" => 2,
+                        "after" => 4,
+                        "source" => 8,
+                        "ts_ms" => 16,
+                        _ => {
+                            if e.others.iter().any(|(n, _)| *n == k.0) {
+                                return Err(de::Error::custom("duplicate field"));
+                            }
+                            e.wrapped |= k.0 == "schema" || k.0 == "payload";
+                            let raw: &'de RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            e.others.push((k.0, raw));
+                            continue;
+                        }
+                    };
+                    if seen & bit != 0 {
+                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
+                    }
+                    seen |= bit;
+                    match bit {
+                        1 => e.op = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        2 => e.before = map.next_value()?,
+                        4 => e.after = map.next_value()?,
+                        8 => {
+                            let raw: &'de RawValue = map.next_value()?;
+                            e.source = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+                            e.source_raw = Some(raw);
+                        }
+                        _ => e.ts_ms = map.next_value()?,
+                    }
+                }
+                e.seen = seen;
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The primary-key names Python takes from a record key (``_key_names``): the fields of
+/// a JSON object key in order; none for a null or empty key or any other JSON value;
+/// ``None`` (Python's) for anything less plain (a ``schema``/``payload`` key, repeated
+/// fields, text that is not JSON).
+fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
+    struct Names<'a>(Vec<Cow<'a, str>>);
+    impl<'de> Deserialize<'de> for Names<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Names<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a key object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                    let mut names: Vec<Cow<'de, str>> = Vec::new();
+                    let mut payload: Option<Vec<Cow<'de, str>>> = None;
+                    while let Some(k) = map.next_key::<Text<'de>>()? {
+                        if names.contains(&k.0) {
+                            return Err(de::Error::custom("repeated field"));
+                        }
+                        if k.0 == "payload" {
+                            // JsonConverter's ``{"schema", "payload"}``: the payload's names.
+                            let raw: &'de RawValue = map.next_value()?;
+                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
+                        } else {
+                            map.next_value::<Checked>()?;
+                        }
+                        names.push(k.0);
+                    }
+                    match payload {
+                        Some(inner) if names.len() == 2 && names.iter().any(|n| n == "schema") => Ok(Names(inner)),
+                        Some(_) => Err(de::Error::custom("not a plain key")),
+                        None if names.iter().any(|n| n == "schema") => Err(de::Error::custom("not a plain key")),
+                        None => Ok(Names(names)),
+                    }
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    let Some(key) = key.filter(|k| !k.is_empty()) else { return Some(Vec::new()) };
+    let text = std::str::from_utf8(key).ok()?;
+    serde_json::from_str::<Checked>(text).ok()?;
+    if !text.trim_start().starts_with('{') {
+        return Some(Vec::new());
+    }
+    Some(serde_json::from_str::<Names>(text).ok()?.0)
+}
+
+/// A table layout: database, table, connector, schema, key names, and each column's
+/// name and kind.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Layout {
+    /// The schema part as the message starts (``{"schema":...`` up to ``,"payload":``).
+    head: Option<Vec<u8>>,
+    database: String,
+    table: String,
+    connector: Option<String>,
+    schema: Option<String>,
+    pk: Vec<String>,
+    columns: Vec<(String, Kind)>,
+}
+
+impl Layout {
+    fn matches(&self, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
+        self.head.as_deref() == head
+            && Some(self.database.as_str()) == source.db.as_deref()
+            && Some(self.table.as_str()) == source.table.as_deref()
+            && self.connector.as_deref() == source.connector.as_deref()
+            && self.schema.as_deref() == source.schema.as_deref()
+            && self.pk.len() == pk.len()
+            && self.pk.iter().zip(pk).all(|(a, b)| a == b)
+            && self.columns.len() == columns.len()
+            && self.columns.iter().zip(columns).all(|((a, ka), (b, kb))| a == b && ka == kb)
+    }
+}
+
+const CACHE_SIZE: usize = 1024;
+
+/// One layout compiled for the plan's writer.
+enum Table {
+    /// Canal flat messages (every value re-written as Canal text).
+    Canal(canal_out::Table),
+    /// Debezium change events reproduced (values, source block and other fields copied
+    /// as orjson's round trip writes them).
+    Debezium(DebeziumOut),
+}
+
+/// One layout for the Debezium writer.
+struct DebeziumOut {
+    /// Per op (c, u, d, r) what becomes of the rows.
+    ops: [canal_out::Entry; 4],
+    /// The schema parts written (JsonConverter ``schemas.enable``): the envelope's, the key's.
+    envelope_schema: Option<Vec<u8>>,
+    key_schema: Option<Vec<u8>>,
+    /// Columns whose JSON numbers Python re-reads exactly (numeric decimals): a value
+    /// other than a string or null there is Python's.
+    exact: Vec<String>,
+}
+
+impl DebeziumOut {
+    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`op_entries`].
+    fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
+        type Spec<'py> = (Bound<'py, PyAny>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
+        let (ops, envelope_schema, key_schema, exact): Spec = spec.extract()?;
+        Ok(DebeziumOut { ops: op_entries(&ops)?, envelope_schema, key_schema, exact })
+    }
+
+    /// Are the images' values ones this writer copies (no exact re-read of numbers)?
+    fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
+        self.exact.is_empty()
+            || images.iter().flatten().all(|image| {
+                image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
+            })
+    }
+}
+
+/// The reader's compiled tables (per layout, for the plan's writer) and the compiler.
+pub struct Reader {
+    compile: PyObject,
+    max_message_bytes: usize,
+    /// The Debezium writer's ``tombstones_on_delete``.
+    tombstones_on_delete: bool,
+    tables: HashMap<Layout, Option<Arc<Table>>>,
+    last: Option<(Layout, Option<Arc<Table>>)>,
+}
+
+/// Op codes in the writers' order (c, u, d, r).
+fn op_index(code: &str) -> Option<usize> {
+    Some(match code {
+        "c" => 0,
+        "u" => 1,
+        "d" => 2,
+        "r" => 3,
+        _ => return None,
+    })
+}
+
+impl Reader {
+    pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None }
+    }
+
+    pub fn clear(&mut self) {
+        self.tables.clear();
+        self.last = None;
+    }
+
+    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
+        if let Some((layout, plan)) = &self.last {
+            if layout.matches(head, source, pk, columns) {
+                return Ok(plan.clone());
+            }
+        }
+        let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
+        let layout = Layout {
+            head: head.map(<[u8]>::to_vec),
+            database: database.to_owned(),
+            table: table.to_owned(),
+            connector: source.connector.as_deref().map(str::to_owned),
+            schema: source.schema.as_deref().map(str::to_owned),
+            pk: pk.iter().map(|n| n.to_string()).collect(),
+            columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+        };
+        let plan = match self.tables.get(&layout) {
+            Some(plan) => plan.clone(),
+            None => {
+                let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
+                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
+                let plan = if spec.is_none(py) {
+                    None
+                } else {
+                    match encoder {
+                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
+                        Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
+                        // No Debezium-reader plan writes these yet (the planner does not make one).
+                        Encoder::Maxwell | Encoder::Ogg | Encoder::DtsAvro(_) => None,
+                    }
+                    .map(Arc::new)
+                };
+                if self.tables.len() >= CACHE_SIZE {
+                    self.tables.clear();
+                }
+                self.tables.insert(layout.clone(), plan.clone());
+                plan
+            }
+        };
+        self.last = Some((layout, plan.clone()));
+        Ok(plan)
+    }
+
+    /// The output records of one message into ``out``; ``false`` when Python must
+    /// process it. ``key``: the record's key (``None``: not known, Python's).
+    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
+        let Some(key) = key else { return Ok(false) };
+        if value.len() > self.max_message_bytes || matches!(encoder, Encoder::Canal { transaction: true }) {
+            return Ok(false);
+        }
+        let Some(pk) = key_names(key) else { return Ok(false) };
+        let Some((head, e)) = parse(value) else { return Ok(false) };
+        let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
+        let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
+        if e.wrapped {
+            return Ok(false);
+        }
+        // The images as Python checks them: after for c/r/u, before for d (a delete
+        // without one is partial: the Canal writer refuses it, with Python's words).
+        let image = |i: &Option<Image<'_>>| -> Result<(), ()> {
+            match i {
+                Some(Image(None)) => Err(()),
+                Some(Image(Some(v))) if v.is_empty() => Err(()), // CloudCanal's {}: Python's
+                _ => Ok(()),
+            }
+        };
+        if image(&e.before).is_err() || image(&e.after).is_err() {
+            return Ok(false);
+        }
+        let before = e.before.as_ref().and_then(|i| i.0.as_deref());
+        let after = e.after.as_ref().and_then(|i| i.0.as_deref());
+        let (row, old) = match (op, before, after) {
+            (0 | 3, None, Some(a)) => (a, None),
+            (1, Some(b), Some(a)) if b.len() == a.len() && b.iter().zip(a).all(|(x, y)| x.0 == y.0) => (a, Some(b)),
+            (2, Some(b), None) => (b, None),
+            _ => return Ok(false),
+        };
+        // Each column's kind over both images (Python's first non-null one); images
+        // that disagree on a kind, or repeat a column, are Python's.
+        let mut columns: Vec<(&str, Kind)> = Vec::with_capacity(row.len());
+        for (n, (name, v)) in row.iter().enumerate() {
+            if row[..n].iter().any(|(k, _)| k == name) {
+                return Ok(false);
+            }
+            let mut kind = old.map_or(Kind::Null, |b| b[n].1.kind);
+            if kind == Kind::Null {
+                kind = v.kind;
+            } else if v.kind != Kind::Null && v.kind != kind {
+                return Ok(false);
+            }
+            columns.push((name.as_ref(), kind));
+        }
+        let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
+        let t = match &*compiled {
+            Table::Canal(t) if head.is_none() => t,
+            Table::Canal(_) => return Ok(false),
+            Table::Debezium(d) => {
+                return Ok(match d.ops[op] {
+                    canal_out::Entry::Write(_) if !d.copies([before, after]) => false,
+                    canal_out::Entry::Write(variant) => {
+                        let start = out.len();
+                        let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+                        if !ok {
+                            out.truncate(start);
+                        }
+                        ok
+                    }
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => true,
+                });
+            }
+        };
+        let variant = match t.ops[op] {
+            canal_out::Entry::Write(variant) => variant,
+            canal_out::Entry::Python => return Ok(false),
+            canal_out::Entry::Dropped => return Ok(true),
+        };
+        let m = canal::Message {
+            data: Some(vec![text_row(row)]),
+            old: old.map(|b| vec![text_row(b)]),
+            database: Some(Cow::Borrowed(database)),
+            table: Some(Cow::Borrowed(table)),
+            es: Some(es),
+            ts: Some(ts),
+            pk_names: Some(pk.iter().map(|n| Cow::Borrowed(n.as_ref())).collect()),
+            seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if old.is_some() { FIELD_OLD } else { 0 },
+            ..Default::default()
+        };
+        let record_key = row_key(&pk, row);
+        let start = out.len();
+        if canal_out::write(t, &m, op, variant, false, out).is_err() {
+            out.truncate(start);
+            return Ok(false);
+        }
+        for record in &mut out[start..] {
+            record.1 = record_key.clone();
+        }
+        Ok(true)
+    }
+}
+
+/// ``{"schema":<schema>,"payload":<payload>}``.
+fn wrap(schema: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(schema.len() + payload.len() + 24);
+    out.extend_from_slice(HEAD);
+    out.extend_from_slice(schema);
+    out.extend_from_slice(SEP);
+    out.extend_from_slice(payload);
+    out.push(b'}');
+    out
+}
+
+/// Four op entries (c, u, d, r) from Python: ``(what, variant)``, ``what`` 0 (dropped),
+/// 1 (Python) or 2 (written with ``variant``).
+fn op_entries(spec: &Bound<PyAny>) -> PyResult<[canal_out::Entry; 4]> {
+    let ops: Vec<(u8, Option<usize>)> = spec.extract()?;
+    if ops.len() != 4 {
+        return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
+    }
+    let mut entries = [canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python];
+    for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
+        *slot = match (what, variant) {
+            (0, _) => canal_out::Entry::Dropped,
+            (2, Some(v)) => canal_out::Entry::Write(v),
+            _ => canal_out::Entry::Python,
+        };
+    }
+    Ok(entries)
+}
+
+/// Op codes as Debezium writes them, in the writers' order (c, u, d, r).
+const CODES: [&[u8]; 4] = [b"c", b"u", b"d", b"r"];
+
+/// The event as ``DebeziumJsonCodec`` re-writes one of its own (same-format
+/// reproduction): ``before``, ``after``, ``source``, ``op``, ``ts_ms`` in this order, then
+/// the message's other fields in its order, every value as orjson's round trip writes it;
+/// the key from the key names, and a tombstone after a delete. What Python would change
+/// (a ``txId``, missing envelope fields) is Python's.
+#[allow(clippy::too_many_arguments)]
+fn write_debezium(
+    e: &Envelope,
+    d: &DebeziumOut,
+    op: usize,
+    before: Option<&[(Cow<str>, Value)]>,
+    after: Option<&[(Cow<str>, Value)]>,
+    pk: &[Cow<str>],
+    variant: usize,
+    tombstones_on_delete: bool,
+    out: &mut Vec<Output>,
+) -> Result<(), ()> {
+    let (Some(source), Some(source_raw), Some(ts)) = (&e.source, e.source_raw, e.ts_ms) else { return Err(()) };
+    if e.seen != ALL_FIELDS || source.tx_id {
+        return Err(());
+    }
+    let mut v = Vec::with_capacity(source_raw.get().len() + 512);
+    v.extend_from_slice(b"{\"before\":");
+    write_image(&mut v, before);
+    v.extend_from_slice(b",\"after\":");
+    write_image(&mut v, after);
+    v.extend_from_slice(b",\"source\":");
+    canon::write(&mut v, source_raw.get())?;
+    v.extend_from_slice(b",\"op\":\"");
+    v.extend_from_slice(CODES[op]);
+    v.extend_from_slice(b"\",\"ts_ms\":");
+    crate::json::write_int(&mut v, ts);
+    for (name, raw) in &e.others {
+        v.push(b',');
+        crate::json::write_str(&mut v, name);
+        v.push(b':');
+        canon::write(&mut v, raw.get())?;
+    }
+    v.push(b'}');
+    let mut key = row_key(pk, after.or(before).ok_or(())?);
+    if let Some(schema) = &d.envelope_schema {
+        v = wrap(schema, &v);
+    }
+    if let (Some(schema), Some(k)) = (&d.key_schema, &key) {
+        key = Some(wrap(schema, k));
+    }
+    out.push((Some(v), key.clone(), variant));
+    if op == 2 && tombstones_on_delete && key.is_some() {
+        out.push((None, key, variant));
+    }
+    Ok(())
+}
+
+/// An image (``None``: null) as orjson writes the values it read.
+fn write_image(out: &mut Vec<u8>, image: Option<&[(Cow<str>, Value)]>) {
+    let Some(image) = image else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.push(b'{');
+    for (n, (name, value)) in image.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        crate::json::write_str(out, name);
+        out.push(b':');
+        value.write(out);
+    }
+    out.push(b'}');
+}
+
+/// An image as the Canal rows the writer reads: each value as its conversion's text.
+fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
+    canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
+}
+
+/// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
+/// without key names): the key ``JsonCodec.encode_key`` writes for a Debezium event.
+fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
+    if pk.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    for (n, name) in pk.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        crate::json::write_str(&mut out, name);
+        out.push(b':');
+        match row.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => v.write(&mut out),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b'}');
+    Some(out)
+}
+
+const HEAD: &[u8] = b"{\"schema\":";
+const SEP: &[u8] = b",\"payload\":";
+
+/// The event, if it is a JSON object this module can read, and its schema part: as the
+/// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
+/// else ``None``.
+fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
+    let text = std::str::from_utf8(value).ok()?;
+    if value.starts_with(HEAD) {
+        let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+        let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
+        let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
+        return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
+    }
+    let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    Some((None, serde_json::from_str(text).ok()?))
+}
+

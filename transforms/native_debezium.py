@@ -1,0 +1,288 @@
+"""The native planner's Debezium reader: debezium-json -> canal-json and
+debezium-json -> debezium-json plans.
+
+Without the schema part the Debezium decoder types a row's columns from its JSON
+values (``inference.json_columns``) and takes the primary key from the record's
+Kafka key, so the native reader (``native/src/debezium_in.rs``) keys its tables by
+the layout of the values: source database, table, connector and schema, the key's
+field names and each column's name and JSON kind (``null``, ``bool``, ``int``,
+``float``, ``str``). Per layout the compilers here run one probe event per op, with
+a value of each kind, through the chain's own decoder, transforms and encoder, and
+check that what it wrote is what the native writer writes for it:
+
+* :class:`DebeziumCanalTables`: the Canal writer, each column's type maps and
+  conversion to Canal text;
+* :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
+  reproduction: values, source block and other fields copied), when both codecs
+  represent values alike (same Connect options); with the schema part in and out
+  (JsonConverter ``schemas.enable``) when the encoder writes the message's own.
+
+Every value or message the reader does not reproduce for certain goes to Python
+(the schema part on the way to Canal: its values need converting).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.native import (
+    DEBEZIUM_TO_CANAL,
+    DEBEZIUM_TO_DEBEZIUM,
+    HeaderEdit,
+    NativePlan,
+    _CanalOutTables,
+    _header_edits,
+    _keeps_rows,
+    _schema_part,
+    _Shape,
+    _supported,
+    _Unsupported,
+)
+
+#: A probe value of each JSON kind the reader tells apart, and the Canal text the native
+#: writer gives it (``1.5``: a fraction the double conversion writes as it is).
+_SAMPLES: dict[str, tuple[Any, str | None]] = {
+    "null": (None, None),
+    "bool": (True, "1"),
+    "int": (1, "1"),
+    "float": (1.5, "1.5"),
+    "str": ("x", "x"),
+}
+#: Debezium's op codes per op of the writers (c, u, d, r).
+_OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"), ("r", "INIT"))
+
+
+def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
+    """debezium-json -> canal-json (``batch: row``) or -> debezium-json (no schema part,
+    the decoder's Connect options), with the transforms that keep rows as they are, or
+    ``None``. ``native`` is the extension."""
+    from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+
+    decoder, encoder = chain.decoder, chain.encoder
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    max_bytes = decoder.opts.max_message_bytes
+    if type(encoder) is DebeziumJsonCodec:
+        if encoder.connect != decoder.connect:
+            return None  # values converted between representations: Python
+        same = DebeziumTables(decoder, encoder, list(chain.transforms))
+        plan = native.CanalToDebezium(
+            same.compile_layout,
+            max_message_bytes=max_bytes,
+            tombstones_on_delete=encoder.tombstones_on_delete,
+            reader="debezium-json",
+        )
+        return NativePlan(DEBEZIUM_TO_DEBEZIUM, plan, same.variants)
+    if encoder.batching:
+        return None  # Python groups consecutive events of a transaction into one message
+    canal = DebeziumCanalTables(decoder, encoder, list(chain.transforms))
+    plan = native.CanalToDebezium(
+        canal.compile_layout, max_message_bytes=max_bytes, encoder="canal-json", reader="debezium-json"
+    )
+    return NativePlan(DEBEZIUM_TO_CANAL, plan, canal.variants)
+
+
+class _Probe:
+    """A layout's probe: the row (a value of each column's kind; nulls under a schema
+    part, which types the columns), the source block, the key and the schema part."""
+
+    def __init__(self, row: dict[str, Any], source: dict[str, Any], key: bytes | None, head: bytes | None) -> None:
+        self.row = row
+        self.source = source
+        self.key = key
+        self.head = head
+
+    def value(self, code: str) -> bytes:
+        payload = orjson.dumps(self.envelope(code))
+        return payload if self.head is None else self.head + b',"payload":' + payload + b"}"
+
+    def envelope(self, code: str) -> dict[str, Any]:
+        before = self.row if code in ("u", "d") else None
+        after = self.row if code != "d" else None
+        return {"before": before, "after": after, "source": self.source, "op": code, "ts_ms": 0, "transaction": None}
+
+    def record_key(self, pk: tuple[str, ...]) -> bytes | None:
+        """The key the encoders write for the probe's row: its key columns' values."""
+        return orjson.dumps({k: self.row.get(k) for k in pk}) if pk else None
+
+
+class _Layouts(_CanalOutTables):
+    """What both compilers share: the probe of a layout, following the transforms."""
+
+    def compile_layout(
+        self,
+        database: str,
+        table: str,
+        connector: str | None,
+        schema: str | None,
+        pk: list[str],
+        columns: list[tuple[str, str]],
+        head: bytes | None = None,
+    ) -> Any:
+        """The native writer's spec for the layout (``None``: Python's); ``head``: the
+        messages' schema part as they start (``{"schema":...``)."""
+        source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
+        if connector is not None:
+            source["connector"] = connector
+        if schema is not None:
+            source["schema"] = schema
+        row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
+        probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
+        try:
+            return self._compile_probe(probe, pk, columns)
+        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
+            return None
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        raise NotImplementedError
+
+    def _decode_probe(self, probe: _Probe, code: str) -> Any:
+        (event,) = self.decoder.decode(Record(value=probe.value(code), key=probe.key))
+        return event
+
+    def _shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
+        """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
+        event = self._decode_probe(probe, "c")
+        if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
+            raise _Unsupported("layout")
+        decoded = event
+        shape = _Shape(event.schema)
+        for t in self.transforms:
+            selected = t.selects(event)
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        return decoded, shape
+
+    def _follow(self, event: Any, shape: _Shape) -> tuple[Any, list[HeaderEdit] | None]:
+        """The event after the transforms (``None``: dropped) and their header edits."""
+        edits: list[HeaderEdit] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if selected:
+                edits = _header_edits(t, event, edits)
+            out = t.apply_batch([event])
+            if not out:
+                return None, edits
+            (event,) = out
+        return event, edits
+
+    def _variant(self, topic: str | None, edits: list[HeaderEdit] | None) -> int:
+        ident = (topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return variant
+
+
+class DebeziumCanalTables(_Layouts):
+    """Compiles one Debezium layout for the Canal writer (which re-writes every value as
+    Canal text, with Canal's defaults for the fields Debezium lacks)."""
+
+    @property
+    def retext(self) -> bool:
+        return True
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:
+            return None  # values in the schema's representations: Python converts them
+        decoded, shape = self._shape(probe, pk)
+        names = list(probe.row)
+        texts = [self._text(c, True) for c in decoded.schema.columns]
+        written = {name: _SAMPLES[kind][1] for name, kind in columns}
+        mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
+        sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
+        ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
+        return names, list(pk), ops, texts
+
+    def _op_canal_layout(
+        self,
+        probe: _Probe,
+        code: str,
+        kind: str,
+        shape: _Shape,
+        texts: dict[str, str | None],
+        mysql_types: dict[str, str],
+        sql_types: dict[str, int],
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written; the probe's
+        Canal message must be what the writer writes for it."""
+        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        if event is None:
+            return 0, None
+        (first,) = self.encoder.encode(event)
+        written = orjson.loads(first.value)
+        expected = {
+            "data": [texts],
+            "database": probe.source["db"],
+            "es": 0,
+            "id": 0,
+            "isDdl": False,
+            "mysqlType": mysql_types,
+            "old": None,
+            "pkNames": list(event.pk) or None,
+            "sql": "",
+            "sqlType": sql_types,
+            "table": probe.source["table"],
+            "ts": 0,
+            "type": kind,
+        }
+        if written != expected or list(written) != list(expected) or first.key != probe.record_key(event.pk):
+            raise _Unsupported("message")  # not what the writer writes
+        return 2, self._variant(first.topic, edits)
+
+
+class DebeziumTables(_Layouts):
+    """Compiles one Debezium layout for re-writing Debezium as Debezium: per op, whether
+    the transforms drop the rows or keep them (with which topic and header edits); the
+    probe's records must be its own envelope, key and (after a delete) tombstone."""
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        decoded, shape = self._shape(probe, pk)
+        schemas = self.encoder.schemas_enable
+        if probe.head is not None:
+            if not self.encoder.passes_values_through(decoded):
+                return None  # the encoder converts the values: Python
+            envelope = orjson.dumps(orjson.loads(probe.head + b"}")["schema"]) if schemas else None
+            exact = list(self.decoder.decimal_columns(probe.head, tuple(pk)))
+        elif schemas:
+            return None  # a schema inferred from the values: Python
+        else:
+            envelope, exact = None, []
+        parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
+        ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
+        return ops, parts["envelope"], parts["key"], exact
+
+    def _op_layout(
+        self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None]
+    ) -> tuple[int, int | None]:
+        """One op's entry; ``parts``: the schema parts (the message's own envelope schema,
+        the key's, the same for every op)."""
+        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        if event is None:
+            return 0, None
+        records = self.encoder.encode(event)
+        key = probe.record_key(event.pk)
+        value = orjson.dumps(probe.envelope(code))
+        if self.encoder.schemas_enable:
+            if key is not None:
+                key_schema = _schema_part(records[0].key or b"")
+                if parts["key"] not in (None, key_schema):
+                    raise _Unsupported("key schema")
+                parts["key"] = key_schema
+                key = b'{"schema":' + key_schema + b',"payload":' + key + b"}"
+            value = b'{"schema":' + (parts["envelope"] or b"") + b',"payload":' + value + b"}"
+        expected: list[tuple[bytes | None, bytes | None]] = [(value, key)]
+        if code == "d" and self.encoder.tombstones_on_delete and key is not None:
+            expected.append((None, key))
+        if [(r.value, r.key) for r in records] != expected or len({r.topic for r in records}) != 1:
+            raise _Unsupported("message")  # not what the writer writes
+        return 2, self._variant(records[0].topic, edits)
+
+
+__all__ = ["DebeziumCanalTables", "DebeziumTables", "debezium_plan"]
