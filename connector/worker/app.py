@@ -76,11 +76,70 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
                 consumer._isolation_level = "read_committed"
         return consumer
 
+    async def _fetch_records(
+        self,
+        consumer: Any,
+        active_partitions: Any,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> FetchedRecords:
+        records = await super()._fetch_records(consumer, active_partitions, timeout=timeout, max_records=max_records)
+        # No await since aiokafka handed the records over: they belong to this assignment.
+        return FetchedRecords(records, current_assignment(consumer))
+
+    async def rewind(self, assignment: Any, offsets: Mapping[Any, int]) -> dict[Any, int]:
+        """Undo fetches whose records were not processed: seek each partition back to ``offsets[tp]``.
+
+        Runs in the consumer thread, so it is ordered with Faust's own seeks. Only while
+        the fetching assignment is still the current one and the position is still past
+        the offset: a new assignment starts from the committed offset anyway, and a
+        seek (to the committed offset) since the fetch already went back at least as far.
+        Returns the partitions sought back.
+        """
+        return await self.call_thread(seek_back, self._ensure_consumer(), assignment, offsets)
+
+
+def current_assignment(consumer: Any) -> Any:
+    """The aiokafka consumer's current assignment (a new object at each rebalance), or ``None``."""
+    subscription = consumer._subscription.subscription
+    return subscription.assignment if subscription is not None else None
+
+
+async def seek_back(consumer: Any, assignment: Any, offsets: Mapping[Any, int]) -> dict[Any, int]:
+    """Seek each partition back to ``offsets[tp]`` if ``assignment`` is still current and the
+    position is past it; returns the partitions sought back. Call it in the consumer's loop."""
+    if assignment is None or current_assignment(consumer) is not assignment or not assignment.active:
+        return {}
+    rewound = {}
+    for tp, offset in offsets.items():
+        if tp not in assignment.tps:
+            continue
+        state = assignment.state_value(tp)
+        if state.has_valid_position and state.position > offset:
+            consumer.seek(tp, offset)
+            rewound[tp] = offset
+    return rewound
+
+
+class FetchedRecords(dict):
+    """One fetch's records per partition, with the aiokafka assignment they were fetched in."""
+
+    def __init__(self, records: Mapping[Any, Sequence[Any]], assignment: Any) -> None:
+        super().__init__(records)
+        self.assignment = assignment
+
 
 class CdcConsumer(faust_aiokafka.Consumer):
     """Faust's aiokafka consumer with a batch fast path for the job's source topics."""
 
     pipeline: Pipeline | None = None
+    _thread: CdcConsumerThread
+    #: Partitions sought back by :meth:`_fetch_again`: the assignment and offset (until a fetch starts there).
+    _sought_back: dict[Any, tuple[Any, int]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._sought_back = {}
+        super().__init__(*args, **kwargs)
 
     def _new_consumer_thread(self) -> CdcConsumerThread:
         return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -101,13 +160,23 @@ class CdcConsumer(faust_aiokafka.Consumer):
                     continue
                 generation = self.app.consumer_generation_id
                 owned: list[tuple[Any, Sequence[Any]]] = []
+                unprocessed: dict[Any, int] = {}  # partition -> first offset received and not processed
+                handled: set[Any] = set()  # partitions that went Faust's per-message path
                 for tp, recs in records.items():
                     if not recs:
                         continue
+                    if self._sought_back and self._fetched_before_seek_back(records, tp, recs):
+                        unprocessed[tp] = self._sought_back[tp][1]
+                        continue
                     if not self.flow_active or self.app.consumer_generation_id != generation:
+                        # Rebalancing: nothing more of this fetch is processed (see _fetch_again).
+                        for t, r in records.items():
+                            if r and t not in handled:
+                                unprocessed.setdefault(t, r[0].offset)
                         owned = []
-                        break  # rebalancing: these are fetched again from the committed offsets
+                        break
                     if active is not None and tp not in active and tp not in self._buffered_partitions:
+                        unprocessed[tp] = recs[0].offset  # paused since the fetch began
                         continue
                     if pipeline.owns(tp.topic):
                         owned.append((tp, recs))
@@ -118,21 +187,28 @@ class CdcConsumer(faust_aiokafka.Consumer):
                             continue
                         await self.wait_first(callback(self._to_message(tp, rec)), self.suspend_flow.wait())
                         set_read_offset(tp, rec.offset)
+                    handled.add(tp)
                 # Shielded: a shutdown that cancels the fetcher must not cut a batch in
                 # half; wait_empty() waits for it and for its acks.
                 if pipeline.parallel:  # partitions convert at once, in their child processes
                     await asyncio.shield(asyncio.gather(*(pipeline.process(tp, batch) for tp, batch in owned)))
                     for tp, batch in owned:
                         set_read_offset(tp, batch[-1].offset)
-                    continue
-                # What the fetch returned goes to conversion at once, in steps that stay small
-                # while the worker keeps up and grow under a backlog (connector.worker.batching).
-                for tp, step in steps(pipeline.sizer, owned):
-                    if not self.flow_active or self.app.consumer_generation_id != generation:
-                        break  # a rebalance began while converting: the rest is fetched again
-                    await asyncio.shield(pipeline.process(tp, step))
-                    set_read_offset(tp, step[-1].offset)
-                    await asyncio.sleep(0)  # let the producer send this step while the next converts
+                else:
+                    # What the fetch returned goes to conversion at once, in steps that stay small
+                    # while the worker keeps up and grow under a backlog (connector.worker.batching).
+                    pending = {tp: batch[0].offset for tp, batch in owned}  # next offset not yet processed
+                    for tp, step in steps(pipeline.sizer, owned):
+                        if not self.flow_active or self.app.consumer_generation_id != generation:
+                            # A rebalance began while converting: the rest is not processed.
+                            unprocessed.update((t, o) for t, o in pending.items() if o <= records[t][-1].offset)
+                            break
+                        await asyncio.shield(pipeline.process(tp, step))
+                        set_read_offset(tp, step[-1].offset)
+                        pending[tp] = step[-1].offset + 1
+                        await asyncio.sleep(0)  # let the producer send this step while the next converts
+                if unprocessed:
+                    await self._fetch_again(records, unprocessed)
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
                 return
@@ -141,6 +217,41 @@ class CdcConsumer(faust_aiokafka.Consumer):
             if self.transport.app.should_stop:
                 return
             raise
+
+    async def _fetch_again(self, records: Mapping[Any, Sequence[Any]], offsets: Mapping[Any, int]) -> None:
+        """Make the records this loop received and did not process be fetched again.
+
+        Returning records advanced aiokafka's position past them. A rebalance resets
+        positions (the new assignment starts from the committed offsets, and Faust
+        seeks to them before it resumes the flow), but records fetched after that
+        reset and received while the flow is still suspended would be skipped for
+        good: so the fetch is undone, in the consumer thread, wherever no reset came
+        after it (:meth:`CdcConsumerThread.rewind`).
+        """
+        assignment = getattr(records, "assignment", None)
+        rewound = await self._thread.rewind(assignment, offsets)
+        self._sought_back.update((tp, (assignment, offset)) for tp, offset in rewound.items())
+        if rewound:
+            log.info(
+                "records received during a rebalance are fetched again: %s",
+                ", ".join(f"{tp.topic}[{tp.partition}] from {offset}" for tp, offset in sorted(rewound.items())),
+                extra={"event": "fetch_again"},
+            )
+
+    def _fetched_before_seek_back(self, records: Mapping[Any, Sequence[Any]], tp: Any, recs: Sequence[Any]) -> bool:
+        """Whether ``recs`` continue past an offset ``tp`` was sought back to: fetched before the seek.
+
+        Only a fetch that was pending while the seek ran can return those; they are not
+        processed (the partition is fetched again from the offset sought back to).
+        """
+        sought = self._sought_back.get(tp)
+        if sought is None:
+            return False
+        assignment, offset = sought
+        if assignment is getattr(records, "assignment", None) and recs[0].offset > offset:
+            return True
+        del self._sought_back[tp]  # the fetch starts there again, or a new assignment started over
+        return False
 
     # -- commits: offsets come from the pipeline's ack tracking ------------------------
     def _filter_tps_with_pending_acks(self, topics: Any = None) -> Iterator[Any]:
