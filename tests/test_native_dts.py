@@ -24,20 +24,22 @@ from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import read_record
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
 from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
     MALFORMED,
-    REQUIRED,
+    MUTATIONS,
+    NATIVE_SUITE,
     ROOT,
     ZONES,
     _example,
     _message,
     assert_plan_agrees,
     canal_stream,
+    corpus_files,
+    corpus_messages,
     records_of,
 )
 from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS
@@ -45,14 +47,7 @@ from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 def make_chain(source: dict[str, Any] | None = None, transforms: list[dict[str, Any]] | None = None) -> Chain:
@@ -202,11 +197,7 @@ def test_malformed_messages_among_good_ones() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
-)
+@given(**MUTATIONS)
 def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
     assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
 
@@ -239,13 +230,8 @@ def test_timestamps_in_the_source_zone(tz: str) -> None:
 
 
 def test_corpus_canal_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
     total = count = 0
-    for path in files:
-        try:
-            values = read_messages(path)
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    for values in corpus_messages(corpus_files(corpus, "canal-json")):
         total += len(values)
         count += assert_same(records_of(values))
         assert_same(records_of(values), {}, CHAINS["headers"])
