@@ -451,19 +451,15 @@ class _CanalTables:
         self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
     ) -> Any:
         try:
-            return self._compile(mysql_type, sql_type, pk, database, table)
+            probe = self._probe(mysql_type, sql_type, pk, database, table)
+            return None if probe is None else self._compile(*probe, pk)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        """The plan's spec for a layout, from its probe (:meth:`_probe`); ``None``: Python's."""
         from cdc_smt.transforms.formats._connect import repr_for_type
 
-        probe = self._probe(mysql_type, sql_type, pk, database, table)
-        if probe is None:
-            return None
-        message, event = probe
         schema = event.schema
         shape = self._shape(event, python_on_missing=True)
         key, explicit = self._key(shape)
@@ -620,15 +616,9 @@ class _CanalOutTables(_CanalTables):
     def retext(self) -> bool:
         return self.decoder.form is not self.encoder.form
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         from cdc_smt.transforms.types import Kind
 
-        probe = self._probe(mysql_type, sql_type, pk, database, table)
-        if probe is None:
-            return None
-        message, event = probe
         types, sql_types = message["mysqlType"], message["sqlType"]
         schema = event.schema
         names = [c.name for c in schema.columns]

@@ -126,13 +126,7 @@ class _DtsOutTables(_CanalTables):
     key, and per op whether the transforms drop the rows, or with which variant and
     constant record parts they are written."""
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
-        probe = self._probe(mysql_type, sql_type, pk, database, table)
-        if probe is None:
-            return None
-        message, event = probe
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         schema = event.schema
         names = [c.name for c in schema.columns]
         if names != list(message["mysqlType"]):

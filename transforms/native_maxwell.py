@@ -61,13 +61,7 @@ class _TypedJsonTables(_CanalTables):
     the primary key, and per op whether the transforms drop the rows or keep them (with
     which topic and header edits)."""
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
-        probe = self._probe(mysql_type, sql_type, pk, database, table)
-        if probe is None:
-            return None
-        message, event = probe
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         schema = event.schema
         key = schema.primary_key
         if [c.name for c in schema.columns] != list(message["mysqlType"]):
