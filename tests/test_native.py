@@ -203,6 +203,19 @@ def corpus_messages(files: Iterable[Path]) -> Iterator[list[bytes]]:
             continue
 
 
+def edge_messages(rows: int = 1) -> list[bytes]:
+    """An INSERT (of ``rows`` rows: the edge row, then it with id 2), an UPDATE and a DELETE
+    of a row with each edge value of the fast paths (EDGES) in turn."""
+    values = []
+    for column, texts in sorted(EDGES.items()):
+        for text in texts:
+            row = {**BASE, column: text}
+            values.append(_message("INSERT", [row, {**row, "id": "2"}][:rows]))
+            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
+            values.append(_message("DELETE", [row]))
+    return values
+
+
 def records_of(values: Iterable[bytes | None]) -> list[Record]:
     """Records with coordinates and headers, so that both are seen to be carried alike."""
     return [
@@ -437,13 +450,7 @@ BASE = {n: values[0] if n != "f" else None for n, values in EDGES.items()}
 )
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
 def test_every_edge_value(sink: dict[str, Any], tz: str) -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages()
     count = assert_same(records_of(values), {"source_timezone": tz}, sink)
     if not sink:
         assert count >= len(values) // 2

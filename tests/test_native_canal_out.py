@@ -25,7 +25,6 @@ from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
-from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
@@ -40,6 +39,7 @@ from tests.test_native import (
     canal_stream,
     corpus_files,
     corpus_messages,
+    edge_messages,
     outputs,
     records_of,
 )
@@ -59,6 +59,16 @@ KEEPING = [
 ]  # fmt: skip
 #: Chains it leaves to Python (they change rows, keys or tables).
 CHANGING = ["five", "replace-exclude", "mask-hash", "insert-field", "value-to-key", "merge-shards", "predicate"]
+
+
+def keeping_messages() -> list[bytes]:
+    """Two-row messages of each op in the table the keeping chains select and in others."""
+    rows = [BASE, {**BASE, "id": "2"}]
+    return [
+        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
+        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
+        for more in ({}, {"table": "orders"}, {"database": "other"})
+    ]
 
 
 def make_chain(source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]]) -> Chain:
@@ -121,13 +131,7 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
 
 @pytest.mark.parametrize("sink", SINKS, ids=["row", "transaction"])
 def test_every_edge_value(sink: dict[str, Any]) -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row, {**row, "id": "2"}]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages(rows=2)
     assert assert_same(records_of(values), {}, sink) == len(values)
 
 
@@ -222,12 +226,7 @@ def test_mutated_messages(at: int, insert: bytes, cut: int, sink: dict[str, Any]
 @pytest.mark.parametrize("name", KEEPING)
 @pytest.mark.parametrize("sink", SINKS, ids=["row", "transaction"])
 def test_chains_that_keep_rows(name: str, sink: dict[str, Any]) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     handled = assert_same(records_of(values), {}, sink, CHAINS[name])
     assert handled == len(values)
 

@@ -25,7 +25,6 @@ from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import read_record
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
-from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
@@ -40,9 +39,10 @@ from tests.test_native import (
     canal_stream,
     corpus_files,
     corpus_messages,
+    edge_messages,
     records_of,
 )
-from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS
+from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS, keeping_messages
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
@@ -109,13 +109,7 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
 
 
 def test_every_edge_value() -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row, {**row, "id": "2"}]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages(rows=2)
     handled = assert_same(records_of(values))
     assert handled >= len(values) // 2, (handled, len(values))
     assert assert_same(records_of(values[:3])) == 3  # the regular row
@@ -204,12 +198,7 @@ def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
 
 @pytest.mark.parametrize("name", KEEPING)
 def test_chains_that_keep_rows(name: str) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     assert assert_same(records_of(values), {}, CHAINS[name]) == len(values)
 
 

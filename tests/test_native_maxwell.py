@@ -43,7 +43,7 @@ from tests.test_native import (
     corpus_messages,
     records_of,
 )
-from tests.test_native_canal_out import JSON_VALUES, TICDC_BASE, TICDC_TEXTS, UNUSUAL
+from tests.test_native_canal_out import JSON_VALUES, TICDC_BASE, TICDC_TEXTS, UNUSUAL, keeping_messages
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
@@ -234,12 +234,7 @@ def test_json_documents(fmt: tuple[str, str, str], value: Any, column: str) -> N
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 @pytest.mark.parametrize("name", KEEPING)
 def test_chains_that_keep_rows(fmt: tuple[str, str, str], name: str) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     assert assert_same(fmt, records_of(values), {}, {}, CHAINS[name]) == len(values)
 
 

@@ -26,7 +26,6 @@ from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Record, TableSchema
 from tests.strategies import change_streams, table_schemas
-from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
@@ -38,6 +37,7 @@ from tests.test_native import (
     corpus_files,
     corpus_messages,
     dead_letters,
+    edge_messages,
     outputs,
     records_of,
 )
@@ -162,17 +162,6 @@ def assert_same(
     fast.native.plan.clear()
     counts = fast.native.plan.convert([r.value for r in records])[0]
     return sum(n >= 0 for n in counts)
-
-
-def edge_messages() -> list[bytes]:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
-    return values
 
 
 SECOND = {**BASE, "id": "2", "v": "zweite Zeile é"}
