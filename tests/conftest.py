@@ -18,6 +18,13 @@ def corpus() -> Path:
     return path
 
 
+@pytest.fixture
+def native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native suites compare the two paths themselves, so they run with the core on even
+    in the suite's pass on the Python path (``CDC_SMT_NATIVE=0``, the second pass of ./dev test)."""
+    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+
+
 def _interrupted(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 

@@ -20,7 +20,7 @@ import datetime as dt
 import math
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,16 +99,16 @@ def test_without_a_rust_toolchain_the_wheel_is_pure_python(tmp_path: Path) -> No
     assert described == "native core: inactive (not built (no Rust toolchain at install))"
 
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests compare the two paths themselves, so they run with the core on even in
-    the suite's pass on the Python path (``CDC_SMT_NATIVE=0``, the second pass of ./dev test)."""
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+#: The marks of the suites comparing a native plan with the Python path: skipped without the
+#: extension (unless it is required), run with the core switched on (``native_switched_on``).
+NATIVE_SUITE = [
+    pytest.mark.skipif(
+        not native.available() and not REQUIRED,
+        reason="the native extension is not built (no Rust toolchain at install)",
+    ),
+    pytest.mark.usefixtures("native_switched_on"),
+]
+pytestmark = NATIVE_SUITE
 
 
 #: Debezium options: the defaults (native), the schema part (native), and modes the plan
@@ -187,6 +187,33 @@ def assert_plan_agrees(
     assert dead_letters(native_result) == dead_letters(python_result)
     assert [t.missing_counts for t in fast.transforms] == [t.missing_counts for t in slow.transforms]
     return handled(fast, records)
+
+
+def corpus_files(corpus: Path, fmt: str) -> list[Path]:
+    """The corpus's files of ``fmt`` (without its expected outputs)."""
+    return sorted(p for p in (corpus / fmt).iterdir() if p.is_file() and "expected" not in p.name)
+
+
+def corpus_messages(files: Iterable[Path]) -> Iterator[list[bytes]]:
+    """The messages of each of ``files`` that holds messages (the others are skipped)."""
+    for path in files:
+        try:
+            yield read_messages(path)
+        except Exception:  # noqa: BLE001 - not a message file
+            continue
+
+
+def edge_messages(rows: int = 1) -> list[bytes]:
+    """An INSERT (of ``rows`` rows: the edge row, then it with id 2), an UPDATE and a DELETE
+    of a row with each edge value of the fast paths (EDGES) in turn."""
+    values = []
+    for column, texts in sorted(EDGES.items()):
+        for text in texts:
+            row = {**BASE, column: text}
+            values.append(_message("INSERT", [row, {**row, "id": "2"}][:rows]))
+            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
+            values.append(_message("DELETE", [row]))
+    return values
 
 
 def records_of(values: Iterable[bytes | None]) -> list[Record]:
@@ -423,13 +450,7 @@ BASE = {n: values[0] if n != "f" else None for n, values in EDGES.items()}
 )
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
 def test_every_edge_value(sink: dict[str, Any], tz: str) -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages()
     count = assert_same(records_of(values), {"source_timezone": tz}, sink)
     if not sink:
         assert count >= len(values) // 2
@@ -557,12 +578,16 @@ def test_impossible_dates_are_dead_letters_on_both_paths(sink: dict[str, Any], c
         assert handled == 2
 
 
+#: A good message mutated: bytes inserted ``at`` a place, replacing ``cut`` bytes.
+MUTATIONS = {
+    "at": st.integers(0, len(GOOD) - 1),
+    "insert": st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
+    "cut": st.integers(0, 3),
+}
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
-)
+@given(**MUTATIONS)
 def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
     """Bytes flipped anywhere in a good message: never a crash, always Python's answer."""
     assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
@@ -616,14 +641,10 @@ def test_tables_and_layouts_change_between_messages() -> None:
 
 
 def test_corpus_canal_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
+    files = corpus_files(corpus, "canal-json")
     assert files
     total = count = 0
-    for path in files:
-        try:
-            values = read_messages(path)
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    for values in corpus_messages(files):
         for tz in ("UTC", "Asia/Shanghai"):
             for sink in SINKS[:2]:
                 count += assert_same(records_of(values), {"source_timezone": tz}, sink)

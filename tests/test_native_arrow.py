@@ -9,7 +9,6 @@ variants, for good, malformed and null (tombstone) inputs, empty batches,
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,18 +18,9 @@ from hypothesis import strategies as st
 
 from cdc_smt.connector.framing import read_lines
 from cdc_smt.connector.spark import process
-from cdc_smt.transforms import native
-from tests.test_native import BASE, GOOD, MALFORMED, _message, chains
+from tests.test_native import BASE, GOOD, MALFORMED, NATIVE_SUITE, _message, chains
 
-REQUIRED = os.environ.get("CDC_SMT_REQUIRE_NATIVE") == "1"
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 def _ext():

@@ -24,20 +24,22 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
-from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
     MALFORMED,
-    REQUIRED,
+    MUTATIONS,
+    NATIVE_SUITE,
     ROOT,
     ZONES,
     _example,
     _message,
     assert_plan_agrees,
     canal_stream,
+    corpus_files,
+    corpus_messages,
+    edge_messages,
     outputs,
     records_of,
 )
@@ -45,14 +47,7 @@ from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_stream
 from tests.test_native_transforms import CHAINS
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 #: Canal encoder options: per row (the default) and per transaction.
@@ -64,6 +59,16 @@ KEEPING = [
 ]  # fmt: skip
 #: Chains it leaves to Python (they change rows, keys or tables).
 CHANGING = ["five", "replace-exclude", "mask-hash", "insert-field", "value-to-key", "merge-shards", "predicate"]
+
+
+def keeping_messages() -> list[bytes]:
+    """Two-row messages of each op in the table the keeping chains select and in others."""
+    rows = [BASE, {**BASE, "id": "2"}]
+    return [
+        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
+        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
+        for more in ({}, {"table": "orders"}, {"database": "other"})
+    ]
 
 
 def make_chain(source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]]) -> Chain:
@@ -126,13 +131,7 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
 
 @pytest.mark.parametrize("sink", SINKS, ids=["row", "transaction"])
 def test_every_edge_value(sink: dict[str, Any]) -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row, {**row, "id": "2"}]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages(rows=2)
     assert assert_same(records_of(values), {}, sink) == len(values)
 
 
@@ -217,9 +216,7 @@ def test_malformed_messages_among_good_ones(sink: dict[str, Any]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
+    **MUTATIONS,
     sink=st.sampled_from(SINKS),
 )
 def test_mutated_messages(at: int, insert: bytes, cut: int, sink: dict[str, Any]) -> None:
@@ -229,12 +226,7 @@ def test_mutated_messages(at: int, insert: bytes, cut: int, sink: dict[str, Any]
 @pytest.mark.parametrize("name", KEEPING)
 @pytest.mark.parametrize("sink", SINKS, ids=["row", "transaction"])
 def test_chains_that_keep_rows(name: str, sink: dict[str, Any]) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     handled = assert_same(records_of(values), {}, sink, CHAINS[name])
     assert handled == len(values)
 
@@ -246,13 +238,8 @@ def test_timestamps_between_zones_are_pythons() -> None:
 
 
 def test_corpus_canal_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
     total = count = 0
-    for path in files:
-        try:
-            values = read_messages(path)
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    for values in corpus_messages(corpus_files(corpus, "canal-json")):
         for sink in SINKS:
             count += assert_same(records_of(values), {}, sink)
             total += len(values)
@@ -401,13 +388,7 @@ def test_ticdc_malformed_and_extension_messages() -> None:
 
 
 def test_ticdc_corpus_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "ticdc-canal-json").iterdir() if p.is_file() and "expected" not in p.name)
-    values: list[bytes] = []
-    for path in files:
-        try:
-            values.extend(read_messages(path))
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    values = [v for messages in corpus_messages(corpus_files(corpus, "ticdc-canal-json")) for v in messages]
     assert values
     assert assert_same_ticdc(records_of(values)) > 0
     assert_same_ticdc(records_of(values), {}, {}, CHAINS["headers"])

@@ -27,20 +27,12 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
-from tests.test_native import REQUIRED, ZONES, _example, assert_plan_agrees
+from tests.test_native import NATIVE_SUITE, ZONES, _example, assert_plan_agrees, corpus_files, corpus_messages
 from tests.test_native_canal_out import CHANGING, KEEPING
 from tests.test_native_transforms import CHAINS
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 #: Debezium encoder options the input streams are written with: without the schema part
@@ -468,13 +460,7 @@ def test_tables_and_layouts_change_between_messages(writer: tuple[str, dict[str,
 
 @pytest.mark.parametrize("writer", [ENCODERS[i] for i in (0, 1, 3)], ids=[ENCODER_IDS[i] for i in (0, 1, 3)])
 def test_corpus_debezium_files(corpus: Path, writer: tuple[str, dict[str, Any], str]) -> None:
-    files = sorted(p for p in (corpus / "debezium-json").iterdir() if p.is_file() and "expected" not in p.name)
-    values: list[bytes] = []
-    for path in files:
-        try:
-            values.extend(read_messages(path))
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    values = [v for messages in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages]
     assert values
     # The corpus files hold values only: keys as Debezium writes them for Flink's test tables.
     for key in (None, b'{"id":101}'):

@@ -24,35 +24,30 @@ from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import read_record
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
-from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     GOOD,
     MALFORMED,
-    REQUIRED,
+    MUTATIONS,
+    NATIVE_SUITE,
     ROOT,
     ZONES,
     _example,
     _message,
     assert_plan_agrees,
     canal_stream,
+    corpus_files,
+    corpus_messages,
+    edge_messages,
     records_of,
 )
-from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS
+from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS, keeping_messages
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 def make_chain(source: dict[str, Any] | None = None, transforms: list[dict[str, Any]] | None = None) -> Chain:
@@ -114,13 +109,7 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
 
 
 def test_every_edge_value() -> None:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row, {**row, "id": "2"}]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
+    values = edge_messages(rows=2)
     handled = assert_same(records_of(values))
     assert handled >= len(values) // 2, (handled, len(values))
     assert assert_same(records_of(values[:3])) == 3  # the regular row
@@ -202,23 +191,14 @@ def test_malformed_messages_among_good_ones() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
-)
+@given(**MUTATIONS)
 def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
     assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
 
 
 @pytest.mark.parametrize("name", KEEPING)
 def test_chains_that_keep_rows(name: str) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     assert assert_same(records_of(values), {}, CHAINS[name]) == len(values)
 
 
@@ -239,13 +219,8 @@ def test_timestamps_in_the_source_zone(tz: str) -> None:
 
 
 def test_corpus_canal_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
     total = count = 0
-    for path in files:
-        try:
-            values = read_messages(path)
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    for values in corpus_messages(corpus_files(corpus, "canal-json")):
         total += len(values)
         count += assert_same(records_of(values))
         assert_same(records_of(values), {}, CHAINS["headers"])

@@ -25,35 +25,30 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
 from tests.test_fastpath import EDGES, TYPES
 from tests.test_native import (
     BASE,
     GOOD,
     MALFORMED,
-    REQUIRED,
+    MUTATIONS,
+    NATIVE_SUITE,
     ROOT,
     ZONES,
     _example,
     _message,
     assert_plan_agrees,
     canal_stream,
+    corpus_files,
+    corpus_messages,
     records_of,
 )
-from tests.test_native_canal_out import JSON_VALUES, TICDC_BASE, TICDC_TEXTS, UNUSUAL
+from tests.test_native_canal_out import JSON_VALUES, TICDC_BASE, TICDC_TEXTS, UNUSUAL, keeping_messages
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 #: The typed-JSON formats with a writer: (format, plan from canal-json, plan from ticdc-canal-json).
@@ -215,11 +210,7 @@ def test_malformed_messages_among_good_ones(fmt: tuple[str, str, str]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 @settings(max_examples=150, deadline=None)
-@given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
-)
+@given(**MUTATIONS)
 def test_mutated_messages(fmt: tuple[str, str, str], at: int, insert: bytes, cut: int) -> None:
     assert_same(fmt, records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
 
@@ -243,12 +234,7 @@ def test_json_documents(fmt: tuple[str, str, str], value: Any, column: str) -> N
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 @pytest.mark.parametrize("name", KEEPING)
 def test_chains_that_keep_rows(fmt: tuple[str, str, str], name: str) -> None:
-    rows = [BASE, {**BASE, "id": "2"}]
-    values = [
-        _message(k, rows, old=[{"v": "x"}, {"i": None}] if k == "UPDATE" else None, **more)
-        for k in ("INSERT", "UPDATE", "DELETE", "INIT")
-        for more in ({}, {"table": "orders"}, {"database": "other"})
-    ]
+    values = keeping_messages()
     assert assert_same(fmt, records_of(values), {}, {}, CHAINS[name]) == len(values)
 
 
@@ -261,13 +247,8 @@ def test_timestamps_between_zones_are_pythons(fmt: tuple[str, str, str]) -> None
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 def test_corpus_canal_files(fmt: tuple[str, str, str], corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
     total = count = 0
-    for path in files:
-        try:
-            values = read_messages(path)
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    for values in corpus_messages(corpus_files(corpus, "canal-json")):
         count += assert_same(fmt, records_of(values))
         total += len(values)
         assert_same(fmt, records_of(values), {}, {}, CHAINS["headers"])
@@ -345,13 +326,7 @@ def test_ticdc_texts_and_extension_messages(fmt: tuple[str, str, str]) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 def test_ticdc_corpus_files(fmt: tuple[str, str, str], corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "ticdc-canal-json").iterdir() if p.is_file() and "expected" not in p.name)
-    values: list[bytes] = []
-    for path in files:
-        try:
-            values.extend(read_messages(path))
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    values = [v for messages in corpus_messages(corpus_files(corpus, "ticdc-canal-json")) for v in messages]
     assert values
     assert assert_same(fmt, records_of(values), ticdc=True) > 0
     assert_same(fmt, records_of(values), {}, {}, CHAINS["headers"], ticdc=True)

@@ -24,28 +24,22 @@ from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
-from tests.corpus import read_messages
 from tests.strategies import change_streams
 from tests.test_fastpath import EDGES
 from tests.test_native import (
     BASE,
     MALFORMED,
-    REQUIRED,
+    NATIVE_SUITE,
     ZONES,
     _message,
     assert_plan_agrees,
+    corpus_files,
+    corpus_messages,
     records_of,
 )
 from tests.test_native_transforms import FIVE
 
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
-)
-
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 SINKS: list[dict[str, Any]] = [{}, {"schemas_enable": True}, {"time_precision_mode": "connect"}]
@@ -156,13 +150,7 @@ def test_malformed_messages_among_good_ones() -> None:
 
 
 def test_corpus_ticdc_files(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "ticdc-canal-json").iterdir() if p.is_file() and "expected" not in p.name)
-    values: list[bytes] = []
-    for path in files:
-        try:
-            values.extend(read_messages(path))
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    values = [v for messages in corpus_messages(corpus_files(corpus, "ticdc-canal-json")) for v in messages]
     assert values
     for sink in SINKS[:2]:
         for transforms in ([], FIVE):

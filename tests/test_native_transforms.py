@@ -21,24 +21,28 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc_smt.transforms import native
 from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Column, Record, TableSchema
-from tests.corpus import read_messages
 from tests.strategies import change_streams, table_schemas
-from tests.test_fastpath import EDGES
-from tests.test_native import BASE, GOOD, MALFORMED, REQUIRED, _message, canal_stream, dead_letters, outputs, records_of
-
-pytestmark = pytest.mark.skipif(
-    not native.available() and not REQUIRED, reason="the native extension is not built (no Rust toolchain at install)"
+from tests.test_native import (
+    BASE,
+    GOOD,
+    MALFORMED,
+    MUTATIONS,
+    NATIVE_SUITE,
+    _message,
+    canal_stream,
+    corpus_files,
+    corpus_messages,
+    dead_letters,
+    edge_messages,
+    outputs,
+    records_of,
 )
 
-
-@pytest.fixture(autouse=True)
-def _native_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CDC_SMT_NATIVE", "1")
+pytestmark = NATIVE_SUITE
 
 
 #: The bench's five-transform chain (bench/chain.py), with per-row metadata the plan writes.
@@ -158,17 +162,6 @@ def assert_same(
     fast.native.plan.clear()
     counts = fast.native.plan.convert([r.value for r in records])[0]
     return sum(n >= 0 for n in counts)
-
-
-def edge_messages() -> list[bytes]:
-    values = []
-    for column, texts in sorted(EDGES.items()):
-        for text in texts:
-            row = {**BASE, column: text}
-            values.append(_message("INSERT", [row]))
-            values.append(_message("UPDATE", [row], old=[{column: BASE[column], "v": None}]))
-            values.append(_message("DELETE", [row]))
-    return values
 
 
 SECOND = {**BASE, "id": "2", "v": "zweite Zeile é"}
@@ -320,13 +313,7 @@ def test_five_transform_chain_is_native() -> None:
 
 
 def test_corpus_canal_files_through_the_chains(corpus: Path) -> None:
-    files = sorted(p for p in (corpus / "canal-json").iterdir() if p.is_file() and "expected" not in p.name)
-    values: list[bytes] = []
-    for path in files:
-        try:
-            values.extend(read_messages(path))
-        except Exception:  # noqa: BLE001 - not a message file
-            continue
+    values = [v for messages in corpus_messages(corpus_files(corpus, "canal-json")) for v in messages]
     assert values
     for name in ("five", "mixed", "headers", "insert-field"):
         for sink in SINKS:
@@ -335,9 +322,7 @@ def test_corpus_canal_files_through_the_chains(corpus: Path) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    at=st.integers(0, len(GOOD) - 1),
-    insert=st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    cut=st.integers(0, 3),
+    **MUTATIONS,
     name=st.sampled_from(sorted(CHAINS)),
 )
 def test_mutated_messages(at: int, insert: bytes, cut: int, name: str) -> None:

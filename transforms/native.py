@@ -451,42 +451,17 @@ class _CanalTables:
         self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
     ) -> Any:
         try:
-            return self._compile(mysql_type, sql_type, pk, database, table)
+            probe = self._probe(mysql_type, sql_type, pk, database, table)
+            return None if probe is None else self._compile(*probe, pk)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        """The plan's spec for a layout, from its probe (:meth:`_probe`); ``None``: Python's."""
         from cdc_smt.transforms.formats._connect import repr_for_type
 
-        types = orjson.loads(mysql_type) if mysql_type is not None else None
-        if not isinstance(types, dict) or not types:
-            return None  # types inferred from the values: the Python path
-        message = {
-            "data": [dict.fromkeys(types)],
-            "database": database,
-            "es": 0,
-            "mysqlType": types,
-            "old": None,
-            "pkNames": pk,
-            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
-            "table": table,
-            "ts": 0,
-        }
-        (event,) = self._decode(message, "INSERT")
         schema = event.schema
-        names = [c.name for c in schema.columns]
-        if any(k not in names for k in schema.primary_key):
-            return None
-        shape = _Shape(schema)
-        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
-            selected = t.selects(event)
-            if selected and any(c not in event.schema.by_name for c in t.columns):
-                return None  # on_missing: Python handles (and counts or reports) the table
-            shape.apply(t, selected)
-            out = t.apply_batch([event])
-            event = out[0] if out else event
+        shape = self._shape(event, python_on_missing=True)
         key, explicit = self._key(shape)
         ops = [self._op(message, kind, shape, explicit) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
         columns = [
@@ -502,8 +477,79 @@ class _CanalTables:
         added = [(a[0], a[1]) for a in shape.added if a[0] is not None]
         return columns, added, key, explicit, ops
 
+    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
+        """Does the plan take the layout as its message states it (judged before the probe)?"""
+        return True
+
+    def _probe(
+        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
+    ) -> tuple[dict[str, Any], Any] | None:
+        """The layout's one-row probe message (all values null, ``es`` and ``ts`` 0) and its
+        decoded INSERT event; ``None`` (the Python path) when the types are inferred from the
+        values, the layout is not :meth:`_accepts`'s or the schema lacks a key column."""
+        types = orjson.loads(mysql_type) if mysql_type is not None else None
+        if not isinstance(types, dict) or not types:
+            return None  # types inferred from the values: the Python path
+        sql_types = orjson.loads(sql_type) if sql_type is not None else None
+        if not self._accepts(types, sql_types, pk):
+            return None
+        message = {
+            "data": [dict.fromkeys(types)],
+            "database": database,
+            "es": 0,
+            "mysqlType": types,
+            "old": None,
+            "pkNames": pk,
+            "sqlType": sql_types,
+            "table": table,
+            "ts": 0,
+        }
+        (event,) = self._decode(message, "INSERT")
+        names = [c.name for c in event.schema.columns]
+        if any(k not in names for k in event.schema.primary_key):
+            return None
+        return message, event
+
     def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
         return self.decoder.decode(Record(value=orjson.dumps({**message, "type": kind})))
+
+    def _shape(self, event: Any, python_on_missing: bool = False) -> _Shape:
+        """The shape of the transforms, their predicates judged on the INSERT probe's
+        ``event`` (filters do not change it); ``python_on_missing``: a transform naming a
+        column the table lacks leaves the table to Python (which counts or reports it)."""
+        shape = _Shape(event.schema)
+        for t in self.transforms:
+            selected = t.selects(event)
+            if python_on_missing and selected and any(c not in event.schema.by_name for c in t.columns):
+                raise _Unsupported("on_missing")
+            shape.apply(t, selected)
+            out = t.apply_batch([event])
+            event = out[0] if out else event
+        return shape
+
+    def _follow(self, event: Any, selected: Sequence[bool]) -> tuple[Any, list[HeaderEdit] | None]:
+        """One op's probe ``event`` after the transforms (``None``: dropped) and their header
+        edits; ``selected``: their predicates as judged on the INSERT probe."""
+        edits: list[HeaderEdit] | None = None
+        for t, was_selected in zip(self.transforms, selected, strict=True):
+            if t.selects(event) != was_selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            if was_selected:
+                edits = _header_edits(t, event, edits)
+            out = t.apply_batch([event])
+            if not out:
+                return None, edits
+            (event,) = out
+        return event, edits
+
+    def _variant(self, topic: str | None, edits: list[HeaderEdit] | None) -> int:
+        """The index of the written records' topic and header edits among the plan's variants."""
+        ident = (topic, None if edits is None else tuple(edits))
+        variant = self._variant_ids.get(ident)
+        if variant is None:
+            variant = self._variant_ids[ident] = len(self.variants)
+            self.variants.append(ident)
+        return variant
 
     @staticmethod
     def _key(shape: _Shape) -> tuple[list[tuple[str, int]], bool]:
@@ -548,11 +594,7 @@ class _CanalTables:
             payload = payload["payload"]
         written = payload["after"] if payload["after"] is not None else payload["before"]
         consts = [orjson.dumps(written[a[0]]) for a in added if a[1] == "const"]
-        ident = (first.topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
+        variant = self._variant(first.topic, edits)
         schemas = self.encoder.schemas_enable
         return 2, (
             variant,
@@ -574,49 +616,28 @@ class _CanalOutTables(_CanalTables):
     def retext(self) -> bool:
         return self.decoder.form is not self.encoder.form
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         from cdc_smt.transforms.types import Kind
 
-        types = orjson.loads(mysql_type) if mysql_type is not None else None
-        sql_types = orjson.loads(sql_type) if sql_type is not None else None
-        if not isinstance(types, dict) or not types:
-            return None  # types inferred from the values: the Python path
-        if not self.retext and (not isinstance(sql_types, dict) or not sql_types):
-            return None  # sqlType computed from the values: the Python path
-        if len(set(pk)) != len(pk):
-            return None
-        message = {
-            "data": [dict.fromkeys(types)],
-            "database": database,
-            "es": 0,
-            "mysqlType": types,
-            "old": None,
-            "pkNames": pk,
-            "sqlType": sql_types,
-            "table": table,
-            "ts": 0,
-        }
-        (event,) = self._decode(message, "INSERT")
+        types, sql_types = message["mysqlType"], message["sqlType"]
         schema = event.schema
         names = [c.name for c in schema.columns]
-        if sorted(names) != sorted(types) or any(k not in names for k in schema.primary_key):
+        if sorted(names) != sorted(types):
             return None
         if not self.retext and (names != list(types) or sorted(sql_types or ()) != sorted(names)):
             return None  # the message's type maps are copied only when they name the columns
         zoned = self.timezone == self.encoder.opts.source_timezone
         if not zoned and not self.retext and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
             return None  # TIMESTAMP text re-based between the zones: Python
-        shape = _Shape(schema)
-        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
-            selected = t.selects(event)
-            shape.apply(t, selected)
-            out = t.apply_batch([event])
-            event = out[0] if out else event
+        shape = self._shape(event)
         texts = [self._text(c, zoned) for c in schema.columns] if self.retext else None
         ops = [self._op_canal(message, kind, shape, texts) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
         return names, list(pk), ops, texts
+
+    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
+        if not self.retext and (not isinstance(sql_types, dict) or not sql_types):
+            return False  # sqlType computed from the values: the Python path
+        return len(set(pk)) == len(pk)
 
     def _text(self, column: Any, zoned: bool) -> tuple[str, str, int | None, int, int, int, int | None]:
         """One column's ``(mysqlType, op, arg, NULL code, code, wide code, unsigned max)``."""
@@ -663,18 +684,10 @@ class _CanalOutTables(_CanalTables):
         self, message: dict[str, Any], kind: str, shape: _Shape, texts: list[Any] | None
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-
-        (event,) = self._decode(message, kind)
-        edits: list[HeaderEdit] | None = None
-        for t, selected in zip(self.transforms, shape.selected, strict=True):
-            if t.selects(event) != selected:
-                raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if not out:
-                return 0, None
-            (event,) = out
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, shape.selected)
+        if event is None:
+            return 0, None
         (first,) = self.encoder.encode(event)
         written = orjson.loads(first.value)
         database, table = message["database"], message["table"]
@@ -693,12 +706,7 @@ class _CanalOutTables(_CanalTables):
             or written.get("type") != kind
         ):
             raise _Unsupported("message")  # not what the writer copies
-        ident = (first.topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
-        return 2, variant
+        return 2, self._variant(first.topic, edits)
 
 
 #: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).

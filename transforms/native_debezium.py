@@ -31,10 +31,8 @@ from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     DEBEZIUM_TO_CANAL,
     DEBEZIUM_TO_DEBEZIUM,
-    HeaderEdit,
     NativePlan,
     _CanalOutTables,
-    _header_edits,
     _keeps_rows,
     _schema_part,
     _Shape,
@@ -143,41 +141,12 @@ class _Layouts(_CanalOutTables):
         (event,) = self.decoder.decode(Record(value=probe.value(code), key=probe.key))
         return event
 
-    def _shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
+    def _probe_shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
         """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
         event = self._decode_probe(probe, "c")
         if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
             raise _Unsupported("layout")
-        decoded = event
-        shape = _Shape(event.schema)
-        for t in self.transforms:
-            selected = t.selects(event)
-            shape.apply(t, selected)
-            out = t.apply_batch([event])
-            event = out[0] if out else event
-        return decoded, shape
-
-    def _follow(self, event: Any, shape: _Shape) -> tuple[Any, list[HeaderEdit] | None]:
-        """The event after the transforms (``None``: dropped) and their header edits."""
-        edits: list[HeaderEdit] | None = None
-        for t, selected in zip(self.transforms, shape.selected, strict=True):
-            if t.selects(event) != selected:
-                raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if not out:
-                return None, edits
-            (event,) = out
-        return event, edits
-
-    def _variant(self, topic: str | None, edits: list[HeaderEdit] | None) -> int:
-        ident = (topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
-        return variant
+        return event, self._shape(event)
 
 
 class DebeziumCanalTables(_Layouts):
@@ -191,7 +160,7 @@ class DebeziumCanalTables(_Layouts):
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
             return None  # values in the schema's representations: Python converts them
-        decoded, shape = self._shape(probe, pk)
+        decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
         written = {name: _SAMPLES[kind][1] for name, kind in columns}
@@ -212,7 +181,7 @@ class DebeziumCanalTables(_Layouts):
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written; the probe's
         Canal message must be what the writer writes for it."""
-        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
         if event is None:
             return 0, None
         (first,) = self.encoder.encode(event)
@@ -243,7 +212,7 @@ class DebeziumTables(_Layouts):
     probe's records must be its own envelope, key and (after a delete) tombstone."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        decoded, shape = self._shape(probe, pk)
+        decoded, shape = self._probe_shape(probe, pk)
         schemas = self.encoder.schemas_enable
         if probe.head is not None:
             if not self.encoder.passes_values_through(decoded):
@@ -263,7 +232,7 @@ class DebeziumTables(_Layouts):
     ) -> tuple[int, int | None]:
         """One op's entry; ``parts``: the schema parts (the message's own envelope schema,
         the key's, the same for every op)."""
-        event, edits = self._follow(self._decode_probe(probe, code), shape)
+        event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
         if event is None:
             return 0, None
         records = self.encoder.encode(event)

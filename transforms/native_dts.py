@@ -25,18 +25,15 @@ from functools import lru_cache
 from typing import Any
 
 import fastavro
-import orjson
 
 from cdc_smt.schemas import load_avro
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     CANAL_TO_DTS,
     TICDC_TO_DTS,
-    HeaderEdit,
     NativePlan,
     _CanalTables,
     _enum_table,
-    _header_edits,
     _keeps_rows,
     _Shape,
     _supported,
@@ -129,38 +126,19 @@ class _DtsOutTables(_CanalTables):
     key, and per op whether the transforms drop the rows, or with which variant and
     constant record parts they are written."""
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
-        types = orjson.loads(mysql_type) if mysql_type is not None else None
-        if not isinstance(types, dict) or not types or len(set(pk)) != len(pk):
-            return None  # types inferred from the values: the Python path
-        message = {
-            "data": [dict.fromkeys(types)],
-            "database": database,
-            "es": 0,
-            "mysqlType": types,
-            "old": None,
-            "pkNames": pk,
-            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
-            "table": table,
-            "ts": 0,
-        }
-        (event,) = self._decode(message, "INSERT")
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         schema = event.schema
         names = [c.name for c in schema.columns]
-        if names != list(types) or any(k not in names for k in schema.primary_key):
+        if names != list(message["mysqlType"]):
             return None
-        shape = _Shape(schema)
-        for t in self.transforms:  # predicates judged on the INSERT probe (filters do not change it)
-            selected = t.selects(event)
-            shape.apply(t, selected)
-            out = t.apply_batch([event])
-            event = out[0] if out else event
+        shape = self._shape(event)
         columns = [(c.name, *self._column(c)) for c in schema.columns]
         key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in schema.primary_key]
         ops = [self._op_dts(message, kind, shape, names) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
         return 0, columns, key, ops
+
+    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
+        return len(set(pk)) == len(pk)
 
     def _column(self, column: Any) -> tuple[str, int, int, str, Any]:
         """``(op, precision, scale, text, arg)`` of one column, from ``encode_value`` itself."""
@@ -219,17 +197,10 @@ class _DtsOutTables(_CanalTables):
         self, message: dict[str, Any], kind: str, shape: _Shape, names: list[str]
     ) -> tuple[int, int | None, bytes | None]:
         """One op's entry: ``(0, None, None)`` dropped, ``(2, variant, middle)`` written."""
-        (event,) = self._decode(message, kind)
-        edits: list[HeaderEdit] | None = None
-        for t, selected in zip(self.transforms, shape.selected, strict=True):
-            if t.selects(event) != selected:
-                raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if not out:
-                return 0, None, None
-            (event,) = out
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, shape.selected)
+        if event is None:
+            return 0, None, None
         encoder = self.encoder
         counter = encoder._next_id
         try:  # the probe must not use up record ids
@@ -247,9 +218,4 @@ class _DtsOutTables(_CanalTables):
         expected = _long(0) + _long(counter + 1) + _long(0) + middle + images.get(kind, null_image * 2) + _long(0)
         if obj["version"] != 0 or first.value != expected:
             raise _Unsupported("record")  # not what the writer assembles
-        ident = (first.topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
-        return 2, variant, middle
+        return 2, self._variant(first.topic, edits), middle

@@ -22,7 +22,6 @@ from cdc_smt.transforms.native import (
     CANAL_TO_OGG,
     TICDC_TO_MAXWELL,
     TICDC_TO_OGG,
-    HeaderEdit,
     NativePlan,
     _CanalTables,
     _enum_table,
@@ -62,28 +61,10 @@ class _TypedJsonTables(_CanalTables):
     the primary key, and per op whether the transforms drop the rows or keep them (with
     which topic and header edits)."""
 
-    def _compile(
-        self, mysql_type: str | None, sql_type: str | None, pk: list[str], database: str | None, table: str | None
-    ) -> Any:
-        types = orjson.loads(mysql_type) if mysql_type is not None else None
-        if not isinstance(types, dict) or not types:
-            return None  # types inferred from the values: the Python path
-        message = {
-            "data": [dict.fromkeys(types)],
-            "database": database,
-            "es": 0,
-            "mysqlType": types,
-            "old": None,
-            "pkNames": pk,
-            "sqlType": orjson.loads(sql_type) if sql_type is not None else None,
-            "table": table,
-            "ts": 0,
-        }
-        (event,) = self._decode(message, "INSERT")
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         schema = event.schema
-        names = [c.name for c in schema.columns]
         key = schema.primary_key
-        if names != list(types) or any(k not in names for k in key):
+        if [c.name for c in schema.columns] != list(message["mysqlType"]):
             return None
         if len(set(key)) != len(key) or len(set(pk)) != len(pk):
             return None  # a repeated key column: Python's
@@ -130,26 +111,14 @@ class _TypedJsonTables(_CanalTables):
 
     def _op_typed(self, message: dict[str, Any], kind: str, selected: list[bool], pk: list[str]) -> tuple[int, Any]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-        (event,) = self._decode(message, kind)
-        edits: list[HeaderEdit] | None = None
-        for t, sel in zip(self.transforms, selected, strict=True):
-            if t.selects(event) != sel:
-                raise native._Unsupported("predicate")  # it judges ops differently: Python
-            if sel:
-                edits = native._header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if not out:
-                return 0, None
-            (event,) = out
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, selected)
+        if event is None:
+            return 0, None
         (first,) = self.encoder.encode(event)
         if first.value != orjson.dumps(self._expected(message, kind, pk)):
             raise native._Unsupported("message")  # not what the writer writes
-        ident = (first.topic, None if edits is None else tuple(edits))
-        variant = self._variant_ids.get(ident)
-        if variant is None:
-            variant = self._variant_ids[ident] = len(self.variants)
-            self.variants.append(ident)
-        return 2, variant
+        return 2, self._variant(first.topic, edits)
 
     def _expected(self, message: dict[str, Any], kind: str, pk: list[str]) -> dict[str, Any]:
         """What the writer writes for the probe (its row all null, ``es`` and ``ts`` 0)."""
