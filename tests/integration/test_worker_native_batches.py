@@ -36,8 +36,10 @@ def rows(partition: int, n: int) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("mode", ["plain", "idempotent", "transactional"])
 def test_native_batches_are_read_back_as_written(kafka: KafkaCluster, names: Any, mode: str) -> None:
-    if mode == "transactional" and kafka.backend != "apache":
-        pytest.skip("transactions: Apache Kafka only")
+    if mode != "plain" and kafka.backend != "apache":
+        # The embedded broker answers InitProducerId with an error: no producer ids, so
+        # neither idempotent nor transactional producers (the worker uses one only for exactly-once).
+        pytest.skip("idempotent and transactional producers: Apache Kafka only")
     topic = names(f"native-batches-{mode}")
     groups = {(topic, 0): rows(0, 400), (topic, 1): rows(1, 150)}
 
