@@ -184,22 +184,39 @@ def _canal_plan(chain: Any) -> NativePlan | None:
     values (or re-writes TiCDC's as Canal text) and the message's fields, so only
     transforms that leave rows and their tables as they are (filter by table/op, route,
     drop_tombstones, the header transforms) qualify."""
+    return row_keeping_plan(
+        chain,
+        _CanalOutTables,
+        (CANAL_TO_CANAL, TICDC_TO_CANAL),
+        encoder="canal-json",
+        batch_transaction=chain.encoder.batching,
+    )
+
+
+def row_keeping_plan(
+    chain: Any,
+    tables: type[_CanalTables],
+    names: tuple[str, str],
+    *,
+    plan_class: type[NativePlan] | None = None,
+    **writer: Any,
+) -> NativePlan | None:
+    """A plan from a Canal (or TiCDC) reader to a writer that keeps rows as they are (the
+    Canal, typed-JSON and DTS Avro writers), or ``None`` when a transform changes rows.
+    ``tables`` compiles the writer's table layouts, ``names`` is the plan's name from
+    canal-json and from ticdc-canal-json, ``writer`` the plan's writer options."""
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     assert _native is not None
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
-    decoder, encoder = chain.decoder, chain.encoder
+    decoder = chain.decoder
     ticdc = type(decoder) is TicdcCanalJson
-    compiler = _CanalOutTables(decoder, encoder, list(chain.transforms))
+    compiler = tables(decoder, chain.encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=decoder.opts.max_message_bytes,
-        ticdc=ticdc,
-        encoder="canal-json",
-        batch_transaction=encoder.batching,
+        compiler.compile, max_message_bytes=decoder.opts.max_message_bytes, ticdc=ticdc, **writer
     )
-    return NativePlan(TICDC_TO_CANAL if ticdc else CANAL_TO_CANAL, plan, compiler.variants)
+    return (plan_class or NativePlan)(names[ticdc], plan, compiler.variants)
 
 
 def _keeps_rows(t: Any) -> bool:

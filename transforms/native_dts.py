@@ -34,9 +34,7 @@ from cdc_smt.transforms.native import (
     NativePlan,
     _CanalTables,
     _enum_table,
-    _keeps_rows,
     _Shape,
-    _supported,
     _Unsupported,
     zones_agree,
 )
@@ -48,22 +46,15 @@ _MIDDLE = slice(3, 12)
 def dts_plan(chain: Any) -> NativePlan | None:
     """canal-json or ticdc-canal-json -> dts-avro with transforms that keep rows as they are."""
     from cdc_smt.transforms import native
-    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
-    assert native._native is not None
-    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
-        return None
-    decoder, encoder = chain.decoder, chain.encoder
-    ticdc = type(decoder) is TicdcCanalJson
-    compiler = _DtsOutTables(decoder, encoder, list(chain.transforms))
-    plan = native._native.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=decoder.opts.max_message_bytes,
-        ticdc=ticdc,
+    return native.row_keeping_plan(
+        chain,
+        _DtsOutTables,
+        (CANAL_TO_DTS, TICDC_TO_DTS),
+        plan_class=DtsNativePlan,
         encoder="dts-avro",
-        ids=encoder,
+        ids=chain.encoder,
     )
-    return DtsNativePlan(TICDC_TO_DTS if ticdc else CANAL_TO_DTS, plan, compiler.variants)
 
 
 class _Resume(Exception):

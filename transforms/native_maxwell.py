@@ -25,8 +25,6 @@ from cdc_smt.transforms.native import (
     NativePlan,
     _CanalTables,
     _enum_table,
-    _keeps_rows,
-    _supported,
 )
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
@@ -38,22 +36,8 @@ _OGG_TYPES = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "INIT": "I"}
 
 def plan(chain: Any) -> NativePlan | None:
     """The plan for a Canal (or TiCDC) decoder and a maxwell-json or ogg-json encoder, or ``None``."""
-    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
-
-    ext = native._native
-    assert ext is not None
-    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
-        return None
-    decoder, encoder = chain.decoder, chain.encoder
-    ticdc = type(decoder) is TicdcCanalJson
-    compiler = _TypedJsonTables(decoder, encoder, list(chain.transforms))
-    compiled = ext.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=decoder.opts.max_message_bytes,
-        ticdc=ticdc,
-        encoder=encoder.name,
-    )
-    return NativePlan(_NAMES[encoder.name][ticdc], compiled, compiler.variants)
+    name = chain.encoder.name
+    return native.row_keeping_plan(chain, _TypedJsonTables, _NAMES[name], encoder=name)
 
 
 class _TypedJsonTables(_CanalTables):

@@ -49,6 +49,35 @@ pub enum Entry {
     Write(usize),
 }
 
+/// Four op entries (c, u, d, r) from Python's ``(what, variant)``: ``what`` 0 (dropped),
+/// 1 (Python) or 2 (written with ``variant``).
+pub(crate) fn entries(ops: Vec<(u8, Option<usize>)>) -> PyResult<[Entry; 4]> {
+    if ops.len() != 4 {
+        return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
+    }
+    let mut entries = [Entry::Python, Entry::Python, Entry::Python, Entry::Python];
+    for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
+        *slot = match (what, variant) {
+            (0, _) => Entry::Dropped,
+            (2, Some(v)) => Entry::Write(v),
+            _ => Entry::Python,
+        };
+    }
+    Ok(entries)
+}
+
+/// Column names with their JSON-quoted forms (written as they are, per row).
+pub(crate) fn quoted_names(names: Vec<String>) -> Vec<(Vec<u8>, String)> {
+    names
+        .into_iter()
+        .map(|n| {
+            let mut b = Vec::new();
+            json::write_str(&mut b, &n);
+            (b, n)
+        })
+        .collect()
+}
+
 /// One table layout (Canal's ``mysqlType``, ``sqlType``, ``pkNames``, database, table).
 pub struct Table {
     index: HashMap<String, usize>,
@@ -118,25 +147,8 @@ impl Table {
                 return Ok(None);
             }
         }
-        if ops.len() != 4 {
-            return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
-        }
-        let mut entries = [Entry::Python, Entry::Python, Entry::Python, Entry::Python];
-        for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
-            *slot = match (what, variant) {
-                (0, _) => Entry::Dropped,
-                (2, Some(v)) => Entry::Write(v),
-                _ => Entry::Python,
-            };
-        }
-        let pk = pk
-            .into_iter()
-            .map(|n| {
-                let mut b = Vec::new();
-                json::write_str(&mut b, &n);
-                (b, n)
-            })
-            .collect();
+        let entries = entries(ops)?;
+        let pk = quoted_names(pk);
         Ok(Some(Table { index, pk, mysql_type, sql_type, retext, ops: entries }))
     }
 

@@ -363,11 +363,11 @@ struct DebeziumOut {
 }
 
 impl DebeziumOut {
-    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`op_entries`].
+    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`canal_out::entries`].
     fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
         type Spec<'py> = (Bound<'py, PyAny>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
         let (ops, envelope_schema, key_schema, exact): Spec = spec.extract()?;
-        Ok(DebeziumOut { ops: op_entries(&ops)?, envelope_schema, key_schema, exact })
+        Ok(DebeziumOut { ops: canal_out::entries(ops.extract()?)?, envelope_schema, key_schema, exact })
     }
 
     /// Are the images' values ones this writer copies (no exact re-read of numbers)?
@@ -560,24 +560,6 @@ fn wrap(schema: &[u8], payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(payload);
     out.push(b'}');
     out
-}
-
-/// Four op entries (c, u, d, r) from Python: ``(what, variant)``, ``what`` 0 (dropped),
-/// 1 (Python) or 2 (written with ``variant``).
-fn op_entries(spec: &Bound<PyAny>) -> PyResult<[canal_out::Entry; 4]> {
-    let ops: Vec<(u8, Option<usize>)> = spec.extract()?;
-    if ops.len() != 4 {
-        return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
-    }
-    let mut entries = [canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python, canal_out::Entry::Python];
-    for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
-        *slot = match (what, variant) {
-            (0, _) => canal_out::Entry::Dropped,
-            (2, Some(v)) => canal_out::Entry::Write(v),
-            _ => canal_out::Entry::Python,
-        };
-    }
-    Ok(entries)
 }
 
 /// Op codes as Debezium writes them, in the writers' order (c, u, d, r).

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 
 use crate::canal::Row;
-use crate::canal_out::Entry;
+use crate::canal_out::{entries, quoted_names, Entry};
 use crate::canal_text::TextOp;
 use crate::values::{plain_number, set_labels, Fallback, Op};
 use crate::{canon, json};
@@ -102,25 +102,8 @@ impl Table {
             }
             cols.push(Column { name, conv, eq });
         }
-        if ops.len() != 4 {
-            return Err(pyo3::exceptions::PyValueError::new_err("expected four op entries (c, u, d, r)"));
-        }
-        let mut entries = [Entry::Python, Entry::Python, Entry::Python, Entry::Python];
-        for (slot, (what, variant)) in entries.iter_mut().zip(ops) {
-            *slot = match (what, variant) {
-                (0, _) => Entry::Dropped,
-                (2, Some(v)) => Entry::Write(v),
-                _ => Entry::Python,
-            };
-        }
-        let pk = pk
-            .into_iter()
-            .map(|n| {
-                let mut b = Vec::new();
-                json::write_str(&mut b, &n);
-                (b, n)
-            })
-            .collect();
+        let entries = entries(ops)?;
+        let pk = quoted_names(pk);
         Ok(Some(Table { index, columns: cols, pk, ops: entries }))
     }
 
