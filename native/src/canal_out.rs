@@ -183,23 +183,29 @@ impl Table {
 
     /// ``{"pk": value, ...}`` of a row (``None``: no key).
     fn key(&self, row: &Row) -> Option<Vec<u8>> {
-        if self.pk.is_empty() {
-            return None;
-        }
-        let mut out = Vec::with_capacity(64);
-        out.push(b'{');
-        for (n, (name, plain)) in self.pk.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(name);
-            out.push(b':');
-            let value = row.0.iter().find(|(k, _)| k.as_ref() == plain.as_str()).and_then(|(_, v)| v.as_deref());
-            write_opt_str(&mut out, value);
-        }
-        out.push(b'}');
-        Some(out)
+        text_key(&self.pk, row)
     }
+}
+
+/// ``{"pk": "text", ...}``: a row's key from its primary key's raw texts (``pk`` as
+/// [`quoted_names`]; ``None``: no primary key).
+pub(crate) fn text_key(pk: &[(Vec<u8>, String)], row: &Row) -> Option<Vec<u8>> {
+    if pk.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    for (n, (name, plain)) in pk.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(name);
+        out.push(b':');
+        let value = row.0.iter().find(|(k, _)| k.as_ref() == plain.as_str()).and_then(|(_, v)| v.as_deref());
+        write_opt_str(&mut out, value);
+    }
+    out.push(b'}');
+    Some(out)
 }
 
 fn write_opt_str(out: &mut Vec<u8>, value: Option<&str>) {

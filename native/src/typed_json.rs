@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 
 use crate::canal::Row;
-use crate::canal_out::{entries, quoted_names, Entry};
+use crate::canal_out::{entries, quoted_names, text_key, Entry};
 use crate::canal_text::TextOp;
 use crate::values::{plain_number, set_labels, Fallback, Op};
 use crate::{canon, json};
@@ -260,24 +260,7 @@ impl Table {
 
     /// ``{"pk": "text", ...}``: the key, the primary key's raw texts (``None``: no key).
     pub fn key(&self, row: &Row) -> Option<Vec<u8>> {
-        if self.pk.is_empty() {
-            return None;
-        }
-        let mut out = Vec::with_capacity(64);
-        out.push(b'{');
-        for (n, (name, plain)) in self.pk.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(name);
-            out.push(b':');
-            match row.0.iter().find(|(k, _)| k.as_ref() == plain.as_str()).and_then(|(_, v)| v.as_deref()) {
-                Some(text) => json::write_str(&mut out, text),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        out.push(b'}');
-        Some(out)
+        text_key(&self.pk, row)
     }
 
     /// ``[pk names]`` as a JSON array.
