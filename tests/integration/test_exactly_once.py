@@ -41,8 +41,10 @@ from tests.integration.test_broker_faults import tables
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 PARTITIONS = 4
-#: Input chunks of the SIGKILL test: one kill at a random point of each.
-STAGES = 7
+#: The SIGKILL test: one kill at a random point of each input chunk, at least KILLS kills of
+#: which at least MID_STREAM land before the chunk is committed; more chunks (up to STAGES)
+#: when a loaded machine lets a worker finish a chunk before the kill reaches it.
+KILLS, MID_STREAM, STAGES = 7, 5, 10
 EXACTLY_ONCE = {"processing_guarantee": "exactly_once", "create_topics": True, "batch_size": 2000}
 
 
@@ -122,13 +124,18 @@ def _progress(kafka: KafkaCluster, group: str, src: str) -> int:
     return sum(committed(kafka, group, src).values())
 
 
+def _mid_stream(kills: list[tuple[int, int]]) -> int:
+    """The kills that found records produced but not yet committed."""
+    return sum(1 for done, available in kills if done < available)
+
+
 def test_sigkills_and_a_rebalance_lose_nothing_and_duplicate_nothing(
     apache: KafkaCluster, names, workers, record_property
 ) -> None:
     src, out, group = names("eos.canal"), names("eos.debezium"), names("eos")
-    records = row_changes(rows=50_000, updates=3)  # 200,000 changes of 50,000 rows
+    records = row_changes(rows=72_000, updates=3)  # 288,000 changes of 72,000 rows
     total = len(records)
-    # The input arrives in chunks, one more after each kill, so every kill lands mid-stream
+    # The input arrives in chunks, one more after each kill, so a kill lands mid-stream
     # (a worker converts a chunk in about a second; the kills follow each other every few seconds).
     chunk = total // STAGES
     chunks = [records[i * chunk : (i + 1) * chunk if i < STAGES - 1 else total] for i in range(STAGES)]
@@ -160,14 +167,18 @@ def test_sigkills_and_a_rebalance_lose_nothing_and_duplicate_nothing(
         assert "worker_failed" not in victim.text(), victim.text()[-3000:]
         running.append(workers(job, f"w{started}").start())  # restarted at once
         started += 1
-        if stage + 1 < STAGES:
-            produce(apache, src, chunks[stage + 1], partitions=PARTITIONS)
-            produced += len(chunks[stage + 1])
+        enough = len(kills) >= KILLS and _mid_stream(kills) >= MID_STREAM
+        rest = chunks[stage + 1 :] if enough else chunks[stage + 1 : stage + 2]
+        for c in rest:  # the next chunk, or all that is left once the kills are enough
+            produce(apache, src, c, partitions=PARTITIONS)
+            produced += len(c)
         running[-1].wait_running(90)
+        if enough:
+            break
     record_property("committed_at_kills", kills)
     print(f"kills at (committed, produced): {kills}")
-    mid_stream = sum(1 for done, available in kills if done < available)
-    assert mid_stream >= 5, f"kills at (committed, produced) {kills}: fewer than five mid-stream"
+    mid = _mid_stream(kills)
+    assert mid >= MID_STREAM, f"kills at (committed, produced) {kills}: {mid} mid-stream, fewer than {MID_STREAM}"
 
     sizes = partition_sizes(records, PARTITIONS)
     wait_for(lambda: committed(apache, group, src) == sizes, 240, "the workers to finish")
