@@ -438,7 +438,7 @@ impl Reader {
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                         // No Debezium-reader plan writes these yet (the planner does not make one).
-                        Encoder::Maxwell | Encoder::Ogg | Encoder::DtsAvro(_) => None,
+                        Encoder::Maxwell | Encoder::Ogg | Encoder::DtsAvro(_) | Encoder::Ticdc => None,
                     }
                     .map(Arc::new)
                 };

@@ -1,0 +1,152 @@
+"""The native planner's TiCDC writer: canal-json or ticdc-canal-json -> ticdc-canal-json.
+
+The plan (``native/src/ticdc_out.rs``) writes what ``TicdcCanalJson.encode_message``
+writes for a Canal row: from official Canal, per column the conversion of Canal's text
+to TiCDC's (``format_text``), its ``mysqlType`` (parameterless, or the full type with
+``content_compatible``) and its ``sqlType`` codes (TiCDC's table: one code, unsigned
+integers above the signed range a wider one); from TiCDC itself, the values and type maps
+as they are. Only transforms that keep rows as they are (filter by table/op, route,
+drop_tombstones, the header transforms) qualify; each op's probe checks that Python
+writes the message's table, row, type maps and ``_tidb`` as the writer does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdc_smt.transforms import native
+from cdc_smt.transforms.native import CANAL_TO_TICDC, TICDC_TO_TICDC, NativePlan, _CanalTables, _Shape
+
+_KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
+#: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
+ColumnSpec = tuple[str, str, str, Any, int, "tuple[int, int] | None"]
+
+
+def plan(chain: Any) -> NativePlan | None:
+    """The plan for a Canal (or TiCDC) decoder and a ticdc-canal-json encoder, or ``None``."""
+    return native.row_keeping_plan(chain, _TicdcOutTables, (CANAL_TO_TICDC, TICDC_TO_TICDC), encoder="ticdc-canal-json")
+
+
+def format_text(column: Any, zoned: bool) -> tuple[str, Any]:
+    """How the writer turns one column's Canal text into TiCDC's (``python``: a non-null
+    value sends the record to Python)."""
+    from cdc_smt.transforms.formats.canal_json import _enum_index_table, _enum_table
+    from cdc_smt.transforms.types import Kind
+
+    t = column.mysql
+    k = t.kind
+    if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
+        return "same", None
+    if k is Kind.ENUM:
+        index = _enum_index_table(t)
+        return "enum", {text: index[label] for text, label in _enum_table(t).items()}
+    if k is Kind.SET:
+        labels = t.values
+        plain = len(set(labels)) == len(labels) <= 64 and all(label and "," not in label for label in labels)
+        return ("set_bits", len(labels)) if plain else ("python", None)
+    if k is Kind.INT:
+        return "int", None
+    if k is Kind.YEAR:
+        return "year", None
+    if k is Kind.BIT and t.length is not None:
+        return "bits", t.length
+    if k is Kind.DECIMAL:
+        return "decimal", None
+    if k is Kind.FLOAT:
+        return ("float32" if t.is_single_float else "double"), None
+    if k is Kind.DATE:
+        return "date", None
+    if k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned):
+        return "datetime", t.fsp or 0
+    if k is Kind.TIME:
+        return "time", t.fsp or 0
+    if k is Kind.BYTES:
+        return "bytes", None
+    return "python", None  # GEOMETRY, TIMESTAMPs between zones
+
+
+class _TicdcOutTables(_CanalTables):
+    """Compiles one Canal table layout for the TiCDC writer: per column its conversion,
+    ``mysqlType`` and ``sqlType`` codes, the primary key, and per op whether the transforms
+    drop the rows or keep them (with which topic and header edits)."""
+
+    @property
+    def same(self) -> bool:
+        """From TiCDC itself: values and type maps are copied."""
+        return self.decoder.form is self.encoder.form
+
+    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
+        if self.same and (not isinstance(sql_types, dict) or sorted(sql_types) != sorted(types)):
+            return False  # sqlType computed from the values: the Python path
+        return len(set(pk)) == len(pk)
+
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        from cdc_smt.transforms.types import Kind
+
+        types = message["mysqlType"]
+        schema = event.schema
+        if sorted(c.name for c in schema.columns) != sorted(types):
+            return None
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        if self.same and not zoned and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
+            return None  # TIMESTAMP text re-based between the zones: Python
+        columns = [self._column(c, zoned) for c in schema.columns]
+        opts = self.encoder.opts
+        # content_compatible computes mysqlType; Python keeps the message's when they are equal.
+        keep = not opts.content_compatible or {c[0]: c[1] for c in columns} == types
+        shape = self._shape(event)
+        ops = [self._op_ticdc(message, kind, shape, columns, keep) for kind in _KINDS]
+        return columns, list(pk), ops, (self.same, opts.content_compatible, opts.enable_tidb_extension, keep)
+
+    def _column(self, column: Any, zoned: bool) -> ColumnSpec:
+        """One column's spec (:data:`ColumnSpec`)."""
+        from cdc_smt.transforms.types import Kind
+
+        encoder = self.encoder
+        conv, arg = format_text(column, zoned)
+        by_null = encoder.sql_type_by_null(column)
+        if by_null is not None:
+            if by_null[0] != by_null[1]:
+                raise native._Unsupported("sqlType")  # TiCDC's codes do not depend on NULL-ness
+            return column.name, encoder.mysql_type_text(column), conv, arg, by_null[0], None
+        t = column.mysql
+        if t.kind is not Kind.INT or not t.unsigned:
+            raise native._Unsupported("sqlType")
+        signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
+        bits = next(
+            b
+            for b in (8, 16, 24, 32, 64)
+            if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
+        )
+        return column.name, encoder.mysql_type_text(column), conv, arg, signed, (wide, (1 << (bits - 1)) - 1)
+
+    def _op_ticdc(
+        self, message: dict[str, Any], kind: str, shape: _Shape, columns: list[ColumnSpec], keep: bool
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, shape.selected)
+        if event is None:
+            return 0, None
+        (first,) = self.encoder.encode(event)
+        written = orjson.loads(first.value)
+        row = message["data"][0]
+        spec = {c[0]: c for c in columns}
+        database, table = message["database"], message["table"]
+        if not self.same:
+            database, table = database or "", table or ""
+        mysql_types = message["mysqlType"] if self.same and keep else {n: spec[n][1] for n in row}
+        sql_types = message["sqlType"] if self.same else {n: spec[n][4] for n in row}
+        if (
+            written.get("data") != [row]
+            or written.get("database") != database
+            or written.get("table") != table
+            or written.get("type") != ("INSERT" if kind == "INIT" else kind)
+            or written.get("mysqlType") != mysql_types
+            or written.get("sqlType") != sql_types
+            or ("_tidb" in written) != self.encoder.opts.enable_tidb_extension
+        ):
+            raise native._Unsupported("message")  # not what the writer writes
+        return 2, self._variant(first.topic, edits)
