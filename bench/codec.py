@@ -125,6 +125,14 @@ ROWS: tuple[Row, ...] = (
         note="typed, no schema",
         python_path=True,
     ),
+    Row("debezium-json", "ticdc-canal-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row(
+        "debezium-json",
+        "ticdc-canal-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
     Row(
         "debezium-json",
         "debezium-json",
@@ -595,6 +603,7 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "ticdc-canal-json -> canal-json": ("ticdc-canal-json", "canal-json", {}),
     "canal-json -> ticdc-canal-json": ("canal-json", "ticdc-canal-json", {}),
     "ticdc-canal-json -> ticdc-canal-json": ("ticdc-canal-json", "ticdc-canal-json", {}),
+    "debezium-json -> ticdc-canal-json": ("debezium-json", "ticdc-canal-json", {}),
     "canal-json -> maxwell-json": ("canal-json", "maxwell-json", {}),
     "canal-json -> ogg-json": ("canal-json", "ogg-json", {}),
     "debezium-json -> canal-json": ("debezium-json", "canal-json", {}),

@@ -45,6 +45,19 @@ from tests.test_native import (
     records_of,
 )
 from tests.test_native_canal_out import CHANGING, KEEPING, UNUSUAL, keeping_messages
+from tests.test_native_debezium import (
+    KEY,
+    KEYS,
+    ROW,
+    SOURCE,
+    VALUES,
+    debezium_records,
+    event,
+    good,
+    keyed,
+    make_chain,
+)
+from tests.test_native_debezium import MALFORMED as MALFORMED_EVENTS
 from tests.test_native_ticdc import ENCODERS, ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
 
@@ -390,3 +403,128 @@ def test_corpus_ticdc_files(corpus: Path) -> None:
     assert_same_ticdc(records_of(values), {}, {}, CHAINS["headers"])
     for sink in SINKS[:2]:  # TiCDC's texts read as official Canal (the Canal reader's view of them)
         assert_same(records_of(values), {}, sink)
+
+
+# ---------------------------------------------------------------------------
+# debezium-json -> ticdc-canal-json: the Debezium reader composed with the TiCDC writer
+# ---------------------------------------------------------------------------
+
+#: TiCDC options the Debezium reader's plan takes (the extension's ``commitTs`` would come
+#: from the source block's ``commit_ts``: Python's).
+DEBEZIUM_SINKS = SINKS[:2]
+
+
+def assert_same_debezium(
+    records: list[Record],
+    source: dict[str, Any] | None = None,
+    sink: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
+) -> int:
+    """debezium-json -> ticdc-canal-json: both paths agree; returns how many records the
+    plan handled itself (given their keys)."""
+    plan = native.DEBEZIUM_TO_TICDC
+    assert_plan_agrees("debezium-json", "ticdc-canal-json", plan, records, source, sink, transforms)
+    chain = make_chain(source or {}, sink or {}, transforms or [], "ticdc-canal-json")
+    assert chain.native is not None
+    counts = chain.native.convert_values([r.value for r in records], [r.key for r in records])[0]
+    return sum(n >= 0 for n in counts)
+
+
+def test_the_debezium_plan_is_chosen_for_what_it_writes() -> None:
+    for sink in DEBEZIUM_SINKS:
+        chain = Chain(get_codec("debezium-json"), get_codec("ticdc-canal-json", sink), [], "all")
+        assert chain.native is not None and chain.native.name == native.DEBEZIUM_TO_TICDC
+    tidb = Chain(get_codec("debezium-json"), get_codec("ticdc-canal-json", {"enable_tidb_extension": True}), [], "all")
+    assert tidb.native is None
+    for name in CHANGING:
+        chain = Chain(get_codec("debezium-json"), get_codec("ticdc-canal-json"), build_transforms(CHAINS[name]), "all")
+        assert chain.native is None, name
+    assert native.DEBEZIUM_TO_TICDC in native.plans_of("debezium-json")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=st.sampled_from([{}, {"tombstones_on_delete": False}, {"schemas_enable": True}]),
+    tz=st.sampled_from(ZONES),
+    sink_tz=st.sampled_from([None, "UTC"]),
+    sink=st.sampled_from(DEBEZIUM_SINKS),
+    transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
+)
+def test_random_debezium_streams_are_byte_identical(
+    stream: list[ChangeEvent],
+    options: dict[str, Any],
+    tz: str,
+    sink_tz: str | None,
+    sink: dict[str, Any],
+    transforms: list[dict[str, Any]],
+) -> None:
+    records = debezium_records(stream, tz, options)
+    sink = {**sink, "source_timezone": sink_tz or tz}
+    assert_same_debezium(records, {"source_timezone": tz}, sink, transforms)
+
+
+def test_debezium_streams_are_mostly_handled_natively() -> None:
+    total = count = 0
+    zone = {"source_timezone": "Asia/Shanghai"}
+    for seed in range(30):
+        records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
+        for sink in DEBEZIUM_SINKS:
+            total += len(records)
+            count += assert_same_debezium(records, zone, {**sink, **zone})
+    assert count >= total * 0.6, (count, total)
+
+
+def test_regular_debezium_events_are_all_handled_natively() -> None:
+    records = keyed(good())
+    for sink in DEBEZIUM_SINKS:
+        assert assert_same_debezium(records, {}, sink) == len(records) - 1  # the tombstone is Python's
+    (first, *_) = (
+        Chain(get_codec("debezium-json"), get_codec("ticdc-canal-json"), [], "all").process_batch(records).outputs
+    )
+    assert orjson.loads(first.value)["data"] == [
+        {"id": "1", "v": "x", "d": "2.5", "b": "1", "n": None, "big": str(-(2**63))}
+    ]
+
+
+@pytest.mark.parametrize("sink", DEBEZIUM_SINKS, ids=SINK_IDS[:2])
+def test_debezium_values_keys_and_malformed_events(sink: dict[str, Any]) -> None:
+    values = []
+    for value in VALUES:
+        row = {**ROW, "v": value}
+        values += [
+            (event("c", after=row), KEY),
+            (event("u", before=ROW, after=row), KEY),
+            (event("u", before=row, after=row), KEY),
+            (event("d", before=row), KEY),
+        ]
+    values += [(v, key) for key in KEYS for v, _ in good()]
+    values += [pair for bad in MALFORMED_EVENTS for pair in ((event("c", after=ROW), KEY), (bad, KEY))]
+    assert assert_same_debezium(keyed(values), {}, sink) >= len(values) // 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(**MUTATIONS, sink=st.sampled_from(DEBEZIUM_SINKS))
+def test_mutated_debezium_events(at: int, insert: bytes, cut: int, sink: dict[str, Any]) -> None:
+    value = event("u", before=ROW, after={**ROW, "v": "y"})
+    mutated = value[:at] + insert + value[at + cut :]
+    if b',"ts_ms":1700000000123,' in mutated:  # else Python may write the time of encoding
+        assert_same_debezium(keyed([(mutated, KEY), (value, KEY)]), {}, sink)
+
+
+@pytest.mark.parametrize("name", KEEPING)
+def test_debezium_chains_that_keep_rows(name: str) -> None:
+    values = [
+        (event(op, before=ROW if op in "ud" else None, after=None if op == "d" else ROW, source=source), KEY)
+        for op in "cudr"
+        for source in (SOURCE, {**SOURCE, "table": "orders"}, {**SOURCE, "db": "other"})
+    ]
+    assert assert_same_debezium(keyed(values), {}, {}, CHAINS[name]) == len(values)
+
+
+def test_corpus_debezium_files(corpus: Path) -> None:
+    values = [v for messages in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages]
+    assert values
+    for key in (None, b'{"id":101}'):
+        for sink in DEBEZIUM_SINKS:
+            assert_same_debezium(keyed([(v, key) for v in values]), {}, sink)

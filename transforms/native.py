@@ -78,6 +78,7 @@ DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
 CANAL_TO_TICDC = "canal-json -> ticdc-canal-json"
 TICDC_TO_TICDC = "ticdc-canal-json -> ticdc-canal-json"
+DEBEZIUM_TO_TICDC = "debezium-json -> ticdc-canal-json"
 
 
 def available() -> bool:
@@ -165,6 +166,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
+        from cdc_smt.transforms import native_ticdc
+
+        return native_ticdc.debezium_plan(chain, _native)
     if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
         from cdc_smt.transforms.native_debezium import debezium_plan
 
@@ -857,6 +862,7 @@ __all__ = [
     "CANAL_TO_TICDC",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
+    "DEBEZIUM_TO_TICDC",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -17,7 +17,15 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms import native
-from cdc_smt.transforms.native import CANAL_TO_TICDC, TICDC_TO_TICDC, NativePlan, _CanalTables, _Shape
+from cdc_smt.transforms.native import (
+    CANAL_TO_TICDC,
+    DEBEZIUM_TO_TICDC,
+    TICDC_TO_TICDC,
+    NativePlan,
+    _CanalTables,
+    _Shape,
+)
+from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, _Layouts
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
@@ -67,6 +75,29 @@ def format_text(column: Any, zoned: bool) -> tuple[str, Any]:
     return "python", None  # GEOMETRY, TIMESTAMPs between zones
 
 
+def column_spec(encoder: Any, column: Any, zoned: bool) -> ColumnSpec:
+    """One column's spec for the writer (:data:`ColumnSpec`): its conversion, and its
+    ``mysqlType`` and ``sqlType`` codes as ``encoder`` writes them."""
+    from cdc_smt.transforms.types import Kind
+
+    conv, arg = format_text(column, zoned)
+    by_null = encoder.sql_type_by_null(column)
+    if by_null is not None:
+        if by_null[0] != by_null[1]:
+            raise native._Unsupported("sqlType")  # TiCDC's codes do not depend on NULL-ness
+        return column.name, encoder.mysql_type_text(column), conv, arg, by_null[0], None
+    t = column.mysql
+    if t.kind is not Kind.INT or not t.unsigned:
+        raise native._Unsupported("sqlType")
+    signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
+    bits = next(
+        b
+        for b in (8, 16, 24, 32, 64)
+        if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
+    )
+    return column.name, encoder.mysql_type_text(column), conv, arg, signed, (wide, (1 << (bits - 1)) - 1)
+
+
 class _TicdcOutTables(_CanalTables):
     """Compiles one Canal table layout for the TiCDC writer: per column its conversion,
     ``mysqlType`` and ``sqlType`` codes, the primary key, and per op whether the transforms
@@ -92,35 +123,13 @@ class _TicdcOutTables(_CanalTables):
         zoned = self.timezone == self.encoder.opts.source_timezone
         if self.same and not zoned and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
             return None  # TIMESTAMP text re-based between the zones: Python
-        columns = [self._column(c, zoned) for c in schema.columns]
+        columns = [column_spec(self.encoder, c, zoned) for c in schema.columns]
         opts = self.encoder.opts
         # content_compatible computes mysqlType; Python keeps the message's when they are equal.
         keep = not opts.content_compatible or {c[0]: c[1] for c in columns} == types
         shape = self._shape(event)
         ops = [self._op_ticdc(message, kind, shape, columns, keep) for kind in _KINDS]
         return columns, list(pk), ops, (self.same, opts.content_compatible, opts.enable_tidb_extension, keep)
-
-    def _column(self, column: Any, zoned: bool) -> ColumnSpec:
-        """One column's spec (:data:`ColumnSpec`)."""
-        from cdc_smt.transforms.types import Kind
-
-        encoder = self.encoder
-        conv, arg = format_text(column, zoned)
-        by_null = encoder.sql_type_by_null(column)
-        if by_null is not None:
-            if by_null[0] != by_null[1]:
-                raise native._Unsupported("sqlType")  # TiCDC's codes do not depend on NULL-ness
-            return column.name, encoder.mysql_type_text(column), conv, arg, by_null[0], None
-        t = column.mysql
-        if t.kind is not Kind.INT or not t.unsigned:
-            raise native._Unsupported("sqlType")
-        signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
-        bits = next(
-            b
-            for b in (8, 16, 24, 32, 64)
-            if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
-        )
-        return column.name, encoder.mysql_type_text(column), conv, arg, signed, (wide, (1 << (bits - 1)) - 1)
 
     def _op_ticdc(
         self, message: dict[str, Any], kind: str, shape: _Shape, columns: list[ColumnSpec], keep: bool
@@ -148,5 +157,78 @@ class _TicdcOutTables(_CanalTables):
             or written.get("sqlType") != sql_types
             or ("_tidb" in written) != self.encoder.opts.enable_tidb_extension
         ):
+            raise native._Unsupported("message")  # not what the writer writes
+        return 2, self._variant(first.topic, edits)
+
+
+def debezium_plan(chain: Any, extension: Any) -> NativePlan | None:
+    """debezium-json -> ticdc-canal-json through the Debezium reader (``debezium_in.rs``),
+    with the transforms that keep rows as they are, or ``None``; ``extension`` is the
+    native module. With ``enable_tidb_extension`` Python's (``_tidb.commitTs`` comes from
+    the source block's ``commit_ts``, which the reader does not read)."""
+    from cdc_smt.transforms.native import _keeps_rows, _supported
+
+    if chain.encoder.opts.enable_tidb_extension:
+        return None
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    tables = _DebeziumTicdcTables(chain.decoder, chain.encoder, list(chain.transforms))
+    plan = extension.CanalToDebezium(
+        tables.compile_layout,
+        max_message_bytes=chain.decoder.opts.max_message_bytes,
+        encoder="ticdc-canal-json",
+        reader="debezium-json",
+    )
+    return NativePlan(DEBEZIUM_TO_TICDC, plan, tables.variants)
+
+
+class _DebeziumTicdcTables(_Layouts):
+    """Compiles one Debezium layout (columns typed by their JSON kinds) for the TiCDC
+    writer: per column its conversion and type maps; each op's probe must be what the
+    writer writes for it (TiCDC's fields, the whole before-image as UPDATE ``old``)."""
+
+    def _compile_probe(self, probe: Any, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:
+            return None  # values in the schema's representations: Python converts them
+        decoded, shape = self._probe_shape(probe, pk)
+        specs = [column_spec(self.encoder, c, True) for c in decoded.schema.columns]
+        texts = {name: _SAMPLES[kind][1] for name, kind in columns}
+        ops = [self._op_ticdc_layout(probe, code, kind, shape, texts, specs) for code, kind in _OPS]
+        return specs, list(pk), ops, (False, self.encoder.opts.content_compatible, False, False)
+
+    def _op_ticdc_layout(
+        self,
+        probe: Any,
+        code: str,
+        kind: str,
+        shape: _Shape,
+        texts: dict[str, str | None],
+        specs: list[ColumnSpec],
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
+        if event is None:
+            return 0, None
+        (first,) = self.encoder.encode(event)
+        old = None
+        if kind == "UPDATE":  # the probe's images are equal: no column changed
+            old = [{} if self.encoder.opts.content_compatible else texts]
+        expected = {
+            "id": 0,
+            "database": probe.source["db"],
+            "table": probe.source["table"],
+            "pkNames": list(event.pk) or None,
+            "isDdl": False,
+            "type": "INSERT" if kind == "INIT" else kind,
+            "es": 0,
+            "ts": 0,
+            "sql": "",
+            "sqlType": {s[0]: s[4] for s in specs},
+            "mysqlType": {s[0]: s[1] for s in specs},
+            "old": old,
+            "data": [texts],
+        }
+        written = orjson.loads(first.value)
+        if written != expected or list(written) != list(expected) or first.key != probe.record_key(event.pk):
             raise native._Unsupported("message")  # not what the writer writes
         return 2, self._variant(first.topic, edits)

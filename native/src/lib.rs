@@ -48,6 +48,7 @@ const PLANS: &[&str] = &[
     "debezium-json -> debezium-json",
     "canal-json -> ticdc-canal-json",
     "ticdc-canal-json -> ticdc-canal-json",
+    "debezium-json -> ticdc-canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
