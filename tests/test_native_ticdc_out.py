@@ -73,16 +73,19 @@ SINKS: list[dict[str, Any]] = [
 SINK_IDS = ["defaults", "content-compatible", "tidb-extension", "both"]
 
 
+#: The plan of each source format.
+PLANS = {"canal-json": native.CANAL_TO_TICDC, "ticdc-canal-json": native.TICDC_TO_TICDC}
+
+
 def assert_same(
     records: list[Record],
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    decoder: str = "canal-json",
 ) -> int:
-    """canal-json -> ticdc-canal-json: both paths agree; returns how many the plan handled."""
-    return assert_plan_agrees(
-        "canal-json", "ticdc-canal-json", native.CANAL_TO_TICDC, records, source, sink, transforms
-    )
+    """``decoder`` -> ticdc-canal-json: both paths agree; returns how many the plan handled."""
+    return assert_plan_agrees(decoder, "ticdc-canal-json", PLANS[decoder], records, source, sink, transforms)
 
 
 def assert_same_ticdc(
@@ -91,10 +94,8 @@ def assert_same_ticdc(
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
 ) -> int:
-    """ticdc-canal-json -> ticdc-canal-json: both paths agree; returns how many the plan handled."""
-    return assert_plan_agrees(
-        "ticdc-canal-json", "ticdc-canal-json", native.TICDC_TO_TICDC, records, source, sink, transforms
-    )
+    """``assert_same`` from ticdc-canal-json."""
+    return assert_same(records, source, sink, transforms, "ticdc-canal-json")
 
 
 def test_the_plans_are_chosen_for_what_they_write() -> None:

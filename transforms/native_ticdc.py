@@ -22,7 +22,7 @@ from cdc_smt.transforms.native import (
     DEBEZIUM_TO_TICDC,
     TICDC_TO_TICDC,
     NativePlan,
-    _CanalTables,
+    _CanalOutTables,
     _Shape,
 )
 from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, _Layouts
@@ -75,30 +75,17 @@ def format_text(column: Any, zoned: bool) -> tuple[str, Any]:
     return "python", None  # GEOMETRY, TIMESTAMPs between zones
 
 
-def column_spec(encoder: Any, column: Any, zoned: bool) -> ColumnSpec:
+def column_spec(tables: _CanalOutTables, column: Any, zoned: bool) -> ColumnSpec:
     """One column's spec for the writer (:data:`ColumnSpec`): its conversion, and its
-    ``mysqlType`` and ``sqlType`` codes as ``encoder`` writes them."""
-    from cdc_smt.transforms.types import Kind
-
+    ``mysqlType`` and ``sqlType`` codes as ``tables``' encoder writes them."""
+    type_text, _, _, null_code, code, wide, signed_max = tables._text(column, zoned)
+    if null_code != code:
+        raise native._Unsupported("sqlType")  # TiCDC's codes do not depend on NULL-ness
     conv, arg = format_text(column, zoned)
-    by_null = encoder.sql_type_by_null(column)
-    if by_null is not None:
-        if by_null[0] != by_null[1]:
-            raise native._Unsupported("sqlType")  # TiCDC's codes do not depend on NULL-ness
-        return column.name, encoder.mysql_type_text(column), conv, arg, by_null[0], None
-    t = column.mysql
-    if t.kind is not Kind.INT or not t.unsigned:
-        raise native._Unsupported("sqlType")
-    signed, wide = t.jdbc_type(None), t.jdbc_type(1 << 64)
-    bits = next(
-        b
-        for b in (8, 16, 24, 32, 64)
-        if t.jdbc_type((1 << (b - 1)) - 1) == signed and t.jdbc_type(1 << (b - 1)) == wide
-    )
-    return column.name, encoder.mysql_type_text(column), conv, arg, signed, (wide, (1 << (bits - 1)) - 1)
+    return column.name, type_text, conv, arg, code, None if signed_max is None else (wide, signed_max)
 
 
-class _TicdcOutTables(_CanalTables):
+class _TicdcOutTables(_CanalOutTables):
     """Compiles one Canal table layout for the TiCDC writer: per column its conversion,
     ``mysqlType`` and ``sqlType`` codes, the primary key, and per op whether the transforms
     drop the rows or keep them (with which topic and header edits)."""
@@ -123,7 +110,7 @@ class _TicdcOutTables(_CanalTables):
         zoned = self.timezone == self.encoder.opts.source_timezone
         if self.same and not zoned and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
             return None  # TIMESTAMP text re-based between the zones: Python
-        columns = [column_spec(self.encoder, c, zoned) for c in schema.columns]
+        columns = [column_spec(self, c, zoned) for c in schema.columns]
         opts = self.encoder.opts
         # content_compatible computes mysqlType; Python keeps the message's when they are equal.
         keep = not opts.content_compatible or {c[0]: c[1] for c in columns} == types
@@ -191,7 +178,7 @@ class _DebeziumTicdcTables(_Layouts):
         if probe.head is not None:
             return None  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
-        specs = [column_spec(self.encoder, c, True) for c in decoded.schema.columns]
+        specs = [column_spec(self, c, True) for c in decoded.schema.columns]
         texts = {name: _SAMPLES[kind][1] for name, kind in columns}
         ops = [self._op_ticdc_layout(probe, code, kind, shape, texts, specs) for code, kind in _OPS]
         return specs, list(pk), ops, (False, self.encoder.opts.content_compatible, False, False)

@@ -16,9 +16,10 @@
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
+use serde_json::value::RawValue;
 
 use crate::canal::{Message, Row, FIELD_DATABASE, FIELD_ES, FIELD_ID, FIELD_IS_DDL, FIELD_MYSQL_TYPE, FIELD_OLD, FIELD_PK_NAMES, FIELD_SQL, FIELD_SQL_TYPE, FIELD_TABLE, FIELD_TS};
-use crate::canal_out::{entries, quoted_names, text_key, Entry};
+use crate::canal_out::{entries, quoted_names, text_key, write_extra, Entry};
 use crate::canal_text::TextOp;
 use crate::typed_json::plain_decimal;
 use crate::values::{plain_number, Fallback};
@@ -302,17 +303,36 @@ fn value_of<'b>(span: Option<(usize, usize)>, buf: &'b [u8]) -> &'b [u8] {
     }
 }
 
-/// ``{"name":value,...}`` of converted entries.
-fn write_object(out: &mut Vec<u8>, t: &Table, entries: &[(usize, Option<(usize, usize)>)], buf: &[u8]) {
-    out.push(b'{');
-    for (n, (c, span)) in entries.iter().enumerate() {
+/// ``open item,item,... close``: each item written by ``write``.
+fn write_list<T>(out: &mut Vec<u8>, open: u8, items: &[T], close: u8, mut write: impl FnMut(&mut Vec<u8>, &T) -> Result<(), Fallback>) -> Result<(), Fallback> {
+    out.push(open);
+    for (n, item) in items.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
+        write(out, item)?;
+    }
+    out.push(close);
+    Ok(())
+}
+
+/// ``{"name":value,...}`` of converted entries.
+fn write_object(out: &mut Vec<u8>, t: &Table, entries: &[(usize, Option<(usize, usize)>)], buf: &[u8]) -> Result<(), Fallback> {
+    write_list(out, b'{', entries, b'}', |out, (c, span)| {
         out.extend_from_slice(&t.columns[*c].name);
         out.extend_from_slice(value_of(*span, buf));
+        Ok(())
+    })
+}
+
+/// A field copied from the message as orjson's round trip writes it (from TiCDC itself),
+/// else TiCDC's constant.
+fn write_copied(out: &mut Vec<u8>, t: &Table, raw: Option<&RawValue>, constant: &[u8]) -> Result<(), Fallback> {
+    if !t.same {
+        out.extend_from_slice(constant);
+        return Ok(());
     }
-    out.push(b'}');
+    canon::write(out, raw.ok_or(Fallback)?.get()).map_err(|_| Fallback)
 }
 
 /// The UPDATE's ``old`` row: the before-image (``data`` overlaid with ``old``), whole, or
@@ -373,35 +393,21 @@ fn write_row(t: &Table, m: &Message, op: usize, ts: i64, row: &Row, o: Option<&R
 
     let mut value = Vec::with_capacity(buf.len() * 2 + 512);
     value.extend_from_slice(b"{\"id\":");
-    if t.same {
-        canon::write(&mut value, m.id.ok_or(Fallback)?.get()).map_err(|_| Fallback)?;
-    } else {
-        value.push(b'0');
-    }
+    write_copied(&mut value, t, m.id, b"0")?;
     value.extend_from_slice(b",\"database\":");
     write_name(&mut value, m.database.as_deref(), t.same);
     value.extend_from_slice(b",\"table\":");
     write_name(&mut value, m.table.as_deref(), t.same);
     value.extend_from_slice(b",\"pkNames\":");
     match &m.pk_names {
-        Some(names) if t.same || !names.is_empty() => {
-            value.push(b'[');
-            for (n, name) in names.iter().enumerate() {
-                if n > 0 {
-                    value.push(b',');
-                }
-                json::write_str(&mut value, name);
-            }
-            value.push(b']');
-        }
+        Some(names) if t.same || !names.is_empty() => write_list(&mut value, b'[', names, b']', |out, name| {
+            json::write_str(out, name);
+            Ok(())
+        })?,
         _ => value.extend_from_slice(b"null"),
     }
     value.extend_from_slice(b",\"isDdl\":");
-    if t.same {
-        canon::write(&mut value, m.is_ddl.ok_or(Fallback)?.get()).map_err(|_| Fallback)?;
-    } else {
-        value.extend_from_slice(b"false");
-    }
+    write_copied(&mut value, t, m.is_ddl, b"false")?;
     value.extend_from_slice(b",\"type\":");
     value.extend_from_slice(TYPES[op]);
     value.extend_from_slice(b",\"es\":");
@@ -410,45 +416,29 @@ fn write_row(t: &Table, m: &Message, op: usize, ts: i64, row: &Row, o: Option<&R
     value.extend_from_slice(b",\"ts\":");
     json::write_int(&mut value, ts);
     value.extend_from_slice(b",\"sql\":");
-    if t.same {
-        canon::write(&mut value, m.sql.ok_or(Fallback)?.get()).map_err(|_| Fallback)?;
-    } else {
-        value.extend_from_slice(b"\"\"");
-    }
+    write_copied(&mut value, t, m.sql, b"\"\"")?;
     value.extend_from_slice(b",\"sqlType\":");
     match &t.sql_type {
         Some(copied) => value.extend_from_slice(copied),
-        None => {
-            value.push(b'{');
-            for (n, (c, span)) in after.iter().enumerate() {
-                if n > 0 {
-                    value.push(b',');
-                }
-                value.extend_from_slice(&t.columns[*c].name);
-                json::write_int(&mut value, t.sql_code(*c, *span, &buf)?);
-            }
-            value.push(b'}');
-        }
+        None => write_list(&mut value, b'{', &after, b'}', |out, (c, span)| {
+            out.extend_from_slice(&t.columns[*c].name);
+            json::write_int(out, t.sql_code(*c, *span, &buf)?);
+            Ok(())
+        })?,
     }
     value.extend_from_slice(b",\"mysqlType\":");
     match &t.mysql_type {
         Some(copied) => value.extend_from_slice(copied),
-        None => {
-            value.push(b'{');
-            for (n, (c, _)) in after.iter().enumerate() {
-                if n > 0 {
-                    value.push(b',');
-                }
-                value.extend_from_slice(&t.columns[*c].mysql_type);
-            }
-            value.push(b'}');
-        }
+        None => write_list(&mut value, b'{', &after, b'}', |out, (c, _)| {
+            out.extend_from_slice(&t.columns[*c].mysql_type);
+            Ok(())
+        })?,
     }
     value.extend_from_slice(b",\"old\":");
     match &old_row {
         Some(before) => {
             value.push(b'[');
-            write_object(&mut value, t, before, &buf);
+            write_object(&mut value, t, before, &buf)?;
             value.push(b']');
         }
         // From TiCDC itself: the input's null or ``[]`` (a non-empty one is not kept).
@@ -456,18 +446,10 @@ fn write_row(t: &Table, m: &Message, op: usize, ts: i64, row: &Row, o: Option<&R
         None => value.extend_from_slice(b"null"),
     }
     value.extend_from_slice(b",\"data\":[");
-    write_object(&mut value, t, &after, &buf);
+    write_object(&mut value, t, &after, &buf)?;
     value.push(b']');
     if t.same {
-        for (n, (name, raw)) in m.extra.iter().enumerate() {
-            if m.extra[..n].iter().any(|(k, _)| k == name) {
-                return Err(Fallback); // a repeated field: Python keeps the last value
-            }
-            value.push(b',');
-            json::write_str(&mut value, name);
-            value.push(b':');
-            canon::write(&mut value, raw.get()).map_err(|_| Fallback)?;
-        }
+        write_extra(&mut value, m)?;
     }
     if t.extension {
         // ``_tidb.commitTs``: the commit TSO made from ``es`` (logical part 0).
