@@ -166,6 +166,10 @@ fn write_plain(out: &mut Vec<u8>, text: &str) {
     }
 }
 
+/// A row's converted values: per entry its column and its value's span in the buffer
+/// (``None``: null).
+type Entries = Vec<(usize, Option<(usize, usize)>)>;
+
 /// One column as TiCDC writes it.
 struct Column {
     /// ``"name":`` and ``"name":"mysqlType"`` (the ``mysqlType`` entry).
@@ -255,7 +259,7 @@ impl Table {
 
     /// A row's values as TiCDC text into ``buf``: per entry its column and the span of its
     /// JSON value (``None``: null); a column repeated or unknown is Python's.
-    fn texts(&self, row: &Row, buf: &mut Vec<u8>) -> Result<Vec<(usize, Option<(usize, usize)>)>, Fallback> {
+    fn texts(&self, row: &Row, buf: &mut Vec<u8>) -> Result<Entries, Fallback> {
         let mut seen = vec![false; self.columns.len()];
         let mut spans = Vec::with_capacity(row.0.len());
         for (name, value) in &row.0 {
@@ -296,7 +300,7 @@ impl Table {
 }
 
 /// Bytes of a span (``null`` for none).
-fn value_of<'b>(span: Option<(usize, usize)>, buf: &'b [u8]) -> &'b [u8] {
+fn value_of(span: Option<(usize, usize)>, buf: &[u8]) -> &[u8] {
     match span {
         Some((a, b)) => &buf[a..b],
         None => b"null",
@@ -338,7 +342,7 @@ fn write_copied(out: &mut Vec<u8>, t: &Table, raw: Option<&RawValue>, constant: 
 /// The UPDATE's ``old`` row: the before-image (``data`` overlaid with ``old``), whole, or
 /// with ``content-compatible`` its columns whose text differs from the after-image's; from
 /// TiCDC itself without ``content-compatible``, the input's ``old`` row as it is.
-fn update_old(t: &Table, after: &[(usize, Option<(usize, usize)>)], o: Option<&Row>, buf: &mut Vec<u8>) -> Result<Vec<(usize, Option<(usize, usize)>)>, Fallback> {
+fn update_old(t: &Table, after: &[(usize, Option<(usize, usize)>)], o: Option<&Row>, buf: &mut Vec<u8>) -> Result<Entries, Fallback> {
     let overlay = match o {
         Some(o) => t.texts(o, buf)?,
         None => Vec::new(),
