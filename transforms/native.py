@@ -76,6 +76,9 @@ CANAL_TO_DTS = "canal-json -> dts-avro"
 TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
+CANAL_TO_TICDC = "canal-json -> ticdc-canal-json"
+TICDC_TO_TICDC = "ticdc-canal-json -> ticdc-canal-json"
+DEBEZIUM_TO_TICDC = "debezium-json -> ticdc-canal-json"
 
 
 def available() -> bool:
@@ -155,10 +158,18 @@ def plan_for(chain: Any) -> NativePlan | None:
         return dts_plan(chain)
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CanalJson:
         return _canal_plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is TicdcCanalJson:
+        from cdc_smt.transforms import native_ticdc
+
+        return native_ticdc.plan(chain)
     if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) in (MaxwellJson, OggJson):
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
+        from cdc_smt.transforms import native_ticdc
+
+        return native_ticdc.debezium_plan(chain, _native)
     if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
         from cdc_smt.transforms.native_debezium import debezium_plan
 
@@ -848,13 +859,16 @@ __all__ = [
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
+    "CANAL_TO_TICDC",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
+    "DEBEZIUM_TO_TICDC",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",
     "TICDC_TO_DTS",
+    "TICDC_TO_TICDC",
     "ENV",
     "NativePlan",
     "available",

@@ -292,17 +292,24 @@ fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>
     json::write_int(&mut tail, ts);
     tail.extend_from_slice(b",\"type\":");
     tail.extend_from_slice(TYPES[op]);
-    for (n, (name, raw)) in m.extra.iter().enumerate() {
-        if m.extra[..n].iter().any(|(k, _)| k == name) {
-            return Err(Fallback); // a repeated field: Python keeps the last value
-        }
-        tail.push(b',');
-        json::write_str(&mut tail, name);
-        tail.push(b':');
-        canon::write(&mut tail, raw.get()).map_err(|_| Fallback)?;
-    }
+    write_extra(&mut tail, m)?;
     tail.push(b'}');
     Ok((head, tail))
+}
+
+/// ``,"field":value`` of each field the message has that the model lacks, in message
+/// order, as orjson's round trip writes it (a repeated one: Python keeps the last value).
+pub(crate) fn write_extra(out: &mut Vec<u8>, m: &Message) -> Result<(), Fallback> {
+    for (n, (name, raw)) in m.extra.iter().enumerate() {
+        if m.extra[..n].iter().any(|(k, _)| k == name) {
+            return Err(Fallback);
+        }
+        out.push(b',');
+        json::write_str(out, name);
+        out.push(b':');
+        canon::write(out, raw.get()).map_err(|_| Fallback)?;
+    }
+    Ok(())
 }
 
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``:

@@ -27,7 +27,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
-use crate::{canal_out, canon, Encoder, Output};
+use crate::{canal_out, canon, ticdc_out, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -348,6 +348,8 @@ enum Table {
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
+    /// TiCDC's Canal-JSON (``ticdc_out``; every value re-written as TiCDC text).
+    Ticdc(ticdc_out::Table),
 }
 
 /// One layout for the Debezium writer.
@@ -438,6 +440,7 @@ impl Reader {
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                         // No Debezium-reader plan writes these yet (the planner does not make one).
+                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
                         Encoder::Maxwell | Encoder::Ogg | Encoder::DtsAvro(_) => None,
                     }
                     .map(Arc::new)
@@ -503,9 +506,10 @@ impl Reader {
             columns.push((name.as_ref(), kind));
         }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
-        let t = match &*compiled {
-            Table::Canal(t) if head.is_none() => t,
-            Table::Canal(_) => return Ok(false),
+        let ops = match &*compiled {
+            Table::Canal(t) if head.is_none() => &t.ops,
+            Table::Ticdc(t) if head.is_none() => &t.ops,
+            Table::Canal(_) | Table::Ticdc(_) => return Ok(false),
             Table::Debezium(d) => {
                 return Ok(match d.ops[op] {
                     canal_out::Entry::Write(_) if !d.copies([before, after]) => false,
@@ -522,7 +526,7 @@ impl Reader {
                 });
             }
         };
-        let variant = match t.ops[op] {
+        let variant = match ops[op] {
             canal_out::Entry::Write(variant) => variant,
             canal_out::Entry::Python => return Ok(false),
             canal_out::Entry::Dropped => return Ok(true),
@@ -540,7 +544,12 @@ impl Reader {
         };
         let record_key = row_key(&pk, row);
         let start = out.len();
-        if canal_out::write(t, &m, op, variant, false, out).is_err() {
+        let written = match &*compiled {
+            Table::Ticdc(t) => ticdc_out::write(t, &m, op, variant, out),
+            Table::Canal(t) => canal_out::write(t, &m, op, variant, false, out),
+            Table::Debezium(_) => return Ok(false),
+        };
+        if written.is_err() {
             out.truncate(start);
             return Ok(false);
         }

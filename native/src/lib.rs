@@ -18,6 +18,7 @@ mod kafka_batch;
 mod maxwell_out;
 mod ogg_out;
 mod partition;
+mod ticdc_out;
 mod typed_json;
 mod values;
 
@@ -45,6 +46,9 @@ const PLANS: &[&str] = &[
     "ticdc-canal-json -> dts-avro",
     "debezium-json -> canal-json",
     "debezium-json -> debezium-json",
+    "canal-json -> ticdc-canal-json",
+    "ticdc-canal-json -> ticdc-canal-json",
+    "debezium-json -> ticdc-canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -156,6 +160,8 @@ enum Encoder {
     Ogg,
     /// DTS Avro records (``dts_avro_out``), numbered by the encoder's counter.
     DtsAvro(dts_avro_out::Ids),
+    /// TiCDC's Canal-JSON (``ticdc_out``).
+    Ticdc,
 }
 
 /// The plan's reader: the decoder side of the seam (what differs per input dialect lives
@@ -176,6 +182,7 @@ enum Table {
     /// Maxwell's and GoldenGate's (``typed_json``).
     Typed(typed_json::Table),
     DtsAvro(dts_avro_out::Table),
+    Ticdc(ticdc_out::Table),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -232,6 +239,7 @@ impl CanalToDebezium {
             ("maxwell-json", _) => Encoder::Maxwell,
             ("ogg-json", _) => Encoder::Ogg,
             ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
+            ("ticdc-canal-json", _) => Encoder::Ticdc,
             (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         let reader = match reader {
@@ -358,6 +366,7 @@ impl CanalToDebezium {
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
                     }
                     .map(Arc::new)
                 };
@@ -426,7 +435,14 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::Canal(_) | Table::DtsAvro(_), _) => return Ok(false),
+            (Table::Ticdc(t), Encoder::Ticdc) => {
+                return Ok(match t.ops[op] {
+                    canal_out::Entry::Write(variant) => ticdc_out::write(t, &m, op, variant, out).is_ok(),
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => t.knows(data),
+                });
+            }
+            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {

@@ -281,7 +281,7 @@ pub type Spans = Vec<(usize, usize, usize)>;
 
 /// ``-?(0|[1-9][0-9]*)(\.[0-9]+)?`` within MySQL's DECIMAL (65 integer digits, 30 fraction
 /// digits): ``format(Decimal(text), "f")`` is the text itself.
-fn plain_decimal(text: &str) -> Result<(), Fallback> {
+pub(crate) fn plain_decimal(text: &str) -> Result<(), Fallback> {
     let body = text.strip_prefix('-').unwrap_or(text);
     let (int, frac) = match body.split_once('.') {
         Some((i, f)) if !f.is_empty() => (i, f),

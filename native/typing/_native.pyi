@@ -9,7 +9,7 @@ PLANS: tuple[str, ...]
 
 class CanalToDebezium:
     """canal-json (or TiCDC's dialect, ``ticdc``) -> debezium-json, or -> canal-json,
-    maxwell-json or ogg-json (``encoder``), and the chain's transforms the planner lets it do;
+    maxwell-json, ogg-json or ticdc-canal-json (``encoder``), and the chain's transforms the planner lets it do;
     ``compile(mysqlType_json, sqlType_json, pkNames, database, table)`` returns a table's
     spec or ``None`` (the table is not native)."""
 
