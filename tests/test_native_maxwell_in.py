@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,15 @@ from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
-from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, corpus_messages, dead_letters, outputs
+from tests.test_native import (
+    NATIVE_SUITE,
+    ZONES,
+    corpus_files,
+    corpus_messages,
+    dead_letters,
+    outputs,
+    records_of,
+)
 
 pytestmark = NATIVE_SUITE
 
@@ -125,22 +134,6 @@ def assert_same(
     return sum(n >= 0 for n in counts)
 
 
-def records_of(values: list[bytes]) -> list[Record]:
-    """Records with coordinates and headers, so that both are seen to be carried alike."""
-    return [
-        Record(
-            value=v,
-            key=b"k",
-            topic="in",
-            partition=0,
-            offset=i,
-            timestamp=1_700_000_000_000 + i,
-            headers=[("h", str(i).encode())] if i % 2 else [],
-        )
-        for i, v in enumerate(values)
-    ]
-
-
 def encoded(fmt: str, events: list[ChangeEvent], tz: str) -> list[bytes]:
     """The events as ``fmt``'s Python encoder writes them."""
     codec = get_codec(fmt, {"source_timezone": tz})
@@ -183,19 +176,33 @@ def test_the_plans_are_chosen_only_for_what_they_read_and_write() -> None:
 # ---------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(
-    stream=change_streams(max_events=10),
-    tz=st.sampled_from(ZONES),
-    writer=st.sampled_from(WRITERS),
-    transforms=st.sampled_from([[], *KEEPING]),
-)
+def streams(test: Callable[..., None]) -> Callable[..., None]:
+    """``test(stream, tz, writer, transforms)`` over hypothesis streams (every MySQL type)."""
+    return settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    )(
+        given(
+            stream=change_streams(max_events=10),
+            tz=st.sampled_from(ZONES),
+            writer=st.sampled_from(WRITERS),
+            transforms=st.sampled_from([[], *KEEPING]),
+        )(test)
+    )
+
+
+def check_stream(
+    fmt: str, stream: list[ChangeEvent], tz: str, writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]]
+) -> None:
+    """The stream as ``fmt``'s Python encoder writes it, through both paths."""
+    encoder, sink = writer
+    assert_same(fmt, encoder, records_of(encoded(fmt, stream, tz)), {"source_timezone": tz}, sink, transforms)
+
+
+@streams
 def test_random_streams_are_byte_identical(
     stream: list[ChangeEvent], tz: str, writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]]
 ) -> None:
-    encoder, sink = writer
-    values = encoded("maxwell-json", stream, tz)
-    assert_same("maxwell-json", encoder, records_of(values), {"source_timezone": tz}, sink, transforms)
+    check_stream("maxwell-json", stream, tz, writer, transforms)
 
 
 # ---------------------------------------------------------------------------
@@ -273,6 +280,7 @@ UNUSUAL = [
     maxwell(primary_key_columns=[1]),
     maxwell(primary_key_columns="id"),
     maxwell(primary_key_columns=["nope"]),
+    maxwell(primary_key_columns=["id", "id"]),
     maxwell(position="binlog.000001:4"),
     maxwell(position="nope"),
     maxwell(server_id=1),
@@ -296,57 +304,94 @@ UNUSUAL = [
 ]
 
 
+def check_regular(fmt: str, regular: list[bytes], writer: tuple[str, dict[str, Any]]) -> None:
+    """The plan converts every regular message itself, as Python does."""
+    assert assert_same(fmt, writer[0], records_of(regular), {}, writer[1]) == len(regular)
+
+
 @pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
 def test_regular_messages_are_all_handled_natively(writer: tuple[str, dict[str, Any]]) -> None:
+    check_regular("maxwell-json", REGULAR, writer)
     encoder, sink = writer
-    assert assert_same("maxwell-json", encoder, records_of(REGULAR), {}, sink) == len(REGULAR)
     numbers = assert_same("maxwell-json", encoder, records_of(NUMBERS), {}, sink)
     assert numbers == (0 if encoder == "canal-json" else len(NUMBERS))
 
 
+def check_unusual(fmt: str, good: bytes, unusual: list[bytes], writer: tuple[str, dict[str, Any]]) -> None:
+    """Each unusual message after a good one: the plan handles the good ones at least."""
+    values = [v for bad in unusual for v in (good, bad)]
+    assert assert_same(fmt, writer[0], records_of(values), {}, writer[1]) >= len(unusual)
+
+
 @pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
 def test_unusual_messages_among_regular_ones(writer: tuple[str, dict[str, Any]]) -> None:
-    encoder, sink = writer
-    values = [v for bad in UNUSUAL for v in (REGULAR[0], bad)]
-    handled = assert_same("maxwell-json", encoder, records_of(values), {}, sink)
-    assert handled >= len(UNUSUAL)  # the regular ones at least
+    check_unusual("maxwell-json", REGULAR[0], UNUSUAL, writer)
 
 
-@pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
-@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
-@pytest.mark.parametrize("transforms", [*KEEPING, *DEBEZIUM_ONLY], ids=lambda t: t[0]["type"])
-def test_transforms(writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]], tz: str) -> None:
+def transform_cases(test: Callable[..., None]) -> Callable[..., None]:
+    """``test(writer, transforms, tz)`` for each writer, the transforms the plans take, two zones."""
+    test = pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])(test)
+    test = pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)(test)
+    return pytest.mark.parametrize("transforms", [*KEEPING, *DEBEZIUM_ONLY], ids=lambda t: t[0]["type"])(test)
+
+
+def check_transforms(
+    fmt: str,
+    messages: list[bytes],
+    other: list[bytes],
+    writer: tuple[str, dict[str, Any]],
+    transforms: list[dict[str, Any]],
+    tz: str,
+) -> None:
+    """``messages`` of the table the transforms name and ``other`` ones of another database."""
     encoder, sink = writer
     if encoder == "canal-json" and transforms in DEBEZIUM_ONLY:
         pytest.skip("the Canal writer keeps rows as they are: Python's")
-    other = [v.replace(b'"database":"shop"', b'"database":"other"') for v in REGULAR[:6]]
     zone = {"source_timezone": tz}
-    assert_same("maxwell-json", encoder, records_of(REGULAR + other), zone, {**sink, **zone}, transforms)
+    assert_same(fmt, encoder, records_of(messages + other), zone, {**sink, **zone}, transforms)
 
 
-MUTATIONS = {
-    "at": st.integers(0, len(REGULAR[1]) - 1),
-    "insert": st.binary(max_size=3) | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3"]),
-    "cut": st.integers(0, 3),
-}
+@transform_cases
+def test_transforms(writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]], tz: str) -> None:
+    other = [v.replace(b'"database":"shop"', b'"database":"other"') for v in REGULAR[:6]]
+    check_transforms("maxwell-json", REGULAR, other, writer, transforms, tz)
 
 
-@settings(max_examples=150, deadline=None)
-@given(**MUTATIONS, writer=st.sampled_from(WRITERS))
-def test_mutated_messages(at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any]]) -> None:
+def mutations(good: bytes) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``test(at, insert, cut, writer)``: ``good`` with bytes inserted ``at`` a place, replacing ``cut``."""
+    return lambda test: settings(max_examples=150, deadline=None)(
+        given(
+            at=st.integers(0, len(good) - 1),
+            insert=st.binary(max_size=3)
+            | st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"null", b"1e999", b"\xc3", b"T", b"."]),
+            cut=st.integers(0, 3),
+            writer=st.sampled_from(WRITERS),
+        )(test)
+    )
+
+
+def check_mutated(fmt: str, good: bytes, at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any]]) -> None:
     """Bytes flipped anywhere in a regular message: never a crash, always Python's answer."""
-    good = REGULAR[1]
-    assert_same("maxwell-json", writer[0], records_of([good[:at] + insert + good[at + cut :], good]), {}, writer[1])
+    assert_same(fmt, writer[0], records_of([good[:at] + insert + good[at + cut :], good]), {}, writer[1])
+
+
+@mutations(REGULAR[1])
+def test_mutated_messages(at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any]]) -> None:
+    check_mutated("maxwell-json", REGULAR[1], at, insert, cut, writer)
+
+
+def check_corpus(corpus: Path, fmt: str, writer: tuple[str, dict[str, Any]]) -> None:
+    """The corpus's ``fmt`` messages through both paths; the plan handles most of them."""
+    total = handled = 0
+    for values in corpus_messages(corpus_files(corpus, fmt)):
+        handled += assert_same(fmt, writer[0], records_of(values), {}, writer[1])
+        total += len(values)
+    assert total and handled >= total // 2, (handled, total)
 
 
 @pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
 def test_corpus(corpus: Path, writer: tuple[str, dict[str, Any]]) -> None:
-    encoder, sink = writer
-    total = handled = 0
-    for values in corpus_messages(corpus_files(corpus, "maxwell-json")):
-        handled += assert_same("maxwell-json", encoder, records_of(values), {}, sink)
-        total += len(values)
-    assert total and handled >= total // 2, (handled, total)
+    check_corpus(corpus, "maxwell-json", writer)
 
 
 def test_max_message_bytes_is_the_decoders() -> None:

@@ -107,17 +107,8 @@ class TypedDebeziumTables(_CanalTables):
     """Compiles one typed-JSON layout for the Debezium writer: the Canal reader's
     compiler (``_CanalTables``) over the probe events of the layout."""
 
-    def compile_layout(
-        self,
-        database: str,
-        table: str,
-        connector: str | None,
-        schema: str | None,
-        pk: list[str],
-        columns: list[tuple[str, str]],
-    ) -> Any:
-        """The Debezium writer's spec for the layout (``None``: Python's); ``connector`` and
-        ``schema`` are the Debezium reader's (always ``None`` here)."""
+    def compile_layout(self, database: str, table: str, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        """The Debezium writer's spec for the layout (``None``: Python's)."""
         row = _sample_row(columns)
         message = {"data": [row], "database": database, "table": table, "pkNames": pk}
         try:
@@ -137,6 +128,12 @@ class TypedCanalTables(DebeziumCanalTables):
     """Compiles one typed-JSON layout for the Canal writer: the Debezium reader's
     compiler over the probe events of the layout (the writer's Canal text, type maps
     and key checked against what the Canal encoder writes for them)."""
+
+    def compile_layout(  # type: ignore[override]
+        self, database: str, table: str, pk: list[str], columns: list[tuple[str, str]]
+    ) -> Any:
+        """The Canal writer's spec for the layout (``None``: Python's)."""
+        return super().compile_layout(database, table, None, None, pk, columns)
 
     def _decode_probe(self, probe: _Probe, code: str) -> Any:
         pk = list(orjson.loads(probe.key)) if probe.key is not None else []

@@ -12,14 +12,12 @@
 //! (an ``xid`` other than an integer or a string, a ``ts`` other than an integer).
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::MapAccess;
 
 use crate::canal::{Checked, Text};
 use crate::debezium_in::Image;
-use crate::typed_in::{cells, Event};
+use crate::typed_in::{cells, int_or_str, text, Event, Fields};
 
 /// The fields of a Maxwell message the reader needs.
 #[derive(Default)]
@@ -35,48 +33,25 @@ struct Message<'a> {
     python: bool,
 }
 
-impl<'de> Deserialize<'de> for Message<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Message<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a Maxwell message")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut m = Message::default();
-                let mut names: Vec<Cow<'de, str>> = Vec::with_capacity(12);
-                while let Some(k) = map.next_key::<Text<'de>>()? {
-                    if names.contains(&k.0) {
-                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
-                    }
-                    match k.0.as_ref() {
-                        "type" => m.kind = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "database" => m.database = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "table" => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "ts" => m.ts = map.next_value()?,
-                        "data" => m.data = map.next_value()?,
-                        "old" => m.old = map.next_value()?,
-                        "primary_key_columns" => m.pk = map.next_value()?,
-                        "xid" => {
-                            // Python reads an integer or a string (and refuses a boolean or a number with a fraction).
-                            let raw: &RawValue = map.next_value()?;
-                            let text = raw.get();
-                            let integer = text.strip_prefix('-').unwrap_or(text).bytes().all(|b| b.is_ascii_digit());
-                            m.python |= !(text == "null" || text.starts_with('"') || integer);
-                            serde_json::from_str::<Checked>(text).map_err(de::Error::custom)?;
-                        }
-                        other => {
-                            m.python |= matches!(other, "encrypted" | "position" | "server_id" | "gtid");
-                            map.next_value::<Checked>()?;
-                        }
-                    }
-                    names.push(k.0);
-                }
-                Ok(m)
+impl<'de> Fields<'de> for Message<'de> {
+    const WHAT: &'static str = "a Maxwell message";
+
+    fn field<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error> {
+        match name {
+            "type" => self.kind = text(map)?,
+            "database" => self.database = text(map)?,
+            "table" => self.table = text(map)?,
+            "ts" => self.ts = map.next_value()?,
+            "data" => self.data = map.next_value()?,
+            "old" => self.old = map.next_value()?,
+            "primary_key_columns" => self.pk = map.next_value()?,
+            "xid" => self.python |= !int_or_str(map)?,
+            other => {
+                self.python |= matches!(other, "encrypted" | "position" | "server_id" | "gtid");
+                map.next_value::<Checked>()?;
             }
         }
-        d.deserialize_map(V)
+        Ok(())
     }
 }
 

@@ -11,15 +11,13 @@
 //! order), an insert with a before-image or a delete with an after-image, repeated fields.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use chrono::NaiveDate;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::MapAccess;
 
 use crate::canal::{Checked, Text};
 use crate::debezium_in::Image;
-use crate::typed_in::{cells, Event};
+use crate::typed_in::{cells, int_or_str, text, Event, Fields};
 
 /// The fields of a GoldenGate message the reader needs.
 #[derive(Default)]
@@ -35,46 +33,24 @@ struct Message<'a> {
     python: bool,
 }
 
-impl<'de> Deserialize<'de> for Message<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Message<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a GoldenGate message")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut m = Message::default();
-                let mut names: Vec<Cow<'de, str>> = Vec::with_capacity(10);
-                while let Some(k) = map.next_key::<Text<'de>>()? {
-                    if names.contains(&k.0) {
-                        return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
-                    }
-                    match k.0.as_ref() {
-                        "op_type" => m.op_type = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "table" => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "op_ts" => m.op_ts = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "current_ts" => m.current_ts = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        "before" => m.before = map.next_value()?,
-                        "after" => m.after = map.next_value()?,
-                        "primary_keys" => m.pk = map.next_value()?,
-                        "pos" => {
-                            let raw: &RawValue = map.next_value()?;
-                            let text = raw.get();
-                            let integer = text.strip_prefix('-').unwrap_or(text).bytes().all(|b| b.is_ascii_digit());
-                            m.python |= !(text == "null" || text.starts_with('"') || integer);
-                            serde_json::from_str::<Checked>(text).map_err(de::Error::custom)?;
-                        }
-                        _ => {
-                            map.next_value::<Checked>()?;
-                        }
-                    }
-                    names.push(k.0);
-                }
-                Ok(m)
+impl<'de> Fields<'de> for Message<'de> {
+    const WHAT: &'static str = "a GoldenGate message";
+
+    fn field<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error> {
+        match name {
+            "op_type" => self.op_type = text(map)?,
+            "table" => self.table = text(map)?,
+            "op_ts" => self.op_ts = text(map)?,
+            "current_ts" => self.current_ts = text(map)?,
+            "before" => self.before = map.next_value()?,
+            "after" => self.after = map.next_value()?,
+            "primary_keys" => self.pk = map.next_value()?,
+            "pos" => self.python |= !int_or_str(map)?,
+            _ => {
+                map.next_value::<Checked>()?;
             }
         }
-        d.deserialize_map(V)
+        Ok(())
     }
 }
 

@@ -19,11 +19,16 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
-use crate::canal::{self, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
+use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::debezium_in::{row_key, text_row, Image, Kind, Value};
 use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
@@ -79,19 +84,75 @@ pub(crate) fn cells(image: Image<'_>) -> Option<Cells<'_>> {
     Some(cells)
 }
 
-/// A message, if it is a JSON object ``T`` reads.
-pub(crate) fn parse<'a, T: serde::Deserialize<'a>>(value: &'a [u8]) -> Option<T> {
+/// A message, if it is a JSON object of fields ``T`` reads.
+pub(crate) fn parse<'a, T: Fields<'a>>(value: &'a [u8]) -> Option<T> {
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    serde_json::from_str(std::str::from_utf8(value).ok()?).ok()
+    serde_json::from_str::<Object<T>>(std::str::from_utf8(value).ok()?).ok().map(|o| o.0)
+}
+
+/// A JSON object read field by field (``Object<T>`` deserialises it): each field once,
+/// a repeated one an error (Python keeps the last one: the message is its).
+pub(crate) trait Fields<'de>: Default {
+    /// What the object is (serde's ``expecting``).
+    const WHAT: &'static str;
+    /// Reads the value of field ``name``.
+    fn field<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// A [`Fields`] object, deserialised.
+pub(crate) struct Object<T>(pub T);
+
+impl<'de, T: Fields<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Fields<'de>> Visitor<'de> for V<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(T::WHAT)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut object = T::default();
+                let mut names: Vec<Cow<'de, str>> = Vec::with_capacity(12);
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    if names.contains(&k.0) {
+                        return Err(de::Error::custom("duplicate field"));
+                    }
+                    object.field(k.0.as_ref(), &mut map)?;
+                    names.push(k.0);
+                }
+                Ok(Object(object))
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// The next value: a string or null.
+pub(crate) fn text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
+    Ok(map.next_value::<Option<Text<'de>>>()?.map(|t| t.0))
+}
+
+/// The next value, any JSON: is it one Python reads as an integer or a string (or null),
+/// not a boolean or a number with a fraction?
+pub(crate) fn int_or_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<bool, A::Error> {
+    let raw: &RawValue = map.next_value()?;
+    let text = raw.get();
+    serde_json::from_str::<Checked>(text).map_err(de::Error::custom)?;
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    Ok(text == "null" || text.starts_with('"') || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())))
 }
 
 impl Event<'_> {
     /// Each column's name and kind (the row's first, then the overlay's), or ``None``
-    /// (Python's): a repeated column, an overlay column the row lacks, kinds that differ.
+    /// (Python's): a repeated column or key name, an overlay column the row lacks, kinds
+    /// that differ.
     fn columns(&self) -> Option<Vec<(&str, Kind)>> {
+        if self.pk.iter().enumerate().any(|(n, k)| self.pk[..n].contains(k)) {
+            return None;
+        }
         let mut columns: Vec<(&str, Kind)> = Vec::with_capacity(self.row.len());
         for (name, v) in &self.row {
             if columns.iter().any(|(n, _)| *n == name.as_ref()) {
@@ -152,63 +213,94 @@ impl Layout {
 
 const CACHE_SIZE: usize = 1024;
 
+/// Compiled tables by layout, the last one used looked at first (a layout repeats for
+/// every message of a table); at most ``CACHE_SIZE`` of them.
+pub(crate) struct Tables<K> {
+    compiled: HashMap<K, Option<Arc<Table>>>,
+    last: Option<(K, Option<Arc<Table>>)>,
+}
+
+impl<K: Clone + Eq + Hash> Tables<K> {
+    pub fn new() -> Tables<K> {
+        Tables { compiled: HashMap::new(), last: None }
+    }
+
+    pub fn clear(&mut self) {
+        self.compiled.clear();
+        self.last = None;
+    }
+
+    /// The table of the layout ``is_last`` recognises as the last one's, else of ``layout()``,
+    /// compiled by ``compile`` the first time (``None``: Python's).
+    pub fn get(
+        &mut self,
+        is_last: impl FnOnce(&K) -> bool,
+        layout: impl FnOnce() -> K,
+        compile: impl FnOnce(&K) -> PyResult<Option<Table>>,
+    ) -> PyResult<Option<Arc<Table>>> {
+        if let Some((key, table)) = &self.last {
+            if is_last(key) {
+                return Ok(table.clone());
+            }
+        }
+        let key = layout();
+        let table = match self.compiled.get(&key) {
+            Some(table) => table.clone(),
+            None => {
+                let table = compile(&key)?.map(Arc::new);
+                if self.compiled.len() >= CACHE_SIZE {
+                    self.compiled.clear();
+                }
+                self.compiled.insert(key.clone(), table.clone());
+                table
+            }
+        };
+        self.last = Some((key, table.clone()));
+        Ok(table)
+    }
+}
+
 /// A typed-JSON reader: its dialect, the compiler and the compiled tables.
 pub(crate) struct Reader {
     dialect: Dialect,
     compile: PyObject,
-    tables: HashMap<Layout, Option<Arc<Table>>>,
-    last: Option<(Layout, Option<Arc<Table>>)>,
+    tables: Tables<Layout>,
 }
 
 impl Reader {
     pub fn new(compile: PyObject, dialect: Dialect) -> Reader {
-        Reader { dialect, compile, tables: HashMap::new(), last: None }
+        Reader { dialect, compile, tables: Tables::new() }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
-        self.last = None;
     }
 
     /// The layout's table for the plan's writer (``None``: Python's), compiled once by
-    /// ``compile(database, table, None, None, key_names, [(column, kind)])``.
+    /// ``compile(database, table, key_names, [(column, kind)])``.
     fn table(&mut self, py: Python, e: &Event, columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
-        if let Some((layout, plan)) = &self.last {
-            if layout.matches(e, columns) {
-                return Ok(plan.clone());
-            }
-        }
-        let layout = Layout {
-            database: e.database.to_string(),
-            table: e.table.to_string(),
-            pk: e.pk.iter().map(|n| n.to_string()).collect(),
-            columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
-        };
-        let plan = match self.tables.get(&layout) {
-            Some(plan) => plan.clone(),
-            None => {
-                let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
-                let none = py.None();
-                let spec = self.compile.call1(py, (&layout.database, &layout.table, &none, &none, layout.pk.clone(), kinds))?;
-                let plan = if spec.is_none(py) {
-                    None
-                } else {
-                    match encoder {
-                        Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
-                        Encoder::Canal { transaction: false } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
-                        _ => None,
-                    }
-                    .map(Arc::new)
-                };
-                if self.tables.len() >= CACHE_SIZE {
-                    self.tables.clear();
+        let compile = &self.compile;
+        self.tables.get(
+            |layout| layout.matches(e, columns),
+            || Layout {
+                database: e.database.to_string(),
+                table: e.table.to_string(),
+                pk: e.pk.iter().map(|n| n.to_string()).collect(),
+                columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+            },
+            |layout| {
+                let kinds: Vec<(&str, &str)> = layout.columns.iter().map(|(n, k)| (n.as_str(), k.name())).collect();
+                let spec = compile.bind(py).call1((&layout.database, &layout.table, layout.pk.clone(), kinds))?;
+                if spec.is_none() {
+                    return Ok(None);
                 }
-                self.tables.insert(layout.clone(), plan.clone());
-                plan
-            }
-        };
-        self.last = Some((layout, plan.clone()));
-        Ok(plan)
+                Ok(match encoder {
+                    Encoder::Debezium => Some(Table::Debezium(table_plan(&spec)?)),
+                    Encoder::Canal { transaction: false } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
+                    _ => None,
+                })
+            },
+        )
     }
 }
 
