@@ -220,7 +220,9 @@ impl CanalToDebezium {
     #[new]
     ///
     /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect) or ``"debezium-json"``
-    /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``).
+    /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``),
+    /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
+    /// [(column, kind)])``, see ``typed_in``).
     #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
