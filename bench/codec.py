@@ -183,6 +183,20 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
     Row("dts-avro", "canal-json"),
+    Row("maxwell-json", "canal-json"),
+    Row("maxwell-json", "canal-json", python_path=True),
+    Row("maxwell-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row(
+        "maxwell-json",
+        "debezium-json",
+        sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
+    Row("ogg-json", "canal-json"),
+    Row("ogg-json", "canal-json", python_path=True),
+    Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
 )
 
 

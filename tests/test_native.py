@@ -279,12 +279,16 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.CANAL_TO_DTS,
             native.DEBEZIUM_TO_CANAL,
             native.CANAL_TO_TICDC,
+            native.MAXWELL_TO_CANAL,
+            native.OGG_TO_CANAL,
         ]
         if native.enabled()
         else [],
     }
     assert maxwell["native"]["plans"] == (
-        [native.CANAL_TO_MAXWELL, native.TICDC_TO_MAXWELL] if native.enabled() else []
+        [native.CANAL_TO_MAXWELL, native.TICDC_TO_MAXWELL, native.MAXWELL_TO_CANAL, native.MAXWELL_TO_DEBEZIUM]
+        if native.enabled()
+        else []
     )
 
 

@@ -26,6 +26,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
   Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
   Debezium re-written as itself; the plan reads the records' keys too.
+* ``maxwell-json`` / ``ogg-json -> canal-json`` and ``-> debezium-json``: the
+  typed-JSON readers (``transforms/native_typed_in.py``) and the Canal writer, or the
+  Debezium writer of the Canal reader's plans.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -79,6 +82,10 @@ DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
 CANAL_TO_TICDC = "canal-json -> ticdc-canal-json"
 TICDC_TO_TICDC = "ticdc-canal-json -> ticdc-canal-json"
 DEBEZIUM_TO_TICDC = "debezium-json -> ticdc-canal-json"
+MAXWELL_TO_CANAL = "maxwell-json -> canal-json"
+MAXWELL_TO_DEBEZIUM = "maxwell-json -> debezium-json"
+OGG_TO_CANAL = "ogg-json -> canal-json"
+OGG_TO_DEBEZIUM = "ogg-json -> debezium-json"
 
 
 def available() -> bool:
@@ -174,6 +181,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
+    if type(decoder) in (MaxwellJson, OggJson) and type(encoder) in (CanalJson, DebeziumJsonCodec):
+        from cdc_smt.transforms.native_typed_in import typed_plan
+
+        return typed_plan(chain, _native)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -492,10 +503,11 @@ class _CanalTables:
         shape = self._shape(event, python_on_missing=True)
         key, explicit = self._key(shape)
         ops = [self._op(message, kind, shape, explicit) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        form = getattr(self.decoder, "form", None)  # Canal's value form (the typed-JSON readers have none)
         columns = [
             (
                 c.name,
-                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.decoder.form),
+                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, form),
                 shape.names[i],
                 shape.validate[i],
                 *(shape.masks[i] or ("", b"")),
@@ -863,6 +875,10 @@ __all__ = [
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "DEBEZIUM_TO_TICDC",
+    "MAXWELL_TO_CANAL",
+    "MAXWELL_TO_DEBEZIUM",
+    "OGG_TO_CANAL",
+    "OGG_TO_DEBEZIUM",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -40,7 +40,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Null => "null",
             Kind::Bool => "bool",
@@ -53,16 +53,16 @@ impl Kind {
 
 /// One column value: its kind, its JSON text as written, and the text the writer's
 /// conversion reads (``None`` for null).
-struct Value<'a> {
-    kind: Kind,
-    raw: &'a str,
-    text: Option<Cow<'a, str>>,
+pub(crate) struct Value<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) raw: &'a str,
+    pub(crate) text: Option<Cow<'a, str>>,
 }
 
 impl Value<'_> {
     /// The value as ``orjson.dumps(orjson.loads(raw))`` writes it (its kind was read
     /// from ``raw``: an integer in 64 bits, a finite float).
-    fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         match (self.kind, &self.text) {
             (Kind::Int, _) => crate::json::write_int(out, self.raw.parse::<i64>().unwrap_or_default()),
             (Kind::Float, _) => crate::json::write_f64(out, self.raw.parse::<f64>().unwrap_or_default()),
@@ -75,7 +75,7 @@ impl Value<'_> {
 impl<'a> Value<'a> {
     /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
     /// bits, numbers orjson would not read as finite floats).
-    fn of(raw: &'a RawValue) -> Option<Value<'a>> {
+    pub(crate) fn of(raw: &'a RawValue) -> Option<Value<'a>> {
         let text = raw.get();
         let (kind, value) = match text.as_bytes().first()? {
             b'n' => (Kind::Null, None),
@@ -105,7 +105,7 @@ type Cells<'a> = [(Cow<'a, str>, Value<'a>)];
 
 /// One image (``before`` or ``after``): column -> value, in message order; ``None``
 /// when some value is one the plan leaves to Python.
-struct Image<'a>(Option<Vec<(Cow<'a, str>, Value<'a>)>>);
+pub(crate) struct Image<'a>(pub(crate) Option<Vec<(Cow<'a, str>, Value<'a>)>>);
 
 impl<'de> Deserialize<'de> for Image<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -646,13 +646,13 @@ fn write_image(out: &mut Vec<u8>, image: Option<&[(Cow<str>, Value)]>) {
 }
 
 /// An image as the Canal rows the writer reads: each value as its conversion's text.
-fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
+pub(crate) fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
 }
 
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
 /// without key names): the key ``JsonCodec.encode_key`` writes for a Debezium event.
-fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
+pub(crate) fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
     if pk.is_empty() {
         return None;
     }

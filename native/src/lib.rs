@@ -15,10 +15,13 @@ mod debezium_in;
 mod dts_avro_out;
 mod json;
 mod kafka_batch;
+mod maxwell_in;
 mod maxwell_out;
+mod ogg_in;
 mod ogg_out;
 mod partition;
 mod ticdc_out;
+mod typed_in;
 mod typed_json;
 mod values;
 
@@ -49,6 +52,10 @@ const PLANS: &[&str] = &[
     "canal-json -> ticdc-canal-json",
     "ticdc-canal-json -> ticdc-canal-json",
     "debezium-json -> ticdc-canal-json",
+    "maxwell-json -> canal-json",
+    "maxwell-json -> debezium-json",
+    "ogg-json -> canal-json",
+    "ogg-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -172,6 +179,8 @@ enum Reader {
     /// Debezium change events (``debezium_in``): tables keyed by the values' layout, and
     /// the record keys read (Python takes the primary key from them).
     Debezium(Box<debezium_in::Reader>),
+    /// Maxwell's or GoldenGate's typed JSON (``typed_in``): tables keyed by the values' layout.
+    Typed(Box<typed_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -218,7 +227,9 @@ impl CanalToDebezium {
     #[new]
     ///
     /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect) or ``"debezium-json"``
-    /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``).
+    /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``),
+    /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
+    /// [(column, kind)])``, see ``typed_in``).
     #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -245,6 +256,8 @@ impl CanalToDebezium {
         let reader = match reader {
             "canal-json" => Reader::Canal,
             "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
+            "maxwell-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Maxwell))),
+            "ogg-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Ogg))),
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -333,6 +346,9 @@ impl CanalToDebezium {
         if let Reader::Debezium(r) = &mut self.reader {
             r.clear();
         }
+        if let Reader::Typed(r) = &mut self.reader {
+            r.clear();
+        }
     }
 
     /// Does the reader need the records' keys (``convert(values, keys)``)? A host that
@@ -385,7 +401,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
-            Reader::Canal => self.message(py, value, out),
+            Reader::Canal | Reader::Typed(_) => self.message(py, value, out),
         }
     }
 
@@ -393,6 +409,9 @@ impl CanalToDebezium {
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         if let Reader::Debezium(r) = &mut self.reader {
             return r.message(py, value, None, &self.encoder, out);
+        }
+        if let Reader::Typed(_) = self.reader {
+            return self.typed_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
