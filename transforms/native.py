@@ -26,6 +26,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
   Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
   Debezium re-written as itself; the plan reads the records' keys too.
+* ``cloudcanal-json -> debezium-json``: the Canal reader with CloudCanal's field
+  names (``transforms/native_vendor.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -76,6 +78,7 @@ CANAL_TO_DTS = "canal-json -> dts-avro"
 TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
+CLOUDCANAL_TO_DEBEZIUM = "cloudcanal-json -> debezium-json"
 
 
 def available() -> bool:
@@ -142,6 +145,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     if _native is None or not enabled() or chain.catalog is not None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
     from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
@@ -163,6 +167,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
+    if type(decoder) is CloudCanalJson and type(encoder) is DebeziumJsonCodec:
+        from cdc_smt.transforms.native_vendor import cloudcanal_plan
+
+        return cloudcanal_plan(chain, _native)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -473,6 +481,11 @@ class _CanalTables:
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
 
+    @property
+    def form(self) -> Any:
+        """The value form of the decoder's texts (the column conversions read them)."""
+        return self.decoder.form
+
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         """The plan's spec for a layout, from its probe (:meth:`_probe`); ``None``: Python's."""
         from cdc_smt.transforms.formats._connect import repr_for_type
@@ -484,7 +497,7 @@ class _CanalTables:
         columns = [
             (
                 c.name,
-                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.decoder.form),
+                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.form),
                 shape.names[i],
                 shape.validate[i],
                 *(shape.masks[i] or ("", b"")),
@@ -848,6 +861,7 @@ __all__ = [
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
+    "CLOUDCANAL_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "TICDC_TO_CANAL",

@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod cloudcanal;
 mod debezium_in;
 mod dts_avro_out;
 mod json;
@@ -45,6 +46,7 @@ const PLANS: &[&str] = &[
     "ticdc-canal-json -> dts-avro",
     "debezium-json -> canal-json",
     "debezium-json -> debezium-json",
+    "cloudcanal-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -166,6 +168,8 @@ enum Reader {
     /// Debezium change events (``debezium_in``): tables keyed by the values' layout, and
     /// the record keys read (Python takes the primary key from them).
     Debezium(Box<debezium_in::Reader>),
+    /// CloudCanal messages (``cloudcanal``): Canal's under other names, read as Canal's.
+    CloudCanal,
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -210,7 +214,7 @@ impl CanalToDebezium {
     /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
     ///
-    /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect) or ``"debezium-json"``
+    /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect), ``"cloudcanal-json"`` (Canal's names, ``cloudcanal``) or ``"debezium-json"``
     /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``).
     #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json"))]
     #[allow(clippy::too_many_arguments)]
@@ -236,6 +240,7 @@ impl CanalToDebezium {
         };
         let reader = match reader {
             "canal-json" => Reader::Canal,
+            "cloudcanal-json" => Reader::CloudCanal,
             "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
@@ -376,7 +381,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
-            Reader::Canal => self.message(py, value, out),
+            Reader::Canal | Reader::CloudCanal => self.message(py, value, out),
         }
     }
 
@@ -388,7 +393,8 @@ impl CanalToDebezium {
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
         }
-        let Some(m) = canal::parse(value) else { return Ok(false) };
+        let parsed = if matches!(self.reader, Reader::CloudCanal) { cloudcanal::parse(value) } else { canal::parse(value) };
+        let Some(m) = parsed else { return Ok(false) };
         let op = match m.kind.as_deref() {
             Some("INSERT") => 0,
             Some("UPDATE") => 1,
