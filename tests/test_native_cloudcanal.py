@@ -1,4 +1,5 @@
-"""The native cloudcanal-json -> debezium-json plan against the Python path: byte for byte.
+"""The native cloudcanal-json -> debezium-json and -> canal-json plans against the Python
+path: byte for byte.
 
 CloudCanal's message is Canal's under other names (``action``, ``before``/``data``,
 ``db``, ``dbValType``/``jdbcType``, ``pks``, ``execTs``/``sendTs``), its values MySQL's
@@ -7,7 +8,8 @@ CloudCanal encoder, the fast paths' edge values in one- and two-row messages, th
 corpus's CloudCanal files, the fields Python checks that Canal has not (``entryType``,
 the DDL flag under both spellings, ``bid``, ``schema``, a DELETE's row in ``before``),
 and malformed messages; with and without transforms. Outputs and dead letters must be
-equal, and the plan must handle the plain row messages itself.
+equal, and the plans must handle the plain row messages themselves. To canal-json
+only with transforms that keep rows (``KEEPING``), ``batch: row``, one-row messages.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_smt.transforms import native
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
@@ -35,9 +39,16 @@ from tests.test_native import (
     corpus_messages,
     records_of,
 )
-from tests.test_native_transforms import FIVE
+from tests.test_native_transforms import CHAINS, FIVE
 
 pytestmark = NATIVE_SUITE
+
+
+PLANS = {"debezium-json": native.CLOUDCANAL_TO_DEBEZIUM, "canal-json": native.CLOUDCANAL_TO_CANAL}
+#: Per sink format: its options and chains the plan runs.
+OPTIONS: dict[str, list[dict[str, Any]]] = {"debezium-json": SINKS, "canal-json": [{}]}
+KEEPING = CHAINS["filter-tables"] + [{"type": "route", "topic": "cdc.{database}.{table}"}]
+CHAINS_OF: dict[str, list[list[dict[str, Any]]]] = {"debezium-json": [[], FIVE], "canal-json": [[], KEEPING]}
 
 
 def assert_same(
@@ -45,11 +56,10 @@ def assert_same(
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    to: str = "debezium-json",
 ) -> int:
     """Both paths give the same records and dead letters; returns how many the plan handled."""
-    return assert_plan_agrees(
-        "cloudcanal-json", "debezium-json", native.CLOUDCANAL_TO_DEBEZIUM, records, source, sink, transforms
-    )
+    return assert_plan_agrees("cloudcanal-json", to, PLANS[to], records, source, sink, transforms)
 
 
 def cloudcanal_message(
@@ -93,34 +103,56 @@ def cloudcanal_stream(events: list[ChangeEvent], tz: str) -> list[bytes]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     stream=change_streams(max_events=8),
-    sink=st.sampled_from(SINKS),
+    to=st.sampled_from(sorted(PLANS)),
+    choice=st.integers(0, 100),
     tz=st.sampled_from(ZONES),
-    transforms=st.sampled_from([[], FIVE]),
+    sink_tz=st.sampled_from(ZONES[:2]),
 )
 def test_random_streams_are_byte_identical(
-    stream: list[ChangeEvent], sink: dict[str, Any], tz: str, transforms: list[dict[str, Any]]
+    stream: list[ChangeEvent], to: str, choice: int, tz: str, sink_tz: str
 ) -> None:
     values = cloudcanal_stream(stream, tz)
-    assert_same(records_of(values), {"source_timezone": tz}, sink, transforms)
+    sink = OPTIONS[to][choice % len(OPTIONS[to])]
+    if to == "canal-json":
+        sink = {**sink, "source_timezone": sink_tz}
+    transforms = CHAINS_OF[to][choice % 2]
+    assert_same(records_of(values), {"source_timezone": tz}, sink, transforms, to)
 
 
 def test_plain_messages_are_handled_natively() -> None:
     from tests.test_native import _example
 
-    total = handled = 0
-    for seed in range(20):
-        values = cloudcanal_stream(_example(seed), "Asia/Shanghai")
-        total += len(values)
-        handled += assert_same(records_of(values), {"source_timezone": "Asia/Shanghai"})
-    assert handled >= total * 0.5, (handled, total)
+    for to in PLANS:
+        total = handled = 0
+        for seed in range(20):
+            values = cloudcanal_stream(_example(seed), "Asia/Shanghai")
+            total += len(values)
+            handled += assert_same(records_of(values), {"source_timezone": "Asia/Shanghai"}, to=to)
+        assert handled >= total * 0.5, (to, handled, total)
 
 
-def edge_messages(rows: int) -> list[bytes]:
+def test_the_plans_and_the_chains_they_take() -> None:
+    def chain(to: str, sink: dict[str, Any], transforms: list[dict[str, Any]]) -> Chain:
+        codecs = get_codec("cloudcanal-json"), get_codec(to, sink)
+        return Chain(codecs[0], codecs[1], build_transforms(transforms), "all")
+
+    assert chain("debezium-json", {}, FIVE).native is not None
+    assert chain("canal-json", {}, KEEPING).native is not None
+    assert chain("canal-json", {}, FIVE).native is None  # it changes rows: Python
+    assert chain("canal-json", {"batch": "transaction"}, []).native is None
+    assert set(PLANS.values()) <= set(native.plans_of("cloudcanal-json"))
+
+
+#: The edge row for canal-json: labelled ENUM and SET (re-written as indexes and bitmasks) are Python's.
+CANAL_BASE = {**BASE, "e": None, "s": None}
+
+
+def edge_messages(rows: int, base: dict[str, Any] = BASE) -> list[bytes]:
     """INSERT (``rows`` rows), UPDATE (full before-images) and DELETE of each edge value in turn."""
     values = []
     for column, texts in sorted(EDGES.items()):
         for text in texts:
-            row = {**BASE, column: text}
+            row = {**base, column: text}
             data = [row, {**row, "id": "2"}][:rows]
             old = [{**r, "v": None} for r in data]
             values.append(cloudcanal_message("INSERT", data))
@@ -139,12 +171,24 @@ def test_edge_values() -> None:
                     assert handled > len(values) // 2, (handled, len(values))
 
 
+def test_edge_values_to_canal() -> None:
+    values = edge_messages(1, CANAL_BASE)
+    for tz, sink_tz in (("UTC", "UTC"), ("Asia/Shanghai", "Asia/Shanghai"), ("UTC", "Asia/Shanghai")):
+        handled = assert_same(
+            records_of(values), {"source_timezone": tz}, {"source_timezone": sink_tz}, to="canal-json"
+        )
+        if tz == sink_tz:  # TIMESTAMP text re-based between zones: Python
+            assert handled > len(values) // 2, (tz, handled, len(values))
+    assert assert_same(records_of(edge_messages(2)), to="canal-json") == 0  # several rows: Python splits them
+
+
 def test_edge_values_through_transforms() -> None:
     values = edge_messages(2)
     assert assert_same(records_of(values), {}, {}, FIVE) > len(values) // 2
+    assert assert_same(records_of(edge_messages(1, CANAL_BASE)), {}, {}, KEEPING, "canal-json") > 0
 
 
-GOOD = cloudcanal_message("INSERT", [BASE])
+GOOD = cloudcanal_message("INSERT", [CANAL_BASE])
 
 #: Messages Python reads differently from Canal's (or rejects): each must be Python's, or agree.
 VENDOR: list[bytes] = [
@@ -213,20 +257,23 @@ VENDOR: list[bytes] = [
 
 def test_what_python_reads_differently_from_canal() -> None:
     values = [v for bad in VENDOR for v in (GOOD, bad)]
-    for transforms in ([], FIVE):
-        assert assert_same(records_of(values), {}, {}, transforms) >= len(VENDOR)
+    for to, chains in CHAINS_OF.items():
+        for transforms in chains:
+            assert assert_same(records_of(values), {}, {}, transforms, to) >= len(VENDOR)
 
 
 def test_malformed_messages_among_good_ones() -> None:
     values = [v for bad in MALFORMED for v in (GOOD, bad)]
-    assert assert_same(records_of(values)) >= len(MALFORMED)
+    for to in PLANS:
+        assert assert_same(records_of(values), to=to) >= len(MALFORMED)
 
 
 def test_corpus_cloudcanal_files(corpus: Path) -> None:
     values = [v for messages in corpus_messages(corpus_files(corpus, "cloudcanal-json")) for v in messages]
     assert values
-    for sink in SINKS[:2]:
-        for transforms in ([], FIVE):
-            assert_same(records_of(values), {}, sink, transforms)
     one_op = [orjson.dumps({**orjson.loads(v), "action": a}) for v in values for a in ("INSERT", "UPDATE", "DELETE")]
-    assert assert_same(records_of(one_op)) > 0
+    for to, chains in CHAINS_OF.items():
+        for sink in OPTIONS[to][:2]:
+            for transforms in chains:
+                assert_same(records_of(values), {}, sink, transforms, to)
+        assert assert_same(records_of(one_op), to=to) > 0

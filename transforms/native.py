@@ -26,8 +26,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
   Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
   Debezium re-written as itself; the plan reads the records' keys too.
-* ``cloudcanal-json -> debezium-json``: the Canal reader with CloudCanal's field
-  names (``transforms/native_vendor.py``).
+* ``cloudcanal-json -> debezium-json`` and ``-> canal-json``: the Canal reader
+  with CloudCanal's field names (``transforms/native_vendor.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -79,6 +79,7 @@ TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
 CLOUDCANAL_TO_DEBEZIUM = "cloudcanal-json -> debezium-json"
+CLOUDCANAL_TO_CANAL = "cloudcanal-json -> canal-json"
 
 
 def available() -> bool:
@@ -167,10 +168,12 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
-    if type(decoder) is CloudCanalJson and type(encoder) is DebeziumJsonCodec:
-        from cdc_smt.transforms.native_vendor import cloudcanal_plan
+    if type(decoder) is CloudCanalJson and type(encoder) in (CanalJson, DebeziumJsonCodec):
+        from cdc_smt.transforms import native_vendor
 
-        return cloudcanal_plan(chain, _native)
+        if type(encoder) is CanalJson:
+            return native_vendor.cloudcanal_canal_plan(chain, _native)
+        return native_vendor.cloudcanal_plan(chain, _native)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     if not all(_supported(t) for t in chain.transforms):
@@ -861,6 +864,7 @@ __all__ = [
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
+    "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",

@@ -47,6 +47,7 @@ const PLANS: &[&str] = &[
     "debezium-json -> canal-json",
     "debezium-json -> debezium-json",
     "cloudcanal-json -> debezium-json",
+    "cloudcanal-json -> canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -360,7 +361,11 @@ impl CanalToDebezium {
                 } else {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
-                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
+                        Encoder::Canal { .. } => {
+                            // Another dialect's values are re-written as Canal text.
+                            let retext = self.ticdc || matches!(self.reader, Reader::CloudCanal);
+                            canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), retext)?.map(Table::Canal)
+                        }
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                     }
