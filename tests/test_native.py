@@ -278,6 +278,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.CANAL_TO_OGG,
             native.CANAL_TO_DTS,
             native.DEBEZIUM_TO_CANAL,
+            native.CLOUDCANAL_TO_CANAL,
         ]
         if native.enabled()
         else [],

@@ -172,22 +172,30 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_vendor
 
         if type(encoder) is CanalJson:
-            return native_vendor.cloudcanal_canal_plan(chain, _native)
-        return native_vendor.cloudcanal_plan(chain, _native)
+            return native_vendor.cloudcanal_canal_plan(chain)
+        return native_vendor.cloudcanal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
+    ticdc = type(decoder) is TicdcCanalJson
+    return canal_debezium_plan(chain, _CanalTables, TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, ticdc=ticdc)
+
+
+def canal_debezium_plan(chain: Any, tables: type[_CanalTables], name: str, **reader: Any) -> NativePlan | None:
+    """A plan from a Canal-shaped reader (``reader``: its options) to the Debezium writer,
+    or ``None`` when a transform is not one the plan runs; ``tables`` compiles the layouts."""
+    assert _native is not None
     if not all(_supported(t) for t in chain.transforms):
         return None
-    ticdc = type(decoder) is TicdcCanalJson
-    compiler = _CanalTables(decoder, encoder, list(chain.transforms))
+    decoder, encoder = chain.decoder, chain.encoder
+    compiler = tables(decoder, encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
         compiler.compile,
         schemas_enable=encoder.schemas_enable,
         tombstones_on_delete=encoder.tombstones_on_delete,
         max_message_bytes=decoder.opts.max_message_bytes,
-        ticdc=ticdc,
+        **reader,
     )
-    return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
+    return NativePlan(name, plan, compiler.variants)
 
 
 def _canal_plan(chain: Any) -> NativePlan | None:

@@ -24,8 +24,8 @@ from cdc_smt.transforms.native import (
     NativePlan,
     _CanalOutTables,
     _CanalTables,
-    _keeps_rows,
-    _supported,
+    canal_debezium_plan,
+    row_keeping_plan,
 )
 
 
@@ -92,32 +92,15 @@ class _CloudCanalOutTables(_CloudCanalProbe, _CanalOutTables):
         return super()._op_canal(message, kind, shape, texts)
 
 
-def cloudcanal_plan(chain: Any, native: Any) -> NativePlan | None:
+def cloudcanal_plan(chain: Any) -> NativePlan | None:
     """cloudcanal-json -> debezium-json with the transforms the Canal plan runs, or ``None``."""
-    if not all(_supported(t) for t in chain.transforms):
-        return None
-    decoder, encoder = chain.decoder, chain.encoder
-    compiler = _CloudCanalTables(decoder, encoder, list(chain.transforms))
-    plan = native.CanalToDebezium(
-        compiler.compile,
-        schemas_enable=encoder.schemas_enable,
-        tombstones_on_delete=encoder.tombstones_on_delete,
-        max_message_bytes=decoder.opts.max_message_bytes,
-        reader="cloudcanal-json",
-    )
-    return NativePlan(CLOUDCANAL_TO_DEBEZIUM, plan, compiler.variants)
+    return canal_debezium_plan(chain, _CloudCanalTables, CLOUDCANAL_TO_DEBEZIUM, reader="cloudcanal-json")
 
 
-def cloudcanal_canal_plan(chain: Any, native: Any) -> NativePlan | None:
+def cloudcanal_canal_plan(chain: Any) -> NativePlan | None:
     """cloudcanal-json -> canal-json (``batch: row``) with transforms that keep rows as they
     are, or ``None``."""
-    if chain.encoder.batching or not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+    if chain.encoder.batching:
         return None
-    compiler = _CloudCanalOutTables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = native.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="canal-json",
-        reader="cloudcanal-json",
-    )
-    return NativePlan(CLOUDCANAL_TO_CANAL, plan, compiler.variants)
+    names = (CLOUDCANAL_TO_CANAL, CLOUDCANAL_TO_CANAL)  # (no TiCDC dialect of CloudCanal)
+    return row_keeping_plan(chain, _CloudCanalOutTables, names, encoder="canal-json", reader="cloudcanal-json")
