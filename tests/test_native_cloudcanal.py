@@ -143,8 +143,9 @@ def test_the_plans_and_the_chains_they_take() -> None:
     assert set(PLANS.values()) <= set(native.plans_of("cloudcanal-json"))
 
 
-#: The edge row for canal-json: labelled ENUM and SET (re-written as indexes and bitmasks) are Python's.
-CANAL_BASE = {**BASE, "e": None, "s": None}
+#: The edge row for canal-json: an ENUM label (CloudCanal's text; Canal's fast-path edge is an
+#: index), no labelled SET (re-written as a bitmask by Python).
+CANAL_BASE = {**BASE, "e": "PAID", "s": None}
 
 
 def edge_messages(rows: int, base: dict[str, Any] = BASE) -> list[bytes]:
@@ -180,6 +181,20 @@ def test_edge_values_to_canal() -> None:
         if tz == sink_tz:  # TIMESTAMP text re-based between zones: Python
             assert handled > len(values) // 2, (tz, handled, len(values))
     assert assert_same(records_of(edge_messages(2)), to="canal-json") == 0  # several rows: Python splits them
+
+
+def test_enum_labels_become_canal_indexes() -> None:
+    labels = ["NEW", "PAID", "2", ""]  # enum('NEW','PAID','2',''): "" is Canal's 0
+    others = ["0", "1", "01", "new", "NEW,PAID"]  # not labels: Python's dead letters
+    values = [cloudcanal_message("INSERT", [{**CANAL_BASE, "e": e}]) for e in labels + others]
+    assert assert_same(records_of(values), to="canal-json") == len(labels)
+    keyed = {**TYPES, "id": TYPES["e"]}  # an ENUM key: Python writes its label: Python's
+    assert (
+        assert_same(
+            records_of([cloudcanal_message("INSERT", [{**CANAL_BASE, "id": "NEW"}], types=keyed)]), to="canal-json"
+        )
+        == 0
+    )
 
 
 def test_edge_values_through_transforms() -> None:

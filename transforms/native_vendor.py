@@ -84,6 +84,22 @@ class _CloudCanalOutTables(_CloudCanalProbe, _CanalOutTables):
     def retext(self) -> bool:
         return True
 
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        """The Canal writer's spec and, per column, the ENUM labels' Canal index texts (as
+        ``CanalText`` writes them; not for key columns, whose key Python writes from the labels)."""
+        from cdc_smt.transforms.formats.canal_json import _enum_index_table
+        from cdc_smt.transforms.types import Kind
+
+        spec = super()._compile(message, event, pk)
+        if spec is None:
+            return None
+        labels = [
+            _enum_index_table(t) if t.kind is Kind.ENUM and t.values and c.name not in pk else None
+            for c in event.schema.columns
+            for t in (c.mysql,)
+        ]
+        return (*spec, labels)
+
     def _op_canal(
         self, message: dict[str, Any], kind: str, shape: Any, texts: list[Any] | None
     ) -> tuple[int, int | None]:
