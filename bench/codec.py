@@ -193,10 +193,20 @@ ROWS: tuple[Row, ...] = (
         note="typed, no schema",
         python_path=True,
     ),
+    Row("cloudcanal-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
+    Row(
+        "cloudcanal-json",
+        "debezium-json",
+        sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        python_path=True,
+    ),
     Row("ogg-json", "canal-json"),
     Row("ogg-json", "canal-json", python_path=True),
     Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
     Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
+    Row("cloudcanal-json", "canal-json"),
+    Row("cloudcanal-json", "canal-json", python_path=True),
 )
 
 
@@ -622,6 +632,7 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "canal-json -> ogg-json": ("canal-json", "ogg-json", {}),
     "debezium-json -> canal-json": ("debezium-json", "canal-json", {}),
     "debezium-json -> debezium-json": ("debezium-json", "debezium-json", {}),
+    "cloudcanal-json -> debezium-json (no schema)": ("cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
 }
 
 

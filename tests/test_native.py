@@ -281,6 +281,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.CANAL_TO_TICDC,
             native.MAXWELL_TO_CANAL,
             native.OGG_TO_CANAL,
+            native.CLOUDCANAL_TO_CANAL,
         ]
         if native.enabled()
         else [],

@@ -29,6 +29,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``maxwell-json`` / ``ogg-json -> canal-json`` and ``-> debezium-json``: the
   typed-JSON readers (``transforms/native_typed_in.py``) and the Canal writer, or the
   Debezium writer of the Canal reader's plans.
+* ``cloudcanal-json -> debezium-json`` and ``-> canal-json``: the Canal reader
+  with CloudCanal's field names (``transforms/native_vendor.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -86,6 +88,8 @@ MAXWELL_TO_CANAL = "maxwell-json -> canal-json"
 MAXWELL_TO_DEBEZIUM = "maxwell-json -> debezium-json"
 OGG_TO_CANAL = "ogg-json -> canal-json"
 OGG_TO_DEBEZIUM = "ogg-json -> debezium-json"
+CLOUDCANAL_TO_DEBEZIUM = "cloudcanal-json -> debezium-json"
+CLOUDCANAL_TO_CANAL = "cloudcanal-json -> canal-json"
 
 
 def available() -> bool:
@@ -152,6 +156,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     if _native is None or not enabled() or chain.catalog is not None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
     from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
@@ -185,20 +190,34 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
+    if type(decoder) is CloudCanalJson and type(encoder) in (CanalJson, DebeziumJsonCodec):
+        from cdc_smt.transforms import native_vendor
+
+        if type(encoder) is CanalJson:
+            return native_vendor.cloudcanal_canal_plan(chain)
+        return native_vendor.cloudcanal_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
+    ticdc = type(decoder) is TicdcCanalJson
+    return canal_debezium_plan(chain, _CanalTables, TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, ticdc=ticdc)
+
+
+def canal_debezium_plan(chain: Any, tables: type[_CanalTables], name: str, **reader: Any) -> NativePlan | None:
+    """A plan from a Canal-shaped reader (``reader``: its options) to the Debezium writer,
+    or ``None`` when a transform is not one the plan runs; ``tables`` compiles the layouts."""
+    assert _native is not None
     if not all(_supported(t) for t in chain.transforms):
         return None
-    ticdc = type(decoder) is TicdcCanalJson
-    compiler = _CanalTables(decoder, encoder, list(chain.transforms))
+    decoder, encoder = chain.decoder, chain.encoder
+    compiler = tables(decoder, encoder, list(chain.transforms))
     plan = _native.CanalToDebezium(
         compiler.compile,
         schemas_enable=encoder.schemas_enable,
         tombstones_on_delete=encoder.tombstones_on_delete,
         max_message_bytes=decoder.opts.max_message_bytes,
-        ticdc=ticdc,
+        **reader,
     )
-    return NativePlan(TICDC_TO_DEBEZIUM if ticdc else CANAL_TO_DEBEZIUM, plan, compiler.variants)
+    return NativePlan(name, plan, compiler.variants)
 
 
 def _canal_plan(chain: Any) -> NativePlan | None:
@@ -495,6 +514,12 @@ class _CanalTables:
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
 
+    @property
+    def form(self) -> Any:
+        """The value form of the decoder's texts (the column conversions read them); the
+        typed-JSON readers have none."""
+        return getattr(self.decoder, "form", None)
+
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         """The plan's spec for a layout, from its probe (:meth:`_probe`); ``None``: Python's."""
         from cdc_smt.transforms.formats._connect import repr_for_type
@@ -503,11 +528,10 @@ class _CanalTables:
         shape = self._shape(event, python_on_missing=True)
         key, explicit = self._key(shape)
         ops = [self._op(message, kind, shape, explicit) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
-        form = getattr(self.decoder, "form", None)  # Canal's value form (the typed-JSON readers have none)
         columns = [
             (
                 c.name,
-                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, form),
+                *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.form),
                 shape.names[i],
                 shape.validate[i],
                 *(shape.masks[i] or ("", b"")),
@@ -872,6 +896,8 @@ __all__ = [
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
     "CANAL_TO_TICDC",
+    "CLOUDCANAL_TO_CANAL",
+    "CLOUDCANAL_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "DEBEZIUM_TO_TICDC",

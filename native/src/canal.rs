@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -146,11 +147,50 @@ pub const FIELD_ID: u16 = 1024;
 pub const FIELD_IS_DDL: u16 = 4096;
 pub const FIELD_SQL: u16 = 8192;
 
-impl<'de> Deserialize<'de> for Message<'de> {
+/// The field names of a Canal-shaped dialect: which ``Message`` field each key of a message
+/// fills (sqlglot-dialect style: a dialect differs only in its names, e.g. CloudCanal's).
+pub trait Names {
+    /// The key's ``FIELD_*`` bit, ``0`` for a field the dialect does not model (kept in ``extra``).
+    fn bit(key: &str) -> u16;
+}
+
+/// Official Canal's (and TiCDC's) field names.
+pub struct Canal;
+
+impl Names for Canal {
+    fn bit(key: &str) -> u16 {
+        match key {
+            "type" => FIELD_KIND,
+            "data" => FIELD_DATA,
+            "old" => FIELD_OLD,
+            "database" => FIELD_DATABASE,
+            "table" => FIELD_TABLE,
+            "es" => FIELD_ES,
+            "ts" => FIELD_TS,
+            "pkNames" => FIELD_PK_NAMES,
+            "mysqlType" => FIELD_MYSQL_TYPE,
+            "sqlType" => FIELD_SQL_TYPE,
+            "id" => FIELD_ID,
+            "_tidb" => FIELD_TIDB,
+            "isDdl" => FIELD_IS_DDL,
+            "sql" => FIELD_SQL,
+            _ => 0,
+        }
+    }
+}
+
+pub const FIELD_KIND: u16 = 1;
+pub const FIELD_DATA: u16 = 2;
+pub const FIELD_TIDB: u16 = 2048;
+
+/// A ``Message`` read with the field names ``N``.
+struct Named<'a, N>(Message<'a>, PhantomData<N>);
+
+impl<'de, N: Names> Deserialize<'de> for Named<'de, N> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Message<'de>;
+        struct V<N>(PhantomData<N>);
+        impl<'de, N: Names> Visitor<'de> for V<N> {
+            type Value = Named<'de, N>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a Canal flat message")
             }
@@ -158,35 +198,20 @@ impl<'de> Deserialize<'de> for Message<'de> {
                 let mut m = Message::default();
                 let mut seen: u16 = 0;
                 while let Some(k) = map.next_key::<Text<'de>>()? {
-                    let bit = match k.0.as_ref() {
-                        "type" => 1,
-                        "data" => 2,
-                        "old" => FIELD_OLD,
-                        "database" => FIELD_DATABASE,
-                        "table" => FIELD_TABLE,
-                        "es" => FIELD_ES,
-                        "ts" => FIELD_TS,
-                        "pkNames" => FIELD_PK_NAMES,
-                        "mysqlType" => FIELD_MYSQL_TYPE,
-                        "sqlType" => FIELD_SQL_TYPE,
-                        "id" => FIELD_ID,
-                        "_tidb" => 2048,
-                        "isDdl" => FIELD_IS_DDL,
-                        "sql" => FIELD_SQL,
-                        _ => {
-                            let raw: &RawValue = map.next_value()?;
-                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
-                            m.extra.push((k.0, raw));
-                            continue;
-                        }
-                    };
+                    let bit = N::bit(k.0.as_ref());
+                    if bit == 0 {
+                        let raw: &RawValue = map.next_value()?;
+                        serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                        m.extra.push((k.0, raw));
+                        continue;
+                    }
                     if seen & bit != 0 {
                         return Err(de::Error::custom("duplicate field")); // Python keeps the last: let it
                     }
                     seen |= bit;
                     match bit {
-                        1 => m.kind = map.next_value::<Option<Text>>()?.map(|t| t.0),
-                        2 => m.data = map.next_value()?,
+                        FIELD_KIND => m.kind = map.next_value::<Option<Text>>()?.map(|t| t.0),
+                        FIELD_DATA => m.data = map.next_value()?,
                         FIELD_OLD => m.old = map.next_value()?,
                         FIELD_DATABASE => m.database = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         FIELD_TABLE => m.table = map.next_value::<Option<Text>>()?.map(|t| t.0),
@@ -218,20 +243,25 @@ impl<'de> Deserialize<'de> for Message<'de> {
                     }
                 }
                 m.seen = seen;
-                Ok(m)
+                Ok(Named(m, PhantomData))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(PhantomData))
     }
 }
 
 /// The message, if it is a JSON object this module can read.
 pub fn parse(value: &[u8]) -> Option<Message<'_>> {
+    parse_as::<Canal>(value)
+}
+
+/// The message read with the field names ``N``, if it is a JSON object this module can read.
+pub fn parse_as<N: Names>(value: &[u8]) -> Option<Message<'_>> {
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
     // One UTF-8 check of the whole message (its ASCII fast path), then no check per string.
     let text = std::str::from_utf8(value).ok()?;
-    serde_json::from_str(text).ok()
+    serde_json::from_str::<Named<N>>(text).ok().map(|n| n.0)
 }

@@ -37,6 +37,8 @@ struct Retext {
     mysql_type: Vec<u8>,
     op: TextOp,
     sql: SqlCode,
+    /// ENUM labels (another dialect's text: CloudCanal's) to Canal's index text, instead of ``op``.
+    labels: Option<HashMap<String, String>>,
 }
 
 /// What becomes of one op's rows (c, u, d, r).
@@ -99,15 +101,22 @@ impl Table {
     /// ``(what, variant)``: 0 dropped, 1 Python, 2 written with ``variant``. ``None``:
     /// the type maps are not ones this module copies.
     /// With ``retext`` (another dialect), a fourth item lists per column
-    /// ``(type, op, arg, null_code, code, wide_code, unsigned_max)``.
+    /// ``(type, op, arg, null_code, code, wide_code, unsigned_max)``, an optional fifth
+    /// per column ENUM ``labels`` (or ``None``).
     pub fn from_spec(spec: &Bound<PyAny>, mysql_type: Option<&str>, sql_type: Option<&str>, retext: bool) -> PyResult<Option<Table>> {
+        let spec = spec.downcast::<pyo3::types::PyTuple>()?;
         #[allow(clippy::type_complexity)]
         let (columns, pk, ops, texts): (
             Vec<String>,
             Vec<String>,
             Vec<(u8, Option<usize>)>,
             Option<Vec<(String, String, Option<usize>, i64, i64, i64, Option<u64>)>>,
-        ) = spec.extract()?;
+        ) = spec.get_slice(0, 4).extract()?;
+        // An optional fifth item: per column, ``labels`` (see ``Retext``) or ``None``.
+        let labels: Vec<Option<HashMap<String, String>>> = match spec.get_item(4) {
+            Ok(item) => item.extract()?,
+            Err(_) => Vec::new(),
+        };
         let (mysql_type, sql_type) = if retext {
             (Vec::new(), Vec::new())
         } else {
@@ -124,7 +133,7 @@ impl Table {
                     return Err(pyo3::exceptions::PyValueError::new_err("one text conversion per column"));
                 }
                 let mut out = Vec::with_capacity(texts.len());
-                for (name, (type_text, op, arg, null_code, code, wide, max)) in columns.iter().zip(texts) {
+                for (i, (name, (type_text, op, arg, null_code, code, wide, max))) in columns.iter().zip(texts).enumerate() {
                     let Some(op) = TextOp::from_name(&op, arg) else {
                         return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown text conversion {op:?}")));
                     };
@@ -136,7 +145,7 @@ impl Table {
                         Some(max) => SqlCode::Unsigned { signed: code, wide, max },
                         None => SqlCode::ByNull(null_code, code),
                     };
-                    out.push(Retext { mysql_type: entry, op, sql });
+                    out.push(Retext { mysql_type: entry, op, sql, labels: labels.get(i).cloned().flatten() });
                 }
                 Some(out)
             }
@@ -405,7 +414,10 @@ fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Re
             None => None,
             Some(text) => {
                 let start = buf.len();
-                columns[c].op.write(buf, text)?;
+                match &columns[c].labels {
+                    Some(labels) => json::write_str(buf, labels.get(text.as_ref()).ok_or(Fallback)?),
+                    None => columns[c].op.write(buf, text)?,
+                }
                 Some((start, buf.len()))
             }
         };

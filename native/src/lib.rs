@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod cloudcanal;
 mod debezium_in;
 mod dts_avro_out;
 mod json;
@@ -56,6 +57,8 @@ const PLANS: &[&str] = &[
     "maxwell-json -> debezium-json",
     "ogg-json -> canal-json",
     "ogg-json -> debezium-json",
+    "cloudcanal-json -> debezium-json",
+    "cloudcanal-json -> canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -181,6 +184,8 @@ enum Reader {
     Debezium(Box<debezium_in::Reader>),
     /// Maxwell's or GoldenGate's typed JSON (``typed_in``): tables keyed by the values' layout.
     Typed(Box<typed_in::Reader>),
+    /// CloudCanal messages (``cloudcanal``): Canal's under other names, read as Canal's.
+    CloudCanal,
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -226,7 +231,7 @@ impl CanalToDebezium {
     /// the Canal encoder's ``batch: transaction``; the Debezium options are unused).
     #[new]
     ///
-    /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect) or ``"debezium-json"``
+    /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect), ``"cloudcanal-json"`` (Canal's names, ``cloudcanal``) or ``"debezium-json"``
     /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``),
     /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
     /// [(column, kind)])``, see ``typed_in``).
@@ -255,6 +260,7 @@ impl CanalToDebezium {
         };
         let reader = match reader {
             "canal-json" => Reader::Canal,
+            "cloudcanal-json" => Reader::CloudCanal,
             "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
             "maxwell-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Maxwell))),
             "ogg-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Ogg))),
@@ -379,7 +385,11 @@ impl CanalToDebezium {
                 } else {
                     match self.encoder {
                         Encoder::Debezium => Some(Table::Debezium(table_plan(spec.bind(py))?)),
-                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), self.ticdc)?.map(Table::Canal),
+                        Encoder::Canal { .. } => {
+                            // Another dialect's values are re-written as Canal text.
+                            let retext = self.ticdc || matches!(self.reader, Reader::CloudCanal);
+                            canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), retext)?.map(Table::Canal)
+                        }
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
@@ -401,7 +411,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
-            Reader::Canal | Reader::Typed(_) => self.message(py, value, out),
+            Reader::Canal | Reader::CloudCanal | Reader::Typed(_) => self.message(py, value, out),
         }
     }
 
@@ -416,7 +426,8 @@ impl CanalToDebezium {
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
         }
-        let Some(m) = canal::parse(value) else { return Ok(false) };
+        let parsed = if matches!(self.reader, Reader::CloudCanal) { cloudcanal::parse(value) } else { canal::parse(value) };
+        let Some(m) = parsed else { return Ok(false) };
         let op = match m.kind.as_deref() {
             Some("INSERT") => 0,
             Some("UPDATE") => 1,
