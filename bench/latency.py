@@ -229,18 +229,23 @@ def parse_rates(text: str, max_rate: float) -> list[int]:
     return [r for r in rates if r > 0]
 
 
-def parse_settings(spec: str) -> dict[str, dict[str, Any]]:
-    """``worker.batch_size=500,consumer.fetch_max_wait_ms=20`` as job sections."""
+def parse_settings(spec: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """``worker.batch_size=500,consumer.fetch_max_wait_ms=20,env.NAME=1`` as job sections, and
+    the environment variables (``env.``) of the variant's process."""
     import yaml
 
     out: dict[str, dict[str, Any]] = {}
+    env: dict[str, str] = {}
     for item in spec.split(","):
         path, _, value = item.partition("=")
         section, _, key = path.strip().partition(".")
+        if section == "env" and key:
+            env[key] = value
+            continue
         if section not in ("consumer", "producer", "worker") or not key or not value:
-            raise SystemExit(f"--variant {spec!r}: expected consumer|producer|worker.KEY=VALUE")
+            raise SystemExit(f"--variant {spec!r}: expected consumer|producer|worker|env.KEY=VALUE")
         out.setdefault(section, {})[key] = yaml.safe_load(value)
-    return out
+    return out, env
 
 
 def row(label: str, rate: int, achieved: float, h: Histogram) -> str:
@@ -312,6 +317,8 @@ class Variant:
     cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
     #: job settings of this variant only (``--variant``): section -> key -> value
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: environment variables of this variant's process only (``--variant env.NAME=VALUE``)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: list[Any], sink: str) -> None:
@@ -322,6 +329,10 @@ async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: 
 
 # -- stage probe (bench only: patched into a worker process started by --stages) -------------
 STAGES = ("fetched", "loop", "enqueued", "acked")
+#: Per fetch of the worker's loop (ms): *ask* from the loop's request to the consumer thread
+#: starting it, *wait* in the thread for records, *hand* from the thread's answer to the loop
+#: having it (the two thread hops, and the wait between).
+HOPS = ("ask", "wait", "hand")
 #: Garbage-collector pauses by generation, timed by the probe too (ms each).
 GC_PAUSES = ("gc0", "gc1", "gc2")
 PROBE_ENV = "BENCH_LATENCY_PROBE"
@@ -348,7 +359,8 @@ def install_probe(out_path: str) -> None:
     from cdc_smt.connector.worker import app as worker_app
     from cdc_smt.connector.worker import pipeline as worker_pipeline
 
-    hists = {s: Histogram() for s in STAGES + GC_PAUSES}
+    hists = {s: Histogram() for s in STAGES + HOPS + GC_PAUSES}
+    hop_ns = [0, 0, 0]  # the loop's request, the thread's start, the thread's answer (one fetch at a time)
     fetches = {"data": 0, "empty": 0}
     lock = threading.Lock()
     flight_sent: dict[int, int] = {}  # InFlight has slots: its sampled send time, by id
@@ -379,12 +391,29 @@ def install_probe(out_path: str) -> None:
     fetch_records = thread_cls._fetch_records
 
     async def probed_fetch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hop_ns[1] = time.perf_counter_ns()
         records = await fetch_records(self, *args, **kwargs)
+        hop_ns[2] = time.perf_counter_ns()
         fetches["data" if records else "empty"] += 1
         note_records("fetched", records)
         return records
 
     thread_cls._fetch_records = probed_fetch  # type: ignore[method-assign]
+    getmany = thread_cls.getmany
+
+    async def probed_getmany(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hop_ns[0] = asked = time.perf_counter_ns()
+        records = await getmany(self, *args, **kwargs)
+        handed = time.perf_counter_ns()
+        started, answered = hop_ns[1], hop_ns[2]
+        if records and asked <= started <= answered <= handed:
+            with lock:
+                hists["ask"].record((started - asked) / 1e6)
+                hists["wait"].record((answered - started) / 1e6)
+                hists["hand"].record((handed - answered) / 1e6)
+        return records
+
+    thread_cls.getmany = probed_getmany  # type: ignore[method-assign]
 
     consumer_cls = worker_app.CdcConsumer
     wait_next = consumer_cls._wait_next_records
@@ -597,7 +626,7 @@ def raw_pipe_main(argv: Sequence[str]) -> int:
 class RawPipe(WorkerProcess):
     """:func:`run_raw_pipe` in its own process, driven like a worker."""
 
-    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
+    def __init__(self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None) -> None:
         import subprocess
 
         import yaml
@@ -611,6 +640,7 @@ class RawPipe(WorkerProcess):
             cwd=ROOT,
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
+            env={**os.environ, **env} if env else None,
         )
         self.port = None
 
@@ -626,7 +656,7 @@ def probed_worker_main(argv: Sequence[str]) -> int:
 class ProbedWorker(WorkerProcess):
     """This checkout's worker with :func:`install_probe`; :meth:`stages` reads and resets it."""
 
-    def __init__(self, job: dict[str, Any], tmp: Path) -> None:
+    def __init__(self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None) -> None:
         import subprocess
 
         import yaml
@@ -651,6 +681,7 @@ class ProbedWorker(WorkerProcess):
             cwd=ROOT,
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
+            env={**os.environ, **env} if env else None,
         )
         self.port = None
 
@@ -670,7 +701,8 @@ class ProbedWorker(WorkerProcess):
 def stage_row(rate: int, stages: dict[str, Any]) -> str:
     """p50/p99 of each stage (ms since the scheduled send), and the fetches with and without data."""
     cells = [
-        f"{stages[s]['p50']:.1f} / {stages[s]['p99']:.1f}" if stages.get(s, {}).get("count") else "-" for s in STAGES
+        f"{stages[s]['p50']:.1f} / {stages[s]['p99']:.1f}" if stages.get(s, {}).get("count") else "-"
+        for s in STAGES + HOPS
     ]
     f = stages.get("fetches", {})
     pauses = [
@@ -684,6 +716,31 @@ def stage_row(rate: int, stages: dict[str, Any]) -> str:
         + " | ".join(pauses)
         + " |"
     )
+
+
+def rounds_summary(variants: Sequence[Variant]) -> str:
+    """Per variant and rate: p50 and p99 of each round, and their medians (the figure to compare),
+    next to the median of the floor runs beside it."""
+    from statistics import median
+
+    lines = [
+        "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 | floor median p50 / p99 |",
+        "|---|---:|---|---|---:|---:|",
+    ]
+    for v in variants:
+        by_rate: dict[int, list[tuple[Histogram, Histogram]]] = {}
+        for rate, _, floor, through in v.curve:
+            by_rate.setdefault(rate, []).append((floor, through))
+        for rate, runs in by_rate.items():
+            p50 = [t.percentile(0.5) for _, t in runs]
+            p99 = [t.percentile(0.99) for _, t in runs]
+            f50 = median(f.percentile(0.5) for f, _ in runs)
+            f99 = median(f.percentile(0.99) for f, _ in runs)
+            lines.append(
+                f"| {v.name} | {rate:,} | {', '.join(f'{x:.1f}' for x in p50)} | {', '.join(f'{x:.1f}' for x in p99)} "
+                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} |"
+            )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -710,7 +767,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--baseline",
         type=Path,
-        help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run",
+        action="append",
+        default=[],
+        help="also run the worker of this checkout (its .venv), e.g. /work/main, in the same run (repeatable)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every rate this many times, each round in another order of the variants (default 1)",
     )
     parser.add_argument(
         "--variant",
@@ -754,13 +819,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = [Variant("worker", sys.executable, ROOT, IN, OUT)]
     if args.baseline:
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # run the other checkout without writing into it
-        variants.append(
-            Variant(
-                "baseline", str(args.baseline / ".venv/bin/python"), args.baseline, IN + ".baseline", OUT + ".baseline"
-            )
-        )
+    for n, checkout in enumerate(args.baseline):
+        name, suffix = ("baseline", ".baseline") if n == 0 else (f"baseline{n + 1}", f".baseline{n + 1}")
+        variants.append(Variant(name, str(checkout / ".venv/bin/python"), checkout, IN + suffix, OUT + suffix))
+        print(f"{name}: {checkout}", flush=True)
     for n, spec in enumerate(args.variant, 1):
-        variants.append(Variant(spec, sys.executable, ROOT, f"{IN}.v{n}", f"{OUT}.v{n}", settings=parse_settings(spec)))
+        settings, env = parse_settings(spec)
+        variants.append(Variant(spec, sys.executable, ROOT, f"{IN}.v{n}", f"{OUT}.v{n}", settings=settings, env=env))
     if args.pipe:
         variants.append(Variant("pipe", sys.executable, ROOT, IN + ".pipe", OUT + ".pipe"))
     server = None
@@ -779,11 +844,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args, v.settings)
                     probed = args.stages and v.name == "worker"
                     if v.name == "pipe":
-                        worker: WorkerProcess = RawPipe(doc, Path(tmp))
+                        worker: WorkerProcess = RawPipe(doc, Path(tmp), v.env)
                     elif probed:
-                        worker = ProbedWorker(doc, Path(tmp))
+                        worker = ProbedWorker(doc, Path(tmp), v.env)
                     else:
-                        worker = WorkerProcess(doc, Path(tmp), v.python, v.cwd)
+                        worker = WorkerProcess(doc, Path(tmp), v.python, v.cwd, v.env)
                     workers[v.name] = worker
                     worker.wait_metrics()
                     seconds = worker_throughput(worker, args.count, args.count, timeout=max(600.0, args.count / 500))
@@ -798,9 +863,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         flush=True,
                     )
                 # Every variant is offered the same rates (percentages of the first one's maximum),
-                # interleaved: a rate's runs of all variants follow each other, under the same load.
-                for rate in parse_rates(args.rates, variants[0].max_rate):
-                    for v in variants:
+                # interleaved: a rate's runs of all variants follow each other, under the same load,
+                # and each round starts with another variant (running first or last moves figures).
+                rates = parse_rates(args.rates, variants[0].max_rate)
+                for round_ in range(args.rounds):
+                    order = variants[round_ % len(variants) :] + variants[: round_ % len(variants)]
+                    for rate, v in ((rate, v) for rate in rates for v in order):
+                        if args.rounds > 1 and v is order[0]:
+                            print(f"round {round_ + 1} at {rate:,} msgs/s: {', '.join(o.name for o in order)}")
                         worker = workers[v.name]
                         wait_caught_up(worker, v.produced)
                         if isinstance(worker, ProbedWorker):
@@ -869,19 +939,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = raw pipe p99 {p99:.1f} ms "
                     f"+ {w99 - p99:.1f} ms; p50 {through.percentile(0.5):.1f} vs {piped.percentile(0.5):.1f}"
                 )
+    if args.rounds > 1:
+        print()
+        print(rounds_summary(variants))
     for v in variants:
         if v.stages:
             print()
             print(f"{v.name} stages, p50 / p99 ms since the scheduled send (first record of each partition batch):")
+            print("(ask, wait, hand per fetch: the hop to the consumer thread, its wait there, the way back)")
             print("(gcN: the garbage collector's generation-N collections: count / p99 ms / max ms)")
             print(
                 "| offered msgs/s | "
-                + " | ".join(STAGES)
+                + " | ".join(STAGES + HOPS)
                 + " | fetches with data / empty | "
                 + " | ".join(GC_PAUSES)
                 + " |"
             )
-            print("|---:|" + "---:|" * (len(STAGES) + 1 + len(GC_PAUSES)))
+            print("|---:|" + "---:|" * (len(STAGES) + len(HOPS) + 1 + len(GC_PAUSES)))
             print("\n".join(v.stages))
     if args.plot:
         plot(args.plot, [(r, f, w) for r, _, f, w in variants[0].curve])

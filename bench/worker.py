@@ -181,8 +181,16 @@ async def raw_pipe(bootstrap: str, count: int, partitions: int, batch_size: int)
 
 # -- (a) the worker ----------------------------------------------------------------------------
 class WorkerProcess:
-    def __init__(self, job: dict[str, Any], tmp: Path, python: str = sys.executable, cwd: Path = ROOT) -> None:
-        """``python`` (and ``cwd``): another checkout's interpreter runs that checkout's worker."""
+    def __init__(
+        self,
+        job: dict[str, Any],
+        tmp: Path,
+        python: str = sys.executable,
+        cwd: Path = ROOT,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``python`` (and ``cwd``): another checkout's interpreter runs that checkout's worker;
+        ``env``: variables set for its process only."""
         path = tmp / f"{job['id']}.yaml"
         path.write_text(yaml.safe_dump(job))
         self.source, self.sink = job["source"]["topics"][0], job["sink"]["topic"]
@@ -192,6 +200,7 @@ class WorkerProcess:
             cwd=cwd,
             stdout=open(self.log, "wb"),  # noqa: SIM115 - lives as long as the process
             stderr=subprocess.STDOUT,
+            env={**os.environ, **env} if env else None,
         )
         self.port: int | None = None
 

@@ -6,11 +6,18 @@ import asyncio
 import gc
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.connector.kafka.settings import consumer_kwargs
-from cdc_smt.connector.worker.app import settle_heap
+from cdc_smt.connector.worker.app import (
+    FetchedRecords,
+    current_assignment,
+    fetched_in_earlier_assignment,
+    settle_heap,
+)
+from cdc_smt.transforms.errors import ConfigError
 
 
 def job(**sections: Any) -> Any:
@@ -53,3 +60,31 @@ def test_consumer_kwargs_carry_the_jobs_fetch_settings_to_a_real_aiokafka_consum
     seen = asyncio.run(made())
     assert seen["_fetch_max_wait_ms"] == 7 and seen["_max_partition_fetch_bytes"] == 65536
     assert seen["_max_poll_records"] == 123 and seen["_enable_auto_commit"] is False
+
+
+def test_a_fetch_received_after_a_reassignment_is_told_from_one_of_the_current_assignment() -> None:
+    """A fetch asked for ahead is received a whole conversion after aiokafka returned it: its
+    records are processed only if no rebalance replaced the assignment they were fetched in."""
+    tp = TopicPartition("in", 0)
+
+    async def seen() -> list[bool]:
+        consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:9092")  # never started: assignments only
+        try:
+            consumer.assign([tp])
+            fetched = FetchedRecords({tp: []}, current_assignment(consumer))
+            before = fetched_in_earlier_assignment(fetched, consumer)
+            consumer.assign([tp])  # a rebalance: the same partition, a new assignment
+            after = fetched_in_earlier_assignment(fetched, consumer)
+            again = fetched_in_earlier_assignment(FetchedRecords({tp: []}, current_assignment(consumer)), consumer)
+            return [before, after, again, fetched_in_earlier_assignment({tp: []}, consumer)]
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(seen()) == [False, True, False, False]
+
+
+def test_fetch_ahead_is_off_unless_the_job_turns_it_on() -> None:
+    assert job().worker.fetch_ahead is False
+    assert job(worker={"fetch_ahead": True}).worker.fetch_ahead is True
+    with pytest.raises(ConfigError, match="fetch_ahead"):
+        job(worker={"fetch_ahead": "sometimes"})

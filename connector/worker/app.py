@@ -121,6 +121,14 @@ async def seek_back(consumer: Any, assignment: Any, offsets: Mapping[Any, int]) 
     return rewound
 
 
+def fetched_in_earlier_assignment(records: Mapping[Any, Sequence[Any]], consumer: Any) -> bool:
+    """Whether ``records`` (:class:`FetchedRecords`) were fetched in an aiokafka assignment that
+    is no longer ``consumer``'s current one: a rebalance came in between, whatever the generation
+    Faust shows by now (a fetch asked for ahead is received a whole conversion after it returned)."""
+    assignment = getattr(records, "assignment", None)
+    return assignment is not None and consumer is not None and assignment is not current_assignment(consumer)
+
+
 class FetchedRecords(dict):
     """One fetch's records per partition, with the aiokafka assignment they were fetched in."""
 
@@ -152,13 +160,21 @@ class CdcConsumer(faust_aiokafka.Consumer):
         fetcher_should_stop = fetcher._stopped.is_set
         get_read_offset = self._read_offset.__getitem__
         set_read_offset = self._read_offset.__setitem__
+        fetch_ahead = pipeline.job.worker.fetch_ahead
+        ahead: asyncio.Future | None = None  # the next fetch, asked for while this one converts
         try:
             while not (consumer_should_stop() or fetcher_should_stop()):
-                records, active = await self._wait_next_records(1.0)
+                if ahead is None:
+                    records, active = await self._wait_next_records(1.0)
+                else:
+                    next_fetch, ahead = ahead, None
+                    records, active = await next_fetch
                 await asyncio.sleep(0)
                 if not records or self.should_stop:
                     continue
                 generation = self.app.consumer_generation_id
+                if fetched_in_earlier_assignment(records, self._thread._consumer):  # a rebalance came in between
+                    generation = -1
                 owned: list[tuple[Any, Sequence[Any]]] = []
                 unprocessed: dict[Any, int] = {}  # partition -> first offset received and not processed
                 handled: set[Any] = set()  # partitions that went Faust's per-message path
@@ -169,7 +185,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
                         unprocessed[tp] = self._sought_back[tp][1]
                         continue
                     if not self.flow_active or self.app.consumer_generation_id != generation:
-                        # Rebalancing: nothing more of this fetch is processed (see _fetch_again).
+                        # Rebalancing (or fetched before one): nothing more of this fetch is processed.
                         for t, r in records.items():
                             if r and t not in handled:
                                 unprocessed.setdefault(t, r[0].offset)
@@ -188,6 +204,8 @@ class CdcConsumer(faust_aiokafka.Consumer):
                         await self.wait_first(callback(self._to_message(tp, rec)), self.suspend_flow.wait())
                         set_read_offset(tp, rec.offset)
                     handled.add(tp)
+                if owned and fetch_ahead and self.flow_active:
+                    ahead = asyncio.ensure_future(self._wait_next_records(1.0))
                 # Shielded: a shutdown that cancels the fetcher must not cut a batch in
                 # half; wait_empty() waits for it and for its acks.
                 if pipeline.parallel:  # partitions convert at once, in their child processes
@@ -217,6 +235,9 @@ class CdcConsumer(faust_aiokafka.Consumer):
             if self.transport.app.should_stop:
                 return
             raise
+        finally:
+            if ahead is not None:  # stopping: what it fetched is not processed, nor committed
+                ahead.cancel()
 
     async def _fetch_again(self, records: Mapping[Any, Sequence[Any]], offsets: Mapping[Any, int]) -> None:
         """Make the records this loop received and did not process be fetched again.

@@ -70,10 +70,18 @@ def _ids(kafka: KafkaCluster, topic: str, n: int) -> Counter:
     return Counter(i for i, _, _ in debezium_rows(consume(kafka, topic, min_records=n, timeout=90, idle=2.0)))
 
 
-def test_sigkill_mid_stream_then_restart_loses_nothing(kafka: KafkaCluster, names, workers, record_property) -> None:
+#: worker.fetch_ahead off (the default) and on: a fetch pending across a kill or a rebalance loses nothing.
+FETCH_AHEAD = pytest.mark.parametrize("fetch_ahead", [False, True], ids=["fetch", "fetch_ahead"])
+
+
+@FETCH_AHEAD
+def test_sigkill_mid_stream_then_restart_loses_nothing(
+    kafka: KafkaCluster, names, workers, record_property, fetch_ahead: bool
+) -> None:
     src, out, group = names("crash.canal"), names("crash.debezium"), names("crash")
     _create(kafka, src)
-    job = job_doc(kafka, group, src, out, worker={"create_topics": True, "batch_size": 200, "commit_interval_ms": 200})
+    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 200, "fetch_ahead": fetch_ahead}
+    job = job_doc(kafka, group, src, out, worker=worker)
     # Production outpaces conversion, so at the kill there is a backlog and work in flight.
     feed = Feed(kafka, src, chunks=4, per_chunk=10000, pause=0.1)
     first = workers(job, "first").start()
@@ -145,12 +153,14 @@ def _seen_output(kafka: KafkaCluster, topic: str) -> bool:
         return False
 
 
+@FETCH_AHEAD
 def test_two_workers_share_the_partitions_and_the_output_is_complete(
-    kafka: KafkaCluster, names, workers, record_property
+    kafka: KafkaCluster, names, workers, record_property, fetch_ahead: bool
 ) -> None:
     src, out, group = names("pair.canal"), names("pair.debezium"), names("pair")
     _create(kafka, src)
-    job = job_doc(kafka, group, src, out, worker={"create_topics": True, "batch_size": 200, "commit_interval_ms": 300})
+    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 300, "fetch_ahead": fetch_ahead}
+    job = job_doc(kafka, group, src, out, worker=worker)
     feed = Feed(kafka, src, chunks=8, per_chunk=3000, pause=0.6)
     a = workers(job, "a").start()
     a.wait_running()
