@@ -1202,3 +1202,21 @@ def test_roundtrip_without_schema_part_typed_by_catalog(opts, data):
     expected = expected_events(events, opts, typed_by_catalog=True)
     assert [essence(e) for e in decoded] == [essence(e) for e in expected]
     assert replay(decoded) == replay(expected)
+
+
+@pytest.mark.parametrize("document", [{"a": 1, "b": [True, None, "x"]}, [1, 2.5, {"c": "é"}]])
+def test_a_schemaless_json_document_is_written_to_canal_as_json_text(document: Any) -> None:
+    """An object or array in a schemaless event is typed JSON; Canal's text of it is the
+    document as JSON (was Python's ``repr``: ``{'a': 1}``)."""
+    message = {
+        "before": None,
+        "after": {"id": 1, "doc": document},
+        "source": {"db": "d", "table": "t", "ts_ms": 1},
+        "op": "c",
+        "ts_ms": 2,
+    }
+    (event,) = get_codec("debezium-json").decode(Record(value=orjson.dumps(message)))
+    (record,) = get_codec("canal-json").encode(event)
+    out = orjson.loads(record.value)
+    assert out["mysqlType"]["doc"] == "json"
+    assert orjson.loads(out["data"][0]["doc"]) == document

@@ -46,6 +46,8 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import orjson
+
 
 class Kind(str, enum.Enum):
     """The value family of a MySQL type: decides the Python value."""
@@ -750,7 +752,9 @@ def to_text(mtype: MySQLType, v: Any) -> str:
         return str(v)
     if kind is Kind.INT or kind is Kind.YEAR:
         return str(int(v))
-    if kind is Kind.STRING or kind is Kind.ENUM or kind is Kind.SET or kind is Kind.JSON:
+    if kind is Kind.JSON:  # a document decoded from a JSON message (Debezium without a schema)
+        return v if isinstance(v, str) else orjson.dumps(v).decode()
+    if kind is Kind.STRING or kind is Kind.ENUM or kind is Kind.SET:
         return v if isinstance(v, str) else str(v)
     if kind is Kind.DECIMAL:
         return format_decimal(v if isinstance(v, Decimal) else Decimal(str(v)), mtype.scale)
