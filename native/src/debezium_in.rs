@@ -170,7 +170,7 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "schema" => s.schema = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         "ts_ms" => s.ts_ms = map.next_value()?,
                         "txId" => {
-                            let raw: &RawValue = map.next_value()?;
+                            let raw = checked(&mut map)?;
                             s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
                         }
                         _ => {
@@ -184,6 +184,14 @@ impl<'de> Deserialize<'de> for Source<'de> {
         }
         d.deserialize_map(V)
     }
+}
+
+/// A field's value as written, checked as orjson reads it (a value orjson refuses, such as
+/// ``1e400``, makes the message Python's, which words the error).
+fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de RawValue, A::Error> {
+    let raw: &'de RawValue = map.next_value()?;
+    serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+    Ok(raw)
 }
 
 /// The fields of a Debezium row event the plan reads.
@@ -230,8 +238,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                                 return Err(de::Error::custom("duplicate field"));
                             }
                             e.wrapped |= k.0 == "schema" || k.0 == "payload";
-                            let raw: &'de RawValue = map.next_value()?;
-                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            let raw = checked(&mut map)?;
                             e.others.push((k.0, raw));
                             continue;
                         }
@@ -283,8 +290,7 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                         }
                         if k.0 == "payload" {
                             // JsonConverter's ``{"schema", "payload"}``: the payload's names.
-                            let raw: &'de RawValue = map.next_value()?;
-                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            let raw = checked(&mut map)?;
                             payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
                         } else {
                             map.next_value::<Checked>()?;
