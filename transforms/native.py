@@ -76,6 +76,9 @@ CANAL_TO_DTS = "canal-json -> dts-avro"
 TICDC_TO_DTS = "ticdc-canal-json -> dts-avro"
 DEBEZIUM_TO_CANAL = "debezium-json -> canal-json"
 DEBEZIUM_TO_DEBEZIUM = "debezium-json -> debezium-json"
+DEBEZIUM_TO_MAXWELL = "debezium-json -> maxwell-json"
+DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
+DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
 
 
 def available() -> bool:
@@ -159,7 +162,8 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
-    if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
+    debezium_writers = (CanalJson, DebeziumJsonCodec, MaxwellJson, OggJson, DtsAvro)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) in debezium_writers:
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
@@ -850,6 +854,9 @@ __all__ = [
     "CANAL_TO_DTS",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
+    "DEBEZIUM_TO_DTS",
+    "DEBEZIUM_TO_MAXWELL",
+    "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -39,6 +39,8 @@ from cdc_smt.transforms.native import (
     zones_agree,
 )
 
+#: The ops of the writers, in their order (c, u, d, r).
+_KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: The ``Record`` fields the writer copies per table and op (``sourcePosition`` .. ``fields``).
 _MIDDLE = slice(3, 12)
 
@@ -125,7 +127,7 @@ class _DtsOutTables(_CanalTables):
         shape = self._shape(event)
         columns = [(c.name, *self._column(c)) for c in schema.columns]
         key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in schema.primary_key]
-        ops = [self._op_dts(message, kind, shape, names) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        ops = [self._op_dts(self._decode(message, kind)[0], kind, shape, names) for kind in _KINDS]
         return 0, columns, key, ops
 
     def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
@@ -184,11 +186,9 @@ class _DtsOutTables(_CanalTables):
             return False
         raise _Unsupported("key")
 
-    def _op_dts(
-        self, message: dict[str, Any], kind: str, shape: _Shape, names: list[str]
-    ) -> tuple[int, int | None, bytes | None]:
-        """One op's entry: ``(0, None, None)`` dropped, ``(2, variant, middle)`` written."""
-        (decoded,) = self._decode(message, kind)
+    def _op_dts(self, decoded: Any, kind: str, shape: _Shape, names: list[str]) -> tuple[int, int | None, bytes | None]:
+        """One op's entry from its probe event (every value null): ``(0, None, None)``
+        dropped, ``(2, variant, middle)`` written."""
         event, edits = self._follow(decoded, shape.selected)
         if event is None:
             return 0, None, None

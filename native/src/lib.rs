@@ -45,6 +45,9 @@ const PLANS: &[&str] = &[
     "ticdc-canal-json -> dts-avro",
     "debezium-json -> canal-json",
     "debezium-json -> debezium-json",
+    "debezium-json -> maxwell-json",
+    "debezium-json -> ogg-json",
+    "debezium-json -> dts-avro",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -375,7 +378,7 @@ impl CanalToDebezium {
     /// ``message`` with the record's key (``None``: not known) for the readers that need it.
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
-            Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
+            Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
             Reader::Canal => self.message(py, value, out),
         }
     }
@@ -383,7 +386,7 @@ impl CanalToDebezium {
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         if let Reader::Debezium(r) = &mut self.reader {
-            return r.message(py, value, None, &self.encoder, out);
+            return r.message(py, value, None, &mut self.encoder, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);

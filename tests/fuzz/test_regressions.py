@@ -366,3 +366,21 @@ def test_native_debezium_reader_refuses_source_numbers_python_refuses(field: str
     run(keyed_input(b'{"id":1}', value))
     result = run.python.process(Record(value=value, key=b'{"id":1}'))
     assert result.outputs == [] and len(result.dead_letters) == 1
+
+
+def test_debezium_types_objects_by_their_fields_not_by_an_earlier_messages() -> None:
+    """The schemaless plan cache was keyed by the values' Python types: an object column
+    typed as geometry (``wkb``) by one message was read as geometry in the next one whose
+    object has no ``wkb`` (found by the native differential target: only the chain that
+    had decoded the first message dead-lettered the second)."""
+    source = {"connector": "mysql", "ts_ms": 1, "db": "shop", "table": "t"}
+
+    def value(g: object) -> bytes:
+        return orjson.dumps({"before": None, "after": {"id": 1, "g": g}, "source": source, "op": "c", "ts_ms": 2})
+
+    chain = Chain(get_codec("debezium-json"), get_codec("canal-json"), [], "all")
+    chain.native = None
+    assert chain.process(Record(value=value({"wkb": "AQ==", "srid": None}), key=b'{"id":1}')).outputs
+    result = chain.process(Record(value=value({"a": 1}), key=b'{"id":1}'))
+    assert result.dead_letters == []
+    assert orjson.loads(result.outputs[0].value)["mysqlType"] == {"id": "bigint", "g": "json"}
