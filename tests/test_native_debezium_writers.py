@@ -17,9 +17,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cdc_smt.transforms import native
-from tests.test_native import NATIVE_SUITE
+from cdc_smt.transforms.model import ChangeEvent
+from tests.strategies import change_streams
+from tests.test_native import NATIVE_SUITE, ZONES, _example
 from tests.test_native_canal_out import CHANGING, KEEPING
 from tests.test_native_debezium import (
     CONVERTING,
@@ -28,6 +32,8 @@ from tests.test_native_debezium import (
     MALFORMED,
     ROW,
     SOURCE,
+    assert_same,
+    debezium_records,
     event,
     good,
     keyed,
@@ -167,3 +173,40 @@ def test_dts_record_ids_follow_pythons_records_and_batches() -> None:
 def test_the_schema_part_is_pythons(writer: tuple[str, dict[str, Any], str]) -> None:
     """Values in the Connect schema's representations need converting: Python's."""
     assert same(keyed(with_schema(good())), writer) == 0
+
+
+CANAL = ("canal-json", {}, native.DEBEZIUM_TO_CANAL)
+#: Debezium inputs with the schema part, in each value representation (to Canal: the columns
+#: whose values are written as they are go natively, the rest is Python's).
+SCHEMA_INPUTS: list[dict[str, Any]] = [
+    {"schemas_enable": True},
+    {"schemas_enable": True, "decimal_handling_mode": "string", "binary_handling_mode": "hex"},
+    {"schemas_enable": True, "time_precision_mode": "connect", "bigint_unsigned_handling_mode": "precise"},
+    {"schemas_enable": True, "decimal_handling_mode": "double"},
+    {"schemas_enable": True, "decimal_format": "numeric"},
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stream=change_streams(max_events=10), options=st.sampled_from(SCHEMA_INPUTS), tz=st.sampled_from(ZONES))
+def test_the_schema_part_to_canal(stream: list[ChangeEvent], options: dict[str, Any], tz: str) -> None:
+    records = debezium_records(stream, tz, options)
+    assert_same(records, {"source_timezone": tz}, {"source_timezone": tz}, None, "canal-json")
+
+
+def test_the_schema_part_to_canal_is_native_where_values_are_as_written() -> None:
+    total = count = 0
+    for seed in range(20):
+        records = [r for r in debezium_records(_example(seed), "UTC", {"schemas_enable": True}) if r.value is not None]
+        total += len(records)
+        count += assert_same(records, {}, {}, None, "canal-json")
+    assert count >= total * 0.6, (count, total)
+    # a value in a Connect representation (a decimal as base64 bytes, a date as days): Python's
+    decimal = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}
+    date = {"type": "int32", "name": "io.debezium.time.Date"}
+    fields = [{"type": "int64", "field": "id"}, {**decimal, "field": "p"}, {**date, "field": "day"}]
+    schema = {"type": "struct", "fields": [{"optional": f["field"] != "id", "version": 1, **f} for f in fields]}
+    envelope = {"type": "struct", "fields": [{**schema, "field": "before"}, {**schema, "field": "after"}]}
+    rows = [{"id": 1, "p": "AQ==", "day": None}, {"id": 1, "p": None, "day": 19000}, {"id": 1, "p": None, "day": None}]
+    values = [orjson.dumps({"schema": envelope, "payload": orjson.loads(event("c", after=row))}) for row in rows]
+    assert [same(keyed([(v, KEY)]), CANAL) for v in values] == [0, 0, 1]

@@ -11,7 +11,9 @@ a value of each kind, through the chain's own decoder, transforms and encoder, a
 check that what it wrote is what the native writer writes for it:
 
 * :class:`DebeziumCanalTables`: the Canal writer, each column's type maps and
-  conversion to Canal text;
+  conversion to Canal text (under a schema part, which types the columns, only for the
+  values Debezium writes as the text they convert from: signed integers, strings,
+  doubles, BIT(1));
 * :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
   reproduction: values, source block and other fields copied), when both codecs
   represent values alike (same Connect options); with the schema part in and out
@@ -22,7 +24,8 @@ check that what it wrote is what the native writer writes for it:
   parts the same for every row of a table and op).
 
 Every value or message the reader does not reproduce for certain goes to Python
-(the schema part on the way to the other formats: its values need converting).
+(the schema part on the way to the typed-JSON and DTS writers: its values need
+converting).
 """
 
 from __future__ import annotations
@@ -185,12 +188,14 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
-        written = {name: _SAMPLES[kind][1] for name, kind in columns}
+        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+            texts = [
+                _as_written(t, c, kind) for t, c, (_, kind) in zip(texts, decoded.schema.columns, columns, strict=True)
+            ]
+        written = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
@@ -231,6 +236,23 @@ class DebeziumCanalTables(_Layouts):
         if written != expected or list(written) != list(expected) or first.key != probe.record_key(event.pk):
             raise _Unsupported("message")  # not what the writer writes
         return 2, self._variant(first.topic, edits)
+
+
+#: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
+#: the text the conversion reads, as the schemaless columns of the kind are.
+_AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
+
+
+def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
+    """A column's Canal text conversion under a schema part: as it is for signed integers,
+    strings, doubles and BIT(1) whose values have the kind the conversion reads (or are all
+    null), else ``python`` (a value in a Connect representation Python converts: decimals,
+    temporals, binary, unsigned wrapping)."""
+    op, arg = text[1], text[2]
+    plain = (op, kind) in _AS_WRITTEN and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    if plain or kind == "null":
+        return text
+    return (text[0], "python", None, *text[3:])
 
 
 class DebeziumTables(_Layouts):

@@ -296,6 +296,9 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
     "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),
     "native:debezium-json>debezium-json": NativeTarget("debezium-json", "debezium-json"),
+    "native:debezium-json>canal-json+schema": NativeTarget(
+        "debezium-json", "canal-json", source_options=(("schemas_enable", True),)
+    ),
     "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
