@@ -172,6 +172,39 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
     Row("dts-avro", "canal-json"),
+    Row(
+        "debezium-json",
+        "maxwell-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        sink_floor=True,
+    ),
+    Row(
+        "debezium-json",
+        "maxwell-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        sink_floor=True,
+        python_path=True,
+    ),
+    Row("debezium-json", "ogg-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", sink_floor=True),
+    Row(
+        "debezium-json",
+        "ogg-json",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        sink_floor=True,
+        python_path=True,
+    ),
+    Row("debezium-json", "dts-avro", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", floor="fastavro"),
+    Row(
+        "debezium-json",
+        "dts-avro",
+        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+        note="typed, no schema",
+        floor="fastavro",
+        python_path=True,
+    ),
 )
 
 

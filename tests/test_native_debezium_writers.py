@@ -169,6 +169,13 @@ def test_dts_record_ids_follow_pythons_records_and_batches() -> None:
         assert [(r.value, r.key) for r in got.outputs] == [(r.value, r.key) for r in want.outputs]
 
 
+def test_dts_tombstones_take_no_record_id() -> None:
+    """A Debezium tombstone is no event to Python (it numbers no record): the plan goes on
+    numbering the records after it in the same batch."""
+    records = keyed(good() * 3)
+    assert same(records, CONVERTING[2]) == sum(r.value is not None for r in records)
+
+
 @pytest.mark.parametrize("writer", CONVERTING, ids=CONVERTING_IDS)
 def test_the_schema_part_is_pythons(writer: tuple[str, dict[str, Any], str]) -> None:
     """Values in the Connect schema's representations need converting: Python's."""

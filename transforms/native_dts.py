@@ -60,22 +60,30 @@ def dts_plan(chain: Any) -> NativePlan | None:
 
 
 class _Resume(Exception):
-    """The plan takes over again after the record Python just processed."""
+    """The plan takes over again from this record (Python has not processed it)."""
+
+    def __init__(self, record: Record) -> None:
+        super().__init__()
+        self.record = record
 
 
 class DtsNativePlan(NativePlan):
     """The plan hands Python every record of a batch after the first one it does not
-    convert (record ids are numbered in order); :meth:`run` converts again from the
-    record after each one Python processed, so a batch with a DDL or a bad record in
-    it stays native around it. (:meth:`convert_values` keeps the plain contract.)"""
+    convert (record ids are numbered in order; a Debezium tombstone, which gets none, aside);
+    :meth:`run` converts again from the next record for Python after each one Python
+    processed, so a batch with a DDL or a bad record in it stays native around it.
+    (:meth:`convert_values` keeps the plain contract.)"""
 
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         pending = records if isinstance(records, list) else list(records)
         taken: list[Record] = []
 
         def python(record: Record, result: Any) -> None:
+            if record.value is None and self.needs_keys:  # a Debezium tombstone: no event, no id
+                one(record, result)  # (the plan numbered the records after it on)
+                return
             if taken:
-                raise _Resume
+                raise _Resume(record)
             taken.append(record)
             one(record, result)
 
@@ -83,9 +91,10 @@ class DtsNativePlan(NativePlan):
             try:
                 super().run(pending, python, result)
                 return
-            except _Resume:
-                done = next(i for i, r in enumerate(pending) if r is taken[0])
-                pending = pending[done + 1 :]
+            except _Resume as resume:
+                first = next(i for i, r in enumerate(pending) if r is taken[0])
+                done = next(i for i in range(first + 1, len(pending)) if pending[i] is resume.record)
+                pending = pending[done:]
                 taken.clear()
 
 

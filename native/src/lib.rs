@@ -296,7 +296,9 @@ impl CanalToDebezium {
                 Err(_) => false,
             };
             if !handled {
-                if let Encoder::DtsAvro(ids) = &mut self.encoder {
+                // A Debezium tombstone is no event to Python (no record id): the plan numbers on.
+                let numbered = !(item.is_none() && matches!(self.reader, Reader::Debezium(_)));
+                if let (Encoder::DtsAvro(ids), true) = (&mut self.encoder, numbered) {
                     ids.open = false; // Python numbers this record: it and the rest are Python's
                 }
                 counts.append(-1)?;
