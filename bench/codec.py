@@ -52,7 +52,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -99,6 +99,11 @@ class Row:
         text = f"{self.source} → {self.sink}"
         note = ", ".join(n for n in (self.note, "CDC_SMT_NATIVE=0" if self.python_path else "") if n)
         return f"{text} ({note})" if note else text
+
+
+def with_python_twin(row: Row) -> tuple[Row, Row]:
+    """A native row and the same conversion on the Python path (``CDC_SMT_NATIVE=0``)."""
+    return row, replace(row, python_path=True)
 
 
 ROWS: tuple[Row, ...] = (
@@ -172,38 +177,32 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
     Row("dts-avro", "canal-json"),
-    Row(
-        "debezium-json",
-        "maxwell-json",
-        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
-        note="typed, no schema",
-        sink_floor=True,
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "maxwell-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
     ),
-    Row(
-        "debezium-json",
-        "maxwell-json",
-        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
-        note="typed, no schema",
-        sink_floor=True,
-        python_path=True,
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "ogg-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
     ),
-    Row("debezium-json", "ogg-json", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", sink_floor=True),
-    Row(
-        "debezium-json",
-        "ogg-json",
-        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
-        note="typed, no schema",
-        sink_floor=True,
-        python_path=True,
-    ),
-    Row("debezium-json", "dts-avro", input_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", floor="fastavro"),
-    Row(
-        "debezium-json",
-        "dts-avro",
-        input_options=DEBEZIUM_TYPED_NO_SCHEMA,
-        note="typed, no schema",
-        floor="fastavro",
-        python_path=True,
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "dts-avro",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            floor="fastavro",
+        )
     ),
 )
 
