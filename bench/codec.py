@@ -177,6 +177,7 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
     Row("dts-avro", "canal-json"),
+    *with_python_twin(Row("debezium-json", "canal-json", input_options={"schemas_enable": True}, note="with schema")),
     *with_python_twin(
         Row(
             "debezium-json",
