@@ -52,7 +52,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -99,6 +99,11 @@ class Row:
         text = f"{self.source} → {self.sink}"
         note = ", ".join(n for n in (self.note, "CDC_SMT_NATIVE=0" if self.python_path else "") if n)
         return f"{text} ({note})" if note else text
+
+
+def with_python_twin(row: Row) -> tuple[Row, Row]:
+    """A native row and the same conversion on the Python path (``CDC_SMT_NATIVE=0``)."""
+    return row, replace(row, python_path=True)
 
 
 ROWS: tuple[Row, ...] = (
@@ -207,6 +212,34 @@ ROWS: tuple[Row, ...] = (
     Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
     Row("cloudcanal-json", "canal-json"),
     Row("cloudcanal-json", "canal-json", python_path=True),
+    *with_python_twin(Row("debezium-json", "canal-json", input_options={"schemas_enable": True}, note="with schema")),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "maxwell-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "ogg-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "dts-avro",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            floor="fastavro",
+        )
+    ),
 )
 
 

@@ -287,7 +287,13 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
         else [],
     }
     assert maxwell["native"]["plans"] == (
-        [native.CANAL_TO_MAXWELL, native.TICDC_TO_MAXWELL, native.MAXWELL_TO_CANAL, native.MAXWELL_TO_DEBEZIUM]
+        [
+            native.CANAL_TO_MAXWELL,
+            native.TICDC_TO_MAXWELL,
+            native.MAXWELL_TO_CANAL,
+            native.MAXWELL_TO_DEBEZIUM,
+            native.DEBEZIUM_TO_MAXWELL,
+        ]
         if native.enabled()
         else []
     )

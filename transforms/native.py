@@ -90,6 +90,9 @@ OGG_TO_CANAL = "ogg-json -> canal-json"
 OGG_TO_DEBEZIUM = "ogg-json -> debezium-json"
 CLOUDCANAL_TO_DEBEZIUM = "cloudcanal-json -> debezium-json"
 CLOUDCANAL_TO_CANAL = "cloudcanal-json -> canal-json"
+DEBEZIUM_TO_MAXWELL = "debezium-json -> maxwell-json"
+DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
+DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
 
 
 def available() -> bool:
@@ -182,7 +185,8 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_ticdc
 
         return native_ticdc.debezium_plan(chain, _native)
-    if type(decoder) is DebeziumJsonCodec and type(encoder) in (CanalJson, DebeziumJsonCodec):
+    debezium_writers = (CanalJson, DebeziumJsonCodec, MaxwellJson, OggJson, DtsAvro)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) in debezium_writers:
         from cdc_smt.transforms.native_debezium import debezium_plan
 
         return debezium_plan(chain, _native)
@@ -905,6 +909,9 @@ __all__ = [
     "MAXWELL_TO_DEBEZIUM",
     "OGG_TO_CANAL",
     "OGG_TO_DEBEZIUM",
+    "DEBEZIUM_TO_DTS",
+    "DEBEZIUM_TO_MAXWELL",
+    "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -11,14 +11,21 @@ a value of each kind, through the chain's own decoder, transforms and encoder, a
 check that what it wrote is what the native writer writes for it:
 
 * :class:`DebeziumCanalTables`: the Canal writer, each column's type maps and
-  conversion to Canal text;
+  conversion to Canal text (under a schema part, which types the columns, only for the
+  values Debezium writes as the text they convert from: signed integers, strings,
+  doubles, BIT(1));
 * :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
   reproduction: values, source block and other fields copied), when both codecs
   represent values alike (same Connect options); with the schema part in and out
-  (JsonConverter ``schemas.enable``) when the encoder writes the message's own.
+  (JsonConverter ``schemas.enable``) when the encoder writes the message's own;
+* :class:`DebeziumTypedTables`: the Maxwell and GoldenGate writers (each column's typed
+  JSON conversion, as from Canal text);
+* :class:`DebeziumDtsTables`: the DTS Avro writer (each column's DTS value, the record
+  parts the same for every row of a table and op).
 
 Every value or message the reader does not reproduce for certain goes to Python
-(the schema part on the way to Canal: its values need converting).
+(the schema part on the way to the typed-JSON and DTS writers: its values need
+converting).
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     DEBEZIUM_TO_CANAL,
     DEBEZIUM_TO_DEBEZIUM,
+    DEBEZIUM_TO_DTS,
+    DEBEZIUM_TO_MAXWELL,
+    DEBEZIUM_TO_OGG,
     NativePlan,
     _CanalOutTables,
     _keeps_rows,
@@ -39,6 +49,8 @@ from cdc_smt.transforms.native import (
     _supported,
     _Unsupported,
 )
+from cdc_smt.transforms.native_dts import DtsNativePlan, _DtsOutTables
+from cdc_smt.transforms.native_maxwell import _TypedJsonTables
 
 #: A probe value of each JSON kind the reader tells apart, and the Canal text the native
 #: writer gives it (``1.5``: a fraction the double conversion writes as it is).
@@ -51,18 +63,36 @@ _SAMPLES: dict[str, tuple[Any, str | None]] = {
 }
 #: Debezium's op codes per op of the writers (c, u, d, r).
 _OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"), ("r", "INIT"))
+#: A DTS record's ``sourcePosition``, ``safeSourcePosition`` and ``sourceTxid`` of the probe
+#: (whose source has no position): three empty Avro strings, where the writer puts each event's.
+_NO_POSITION = b"\0\0\0"
+#: The typed-JSON writers' plans.
+_TYPED = {"maxwell-json": DEBEZIUM_TO_MAXWELL, "ogg-json": DEBEZIUM_TO_OGG}
 
 
 def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
-    """debezium-json -> canal-json (``batch: row``) or -> debezium-json (no schema part,
-    the decoder's Connect options), with the transforms that keep rows as they are, or
-    ``None``. ``native`` is the extension."""
+    """debezium-json -> canal-json (``batch: row``), -> debezium-json (no schema part,
+    the decoder's Connect options), -> maxwell-json, ogg-json or dts-avro, with the
+    transforms that keep rows as they are, or ``None``. ``native`` is the extension."""
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
 
     decoder, encoder = chain.decoder, chain.encoder
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
     max_bytes = decoder.opts.max_message_bytes
+    transforms = list(chain.transforms)
+    if encoder.name in _TYPED:
+        typed = DebeziumTypedTables(decoder, encoder, transforms)
+        plan = native.CanalToDebezium(
+            typed.compile_layout, max_message_bytes=max_bytes, encoder=encoder.name, reader="debezium-json"
+        )
+        return NativePlan(_TYPED[encoder.name], plan, typed.variants)
+    if encoder.name == "dts-avro":
+        dts = DebeziumDtsTables(decoder, encoder, transforms)
+        plan = native.CanalToDebezium(
+            dts.compile_layout, max_message_bytes=max_bytes, encoder="dts-avro", ids=encoder, reader="debezium-json"
+        )
+        return DtsNativePlan(DEBEZIUM_TO_DTS, plan, dts.variants)
     if type(encoder) is DebeziumJsonCodec:
         if encoder.connect != decoder.connect:
             return None  # values converted between representations: Python
@@ -158,12 +188,14 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
-        written = {name: _SAMPLES[kind][1] for name, kind in columns}
+        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+            texts = [
+                _as_written(t, c, kind) for t, c, (_, kind) in zip(texts, decoded.schema.columns, columns, strict=True)
+            ]
+        written = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
@@ -204,6 +236,23 @@ class DebeziumCanalTables(_Layouts):
         if written != expected or list(written) != list(expected) or first.key != probe.record_key(event.pk):
             raise _Unsupported("message")  # not what the writer writes
         return 2, self._variant(first.topic, edits)
+
+
+#: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
+#: the text the conversion reads, as the schemaless columns of the kind are.
+_AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
+
+
+def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
+    """A column's Canal text conversion under a schema part: as it is for signed integers,
+    strings, doubles and BIT(1) whose values have the kind the conversion reads (or are all
+    null), else ``python`` (a value in a Connect representation Python converts: decimals,
+    temporals, binary, unsigned wrapping)."""
+    op, arg = text[1], text[2]
+    plain = (op, kind) in _AS_WRITTEN and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    if plain or kind == "null":
+        return text
+    return (text[0], "python", None, *text[3:])
 
 
 class DebeziumTables(_Layouts):
@@ -254,4 +303,70 @@ class DebeziumTables(_Layouts):
         return 2, self._variant(records[0].topic, edits)
 
 
-__all__ = ["DebeziumCanalTables", "DebeziumTables", "debezium_plan"]
+class DebeziumTypedTables(_Layouts, _TypedJsonTables):
+    """Compiles one Debezium layout for the Maxwell or GoldenGate writer: each column's
+    typed JSON conversion (of the reader's text), the key names, and per op whether the
+    transforms drop the rows or with which topic and header edits they are written; the
+    probe's message must be what the writer writes for it."""
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:
+            return None  # values in the schema's representations: Python converts them
+        decoded, shape = self._probe_shape(probe, pk)
+        if len(set(pk)) != len(pk):
+            return None  # a repeated key column: Python's
+        table = probe.source["table"]
+        if self.encoder.name == "ogg-json" and "schema" in probe.source:
+            table = f"{probe.source['schema']}.{table}"  # GoldenGate's name: database.schema.table
+        message = {"database": probe.source["db"], "table": table, "data": [probe.row]}
+        ops = [self._op_typed_layout(probe, message, code, kind, shape, pk) for code, kind in _OPS]
+        converted = [(c.name, *self._conversion(c, True)) for c in decoded.schema.columns]
+        return converted, list(pk), ops
+
+    def _op_typed_layout(
+        self, probe: _Probe, message: dict[str, Any], code: str, kind: str, shape: _Shape, pk: list[str]
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
+        if event is None:
+            return 0, None
+        (first,) = self.encoder.encode(event)
+        if first.value != orjson.dumps(self._expected(message, kind, pk)) or first.key != probe.record_key(event.pk):
+            raise _Unsupported("message")  # not what the writer writes
+        return 2, self._variant(first.topic, edits)
+
+
+class DebeziumDtsTables(_Layouts, _DtsOutTables):
+    """Compiles one Debezium layout for the DTS Avro writer: each column's DTS value (from
+    the column types the decoder gives the layout), the key, and per op the record parts
+    the same for every row (from the probe's own record, its values nulled)."""
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:
+            return None  # values in the schema's representations: Python converts them
+        decoded, shape = self._probe_shape(probe, pk)
+        if len(set(pk)) != len(pk):
+            return None
+        schema = decoded.schema
+        names = [c.name for c in schema.columns]
+        if any(k not in names for k in decoded.pk):
+            return None  # a key naming a column the row lacks: Python's
+        converted = [(c.name, *self._column(c)) for c in schema.columns]
+        key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in decoded.pk]
+        ops = [self._op_dts(self._null_probe(probe, code), kind, shape, names) for code, kind in _OPS]
+        if any(middle is not None and not middle.startswith(_NO_POSITION) for _, _, middle in ops):
+            return None  # the writer puts each event's position there
+        return 0, converted, key, ops
+
+    def _null_probe(self, probe: _Probe, code: str) -> Any:
+        """The op's probe event with every value null (the parts checked are the row's
+        constant ones), its column types those of the layout's values."""
+        event = self._decode_probe(probe, code)
+        for image in ("before", "after"):
+            values = getattr(event, image)
+            if values is not None:
+                setattr(event, image, dict.fromkeys(values))
+        return event
+
+
+__all__ = ["DebeziumCanalTables", "DebeziumDtsTables", "DebeziumTables", "DebeziumTypedTables", "debezium_plan"]

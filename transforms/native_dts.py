@@ -39,6 +39,8 @@ from cdc_smt.transforms.native import (
     zones_agree,
 )
 
+#: The ops of the writers, in their order (c, u, d, r).
+_KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: The ``Record`` fields the writer copies per table and op (``sourcePosition`` .. ``fields``).
 _MIDDLE = slice(3, 12)
 
@@ -58,22 +60,30 @@ def dts_plan(chain: Any) -> NativePlan | None:
 
 
 class _Resume(Exception):
-    """The plan takes over again after the record Python just processed."""
+    """The plan takes over again from this record (Python has not processed it)."""
+
+    def __init__(self, record: Record) -> None:
+        super().__init__()
+        self.record = record
 
 
 class DtsNativePlan(NativePlan):
     """The plan hands Python every record of a batch after the first one it does not
-    convert (record ids are numbered in order); :meth:`run` converts again from the
-    record after each one Python processed, so a batch with a DDL or a bad record in
-    it stays native around it. (:meth:`convert_values` keeps the plain contract.)"""
+    convert (record ids are numbered in order; a Debezium tombstone, which gets none, aside);
+    :meth:`run` converts again from the next record for Python after each one Python
+    processed, so a batch with a DDL or a bad record in it stays native around it.
+    (:meth:`convert_values` keeps the plain contract.)"""
 
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         pending = records if isinstance(records, list) else list(records)
         taken: list[Record] = []
 
         def python(record: Record, result: Any) -> None:
+            if record.value is None and self.needs_keys:  # a Debezium tombstone: no event, no id
+                one(record, result)  # (the plan numbered the records after it on)
+                return
             if taken:
-                raise _Resume
+                raise _Resume(record)
             taken.append(record)
             one(record, result)
 
@@ -81,9 +91,10 @@ class DtsNativePlan(NativePlan):
             try:
                 super().run(pending, python, result)
                 return
-            except _Resume:
-                done = next(i for i, r in enumerate(pending) if r is taken[0])
-                pending = pending[done + 1 :]
+            except _Resume as resume:
+                first = next(i for i, r in enumerate(pending) if r is taken[0])
+                done = next(i for i in range(first + 1, len(pending)) if pending[i] is resume.record)
+                pending = pending[done:]
                 taken.clear()
 
 
@@ -125,7 +136,7 @@ class _DtsOutTables(_CanalTables):
         shape = self._shape(event)
         columns = [(c.name, *self._column(c)) for c in schema.columns]
         key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in schema.primary_key]
-        ops = [self._op_dts(message, kind, shape, names) for kind in ("INSERT", "UPDATE", "DELETE", "INIT")]
+        ops = [self._op_dts(self._decode(message, kind)[0], kind, shape, names) for kind in _KINDS]
         return 0, columns, key, ops
 
     def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
@@ -184,11 +195,9 @@ class _DtsOutTables(_CanalTables):
             return False
         raise _Unsupported("key")
 
-    def _op_dts(
-        self, message: dict[str, Any], kind: str, shape: _Shape, names: list[str]
-    ) -> tuple[int, int | None, bytes | None]:
-        """One op's entry: ``(0, None, None)`` dropped, ``(2, variant, middle)`` written."""
-        (decoded,) = self._decode(message, kind)
+    def _op_dts(self, decoded: Any, kind: str, shape: _Shape, names: list[str]) -> tuple[int, int | None, bytes | None]:
+        """One op's entry from its probe event (every value null): ``(0, None, None)``
+        dropped, ``(2, variant, middle)`` written."""
         event, edits = self._follow(decoded, shape.selected)
         if event is None:
             return 0, None, None

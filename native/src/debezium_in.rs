@@ -27,7 +27,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
-use crate::{canal_out, canon, ticdc_out, Encoder, Output};
+use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -146,6 +146,13 @@ struct Source<'a> {
     /// A ``txId`` field other than a non-negative integer (Python re-types it, or takes
     /// the transaction's id, when it re-writes the block).
     tx_id: bool,
+    /// The position fields as written (what Maxwell writes of them: ``xid``, ``position``,
+    /// ``server_id``, ``gtid``).
+    tx_id_raw: Option<&'a RawValue>,
+    file: Option<&'a RawValue>,
+    pos: Option<&'a RawValue>,
+    server_id: Option<&'a RawValue>,
+    gtid: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for Source<'de> {
@@ -170,9 +177,14 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "schema" => s.schema = map.next_value::<Option<Text>>()?.map(|t| t.0),
                         "ts_ms" => s.ts_ms = map.next_value()?,
                         "txId" => {
-                            let raw: &RawValue = map.next_value()?;
+                            let raw = checked(&mut map)?;
                             s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
+                            s.tx_id_raw = Some(raw);
                         }
+                        "file" => s.file = Some(checked(&mut map)?),
+                        "pos" => s.pos = Some(checked(&mut map)?),
+                        "server_id" => s.server_id = Some(checked(&mut map)?),
+                        "gtid" => s.gtid = Some(checked(&mut map)?),
                         _ => {
                             map.next_value::<Checked>()?;
                         }
@@ -184,6 +196,14 @@ impl<'de> Deserialize<'de> for Source<'de> {
         }
         d.deserialize_map(V)
     }
+}
+
+/// A field's value as written, checked as orjson reads it (a value orjson refuses, such as
+/// ``1e400``, makes the message Python's, which words the error).
+fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de RawValue, A::Error> {
+    let raw: &'de RawValue = map.next_value()?;
+    serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+    Ok(raw)
 }
 
 /// The fields of a Debezium row event the plan reads.
@@ -230,8 +250,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                                 return Err(de::Error::custom("duplicate field"));
                             }
                             e.wrapped |= k.0 == "schema" || k.0 == "payload";
-                            let raw: &'de RawValue = map.next_value()?;
-                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            let raw = checked(&mut map)?;
                             e.others.push((k.0, raw));
                             continue;
                         }
@@ -283,8 +302,7 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                         }
                         if k.0 == "payload" {
                             // JsonConverter's ``{"schema", "payload"}``: the payload's names.
-                            let raw: &'de RawValue = map.next_value()?;
-                            serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+                            let raw = checked(&mut map)?;
                             payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
                         } else {
                             map.next_value::<Checked>()?;
@@ -350,6 +368,33 @@ enum Table {
     Debezium(DebeziumOut),
     /// TiCDC's Canal-JSON (``ticdc_out``; every value re-written as TiCDC text).
     Ticdc(ticdc_out::Table),
+    /// Maxwell's or GoldenGate's typed JSON (each value converted from its text).
+    Typed(typed_json::Table),
+    /// DTS Avro records (each value converted from its text).
+    DtsAvro(dts_avro_out::Table),
+}
+
+impl Table {
+    /// What becomes of an op's rows: written with a variant, else dropped (``Err(true)``)
+    /// or Python's (``Err(false)``).
+    fn op(&self, op: usize) -> Result<usize, bool> {
+        let entry = |e: &canal_out::Entry| match e {
+            canal_out::Entry::Write(variant) => Ok(*variant),
+            canal_out::Entry::Python => Err(false),
+            canal_out::Entry::Dropped => Err(true),
+        };
+        match self {
+            Table::Canal(t) => entry(&t.ops[op]),
+            Table::Debezium(d) => entry(&d.ops[op]),
+            Table::Typed(t) => entry(&t.ops[op]),
+            Table::Ticdc(t) => entry(&t.ops[op]),
+            Table::DtsAvro(t) => match &t.ops[op] {
+                dts_avro_out::Entry::Write(variant, _) => Ok(*variant),
+                dts_avro_out::Entry::Python => Err(false),
+                dts_avro_out::Entry::Dropped => Err(true),
+            },
+        }
+    }
 }
 
 /// One layout for the Debezium writer.
@@ -439,9 +484,9 @@ impl Reader {
                     match encoder {
                         Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
-                        // No Debezium-reader plan writes these yet (the planner does not make one).
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
-                        Encoder::Maxwell | Encoder::Ogg | Encoder::DtsAvro(_) => None,
+                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                     }
                     .map(Arc::new)
                 };
@@ -458,9 +503,10 @@ impl Reader {
 
     /// The output records of one message into ``out``; ``false`` when Python must
     /// process it. ``key``: the record's key (``None``: not known, Python's).
-    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
+    pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &mut Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
         let Some(key) = key else { return Ok(false) };
-        if value.len() > self.max_message_bytes || matches!(encoder, Encoder::Canal { transaction: true }) {
+        let closed = matches!(encoder, Encoder::Canal { transaction: true }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
+        if value.len() > self.max_message_bytes || closed {
             return Ok(false);
         }
         let Some(pk) = key_names(key) else { return Ok(false) };
@@ -506,57 +552,165 @@ impl Reader {
             columns.push((name.as_ref(), kind));
         }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
-        let ops = match &*compiled {
-            Table::Canal(t) if head.is_none() => &t.ops,
-            Table::Ticdc(t) if head.is_none() => &t.ops,
-            Table::Canal(_) | Table::Ticdc(_) => return Ok(false),
-            Table::Debezium(d) => {
-                return Ok(match d.ops[op] {
-                    canal_out::Entry::Write(_) if !d.copies([before, after]) => false,
-                    canal_out::Entry::Write(variant) => {
-                        let start = out.len();
-                        let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
-                        if !ok {
-                            out.truncate(start);
-                        }
-                        ok
-                    }
-                    canal_out::Entry::Python => false,
-                    canal_out::Entry::Dropped => true,
-                });
-            }
+        let variant = match compiled.op(op) {
+            Ok(variant) => variant,
+            Err(dropped) => return Ok(dropped),
         };
-        let variant = match ops[op] {
-            canal_out::Entry::Write(variant) => variant,
-            canal_out::Entry::Python => return Ok(false),
-            canal_out::Entry::Dropped => return Ok(true),
+        if let Table::Debezium(d) = &*compiled {
+            if !d.copies([before, after]) {
+                return Ok(false);
+            }
+            let start = out.len();
+            let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+            if !ok {
+                out.truncate(start);
+            }
+            return Ok(ok);
+        }
+        if head.is_some() && !matches!(&*compiled, Table::Canal(_)) {
+            return Ok(false); // values in the schema's representations: Python converts them
+        }
+        // The row as the Canal message the text writers read (one row, ``old`` the before-image);
+        // GoldenGate's table name also holds the schema (``database.schema.table``).
+        let table = match (&*encoder, source.schema.as_deref()) {
+            (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
+            _ => Cow::Borrowed(table),
         };
         let m = canal::Message {
             data: Some(vec![text_row(row)]),
             old: old.map(|b| vec![text_row(b)]),
             database: Some(Cow::Borrowed(database)),
-            table: Some(Cow::Borrowed(table)),
+            table: Some(table),
             es: Some(es),
             ts: Some(ts),
             pk_names: Some(pk.iter().map(|n| Cow::Borrowed(n.as_ref())).collect()),
             seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if old.is_some() { FIELD_OLD } else { 0 },
             ..Default::default()
         };
-        let record_key = row_key(&pk, row);
         let start = out.len();
-        let written = match &*compiled {
-            Table::Ticdc(t) => ticdc_out::write(t, &m, op, variant, out),
-            Table::Canal(t) => canal_out::write(t, &m, op, variant, false, out),
-            Table::Debezium(_) => return Ok(false),
+        let written = match (&*compiled, encoder) {
+            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
+            (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
+            (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
+                Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
+                None => return Ok(false),
+            },
+            (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &m, op, variant, out),
+            (Table::DtsAvro(t), Encoder::DtsAvro(ids)) => {
+                let dts_avro_out::Entry::Write(_, middle) = &t.ops[op] else { return Ok(false) };
+                // The probe's middle starts with three empty strings: the position's place.
+                let Some(mut record) = Position::of(&e, source).and_then(|p| p.dts()) else { return Ok(false) };
+                let Some(rest) = middle.get(3..) else { return Ok(false) };
+                record.extend_from_slice(rest);
+                // The DTS writer's key is its own (the key columns' typed values), as Python's.
+                return Ok(dts_avro_out::write(t, &m, op, variant, &record, ids, out).is_ok());
+            }
+            _ => return Ok(false),
         };
         if written.is_err() {
             out.truncate(start);
             return Ok(false);
         }
+        // The text writers' keys are the Canal texts: Python's are the key columns' JSON values.
+        let record_key = row_key(&pk, row);
         for record in &mut out[start..] {
             record.1 = record_key.clone();
         }
         Ok(true)
+    }
+}
+
+/// The source position as the Python decoder's model holds it (``_position``): the binlog
+/// file (a non-empty string, else none) and position, and the transaction id (``txId``).
+struct Position<'a> {
+    file: Option<Cow<'a, str>>,
+    pos: Option<i64>,
+    txid: Option<i64>,
+}
+
+/// A source field given (not absent, not null).
+fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
+    raw.filter(|r| r.get() != "null")
+}
+
+impl<'a> Position<'a> {
+    /// ``None`` (Python's) for forms the plan does not render as Python does: a transaction
+    /// block (its id may be the transaction id), a ``txId`` other than an integer, a ``file``
+    /// other than a string, a ``pos`` other than an integer.
+    fn of(e: &Envelope<'a>, source: &Source<'a>) -> Option<Position<'a>> {
+        if e.others.iter().any(|(name, raw)| name == "transaction" && raw.get() != "null") {
+            return None;
+        }
+        let txid = match given(source.tx_id_raw) {
+            Some(_) if source.tx_id => return None,
+            Some(raw) => Some(raw.get().parse().ok()?),
+            None => None,
+        };
+        let file = match given(source.file) {
+            Some(raw) => Some(serde_json::from_str::<Text>(raw.get()).ok()?.0).filter(|f| !f.is_empty()),
+            None => None,
+        };
+        let pos = match given(source.pos) {
+            Some(raw) => Some(raw.get().parse().ok()?),
+            None => None,
+        };
+        Some(Position { file, pos, txid })
+    }
+
+    /// The fields Maxwell writes from it (``MaxwellJson._encode_row``), each after a comma:
+    /// ``xid``, ``position`` (``file:pos``), ``server_id`` and ``gtid`` (as orjson's round
+    /// trip writes them, or ``None``: Python's).
+    fn maxwell(&self, source: &Source) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        if let Some(id) = self.txid {
+            out.extend_from_slice(b",\"xid\":");
+            crate::json::write_int(&mut out, id);
+        }
+        if let (Some(file), Some(pos)) = (&self.file, self.pos) {
+            out.extend_from_slice(b",\"position\":");
+            crate::json::write_str(&mut out, &format!("{file}:{pos}"));
+        }
+        for (name, raw) in [(&b",\"server_id\":"[..], source.server_id), (&b",\"gtid\":"[..], source.gtid)] {
+            if let Some(raw) = given(raw) {
+                out.extend_from_slice(name);
+                canon::write(&mut out, raw.get()).ok()?;
+            }
+        }
+        Some(out)
+    }
+
+    /// A DTS record's ``sourcePosition``, ``safeSourcePosition`` (empty) and ``sourceTxid``
+    /// as Avro strings (``DtsAvro._envelope``: ``pos@N`` with ``N`` the file name's trailing
+    /// number, else ``pos``); ``None`` (Python's) for a file name that may end in a digit
+    /// other than ASCII's (Python's ``\d``).
+    fn dts(&self) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(48);
+        match (&self.file, self.pos) {
+            (Some(file), Some(pos)) => {
+                // ``$`` also matches before a final newline; ``\d`` any Unicode digit.
+                if file.ends_with('\n') {
+                    return None;
+                }
+                let digits = file.len() - file.bytes().rev().take_while(u8::is_ascii_digit).count();
+                if file[..digits].chars().last().is_some_and(|c| !c.is_ascii() && c.is_numeric()) {
+                    return None;
+                }
+                let number = file[digits..].trim_start_matches('0');
+                let text = match (digits == file.len(), number.is_empty()) {
+                    (true, _) => pos.to_string(),
+                    (false, true) => format!("{pos}@0"),
+                    (false, false) => format!("{pos}@{number}"),
+                };
+                dts_avro_out::write_bytes(&mut out, text.as_bytes());
+            }
+            _ => out.push(0),
+        }
+        out.push(0);
+        match self.txid {
+            Some(id) => dts_avro_out::write_bytes(&mut out, id.to_string().as_bytes()),
+            None => out.push(0),
+        }
+        Some(out)
     }
 }
 

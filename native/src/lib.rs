@@ -59,6 +59,9 @@ const PLANS: &[&str] = &[
     "ogg-json -> debezium-json",
     "cloudcanal-json -> debezium-json",
     "cloudcanal-json -> canal-json",
+    "debezium-json -> maxwell-json",
+    "debezium-json -> ogg-json",
+    "debezium-json -> dts-avro",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -320,7 +323,9 @@ impl CanalToDebezium {
                 Err(_) => false,
             };
             if !handled {
-                if let Encoder::DtsAvro(ids) = &mut self.encoder {
+                // A Debezium tombstone is no event to Python (no record id): the plan numbers on.
+                let numbered = !(item.is_none() && matches!(self.reader, Reader::Debezium(_)));
+                if let (Encoder::DtsAvro(ids), true) = (&mut self.encoder, numbered) {
                     ids.open = false; // Python numbers this record: it and the rest are Python's
                 }
                 counts.append(-1)?;
@@ -410,7 +415,7 @@ impl CanalToDebezium {
     /// ``message`` with the record's key (``None``: not known) for the readers that need it.
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
-            Reader::Debezium(r) => r.message(py, value, key, &self.encoder, out),
+            Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
             Reader::Canal | Reader::CloudCanal | Reader::Typed(_) => self.message(py, value, out),
         }
     }
@@ -418,7 +423,7 @@ impl CanalToDebezium {
     /// The output records of one message into ``out``; ``false`` when Python must process it.
     fn message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         if let Reader::Debezium(r) = &mut self.reader {
-            return r.message(py, value, None, &self.encoder, out);
+            return r.message(py, value, None, &mut self.encoder, out);
         }
         if let Reader::Typed(_) = self.reader {
             return self.typed_message(py, value, out);

@@ -14,6 +14,12 @@ const TYPES: [&[u8]; 4] = [b"\"insert\"", b"\"update\"", b"\"delete\"", b"\"boot
 
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per row.
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    write_with_position(t, m, op, variant, b"", out)
+}
+
+/// [`write`] with the fields Python writes after ``ts`` from the event's source position
+/// (``,"xid":...``: a Debezium event's; a Canal message has none).
+pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, position: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
     let mut head = Vec::with_capacity(128);
@@ -27,6 +33,7 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         head.extend_from_slice(b",\"ts\":");
         json::write_int(&mut head, es.div_euclid(1000));
     }
+    head.extend_from_slice(position);
     if !t.pk.is_empty() {
         head.extend_from_slice(b",\"primary_key_columns\":");
         t.pk_array(&mut head);

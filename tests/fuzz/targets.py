@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -175,25 +176,38 @@ def _avro_schema(fmt: str) -> Any:
 
 
 class NativeDifferential:
-    """canal-json -> debezium-json through the native plan and through Python, one record at
-    a time: no panic may reach Python (a ``PanicException`` is a finding like any other), and
-    the outputs and dead letters must be equal, whichever path the plan sends a record to."""
+    """One native plan (``source`` -> ``sink`` codecs) and the Python path, one record at a
+    time: no panic may reach Python (a ``PanicException`` is a finding like any other), and
+    the outputs and dead letters must be equal, whichever path the plan sends a record to.
+    ``keyed``: the inputs are :func:`keyed_input` frames (the Debezium reader reads the key)."""
 
-    def __init__(self, sink: dict[str, Any]) -> None:
+    def __init__(self, plan: NativeTarget) -> None:
         from cdc_smt.transforms.chain import Chain
 
         def chain() -> Chain:
-            return Chain(get_codec("canal-json"), get_codec("debezium-json", sink), [], "all")
+            return Chain(
+                get_codec(plan.source, dict(plan.source_options)),
+                get_codec(plan.sink, dict(plan.sink_options)),
+                [],
+                "all",
+            )
 
+        self.keyed = plan.keyed
         self.native = chain()
         self.python = chain()
         self.python.native = None
         self.handled = 0
 
     def __call__(self, data: bytes) -> None:
-        record = Record(value=data, topic="t", partition=0, offset=1)
-        got = self.native.process(record)
-        want = self.python.process(record)
+        key, value = split_keyed(data) if self.keyed else (None, data)
+        record = Record(value=value, key=key, topic="t", partition=0, offset=1)
+        clock = time.time
+        time.time = _FIXED_CLOCK  # what Python writes for a message without a time: the same in both
+        try:
+            got = self.native.process(record)
+            want = self.python.process(record)
+        finally:
+            time.time = clock
         a, b = _outputs(got), _outputs(want)
         if a != b:
             site = "count" if len(a) != len(b) else _difference(a, b)
@@ -201,6 +215,11 @@ class NativeDifferential:
         a, b = _dead_letters(got), _dead_letters(want)
         if a != b:
             raise Mismatch(f"dead-letter:{b[0][0] if b else 'none'}", f"native dead letter differs: {a!r} != {b!r}")
+
+
+def _FIXED_CLOCK() -> float:  # noqa: N802 - stands in for time.time
+    """The clock both paths see: Python writes the time of encoding where a message has none."""
+    return 1_700_000_000.0
 
 
 class Mismatch(AssertionError):
@@ -241,23 +260,129 @@ def _dead_letters(result: Any) -> list[tuple[Any, ...]]:
     return [(d.stage, d.error_class, d.message, d.transform) for d in result.dead_letters]
 
 
-#: Debezium sinks of the differential target: the defaults, and the schema part.
-NATIVE_SINKS: dict[str, dict[str, Any]] = {
-    "native:canal-json>debezium-json": {},
-    "native:canal-json>debezium-json+schema": {"schemas_enable": True},
+@dataclass(frozen=True)
+class NativeTarget:
+    """A native plan family's differential target: the codecs and their options."""
+
+    source: str
+    sink: str
+    source_options: tuple[tuple[str, Any], ...] = ()
+    sink_options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def keyed(self) -> bool:
+        """Does the plan's reader read the record keys (the Debezium reader)?"""
+        return self.source == "debezium-json"
+
+
+#: One differential target per native plan family (reader -> writer), with the option
+#: variants that change what the writer writes (the Connect schema part).
+NATIVE_TARGETS: dict[str, NativeTarget] = {
+    "native:canal-json>debezium-json": NativeTarget("canal-json", "debezium-json"),
+    "native:canal-json>debezium-json+schema": NativeTarget(
+        "canal-json", "debezium-json", sink_options=(("schemas_enable", True),)
+    ),
+    "native:ticdc-canal-json>debezium-json": NativeTarget("ticdc-canal-json", "debezium-json"),
+    "native:canal-json>canal-json": NativeTarget("canal-json", "canal-json"),
+    "native:canal-json>canal-json+transaction": NativeTarget(
+        "canal-json", "canal-json", sink_options=(("batch", "transaction"),)
+    ),
+    "native:ticdc-canal-json>canal-json": NativeTarget("ticdc-canal-json", "canal-json"),
+    "native:canal-json>maxwell-json": NativeTarget("canal-json", "maxwell-json"),
+    "native:ticdc-canal-json>maxwell-json": NativeTarget("ticdc-canal-json", "maxwell-json"),
+    "native:canal-json>ogg-json": NativeTarget("canal-json", "ogg-json"),
+    "native:ticdc-canal-json>ogg-json": NativeTarget("ticdc-canal-json", "ogg-json"),
+    "native:canal-json>dts-avro": NativeTarget("canal-json", "dts-avro"),
+    "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
+    "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),
+    "native:debezium-json>debezium-json": NativeTarget("debezium-json", "debezium-json"),
+    "native:debezium-json>canal-json+schema": NativeTarget(
+        "debezium-json", "canal-json", source_options=(("schemas_enable", True),)
+    ),
+    "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
+    "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
+    "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
+    "native:debezium-json>debezium-json+schema": NativeTarget(
+        "debezium-json",
+        "debezium-json",
+        source_options=(("schemas_enable", True),),
+        sink_options=(("schemas_enable", True),),
+    ),
 }
 
 
+# -- keyed inputs: the record key and value in one fuzz input --------------------------------
+
+
+def keyed_input(key: bytes | None, value: bytes) -> bytes:
+    """``key + b"\\n" + value``, or the value alone for a record without a key (JSON as the
+    codecs write it holds no raw newline, so the first one splits the two)."""
+    return value if key is None else key + b"\n" + value
+
+
+def split_keyed(data: bytes) -> tuple[bytes | None, bytes]:
+    key, sep, value = data.partition(b"\n")
+    return (key, value) if sep else (None, data)
+
+
+def mutate_keyed(data: bytes, rng: Any) -> bytes:
+    """Mutates the value mostly, sometimes the key (or takes it away, or gives one)."""
+    key, value = split_keyed(data)
+    k = rng.randrange(8)
+    if k == 0:
+        return keyed_input(None if key is not None else b"{}", value)
+    if k == 1:
+        return keyed_input(mutate.mutate_json(key or b"{}", rng), value)
+    return keyed_input(key, mutate.mutate_json(value, rng))
+
+
+def _debezium_key(value: bytes) -> bytes | None:
+    """A key for a corpus value (the corpus holds values only): its row's first column, as
+    Debezium keys a table by its primary key; ``None`` without an image."""
+    try:
+        message = orjson.loads(value)
+        payload = message.get("payload", message) if isinstance(message, dict) else None
+        image = (payload.get("after") or payload.get("before")) if isinstance(payload, dict) else None
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    if not isinstance(image, dict) or not image:
+        return None
+    name = next(iter(image))
+    return orjson.dumps({name: image[name]})
+
+
+@cache
+def keyed_seeds(options: tuple[tuple[str, Any], ...] = ()) -> tuple[bytes, ...]:
+    """Debezium records as keyed inputs: the corpus (keys from the rows) and the workload
+    encoded by the Debezium encoder (its own keys, delete tombstones left out)."""
+    seen: dict[bytes, None] = {}
+    for value in _corpus_seeds("debezium-json"):
+        seen.setdefault(keyed_input(_debezium_key(value), value), None)
+    codec = get_codec("debezium-json", dict(options), catalog=new_catalog())
+    for e in workload_events():
+        try:
+            records = codec.encode(e)
+        except Exception:  # noqa: BLE001 - events the format cannot carry
+            continue
+        for r in records:
+            if r.value is not None:
+                seen.setdefault(keyed_input(r.key, r.value), None)
+    return tuple(seen)
+
+
 def native_target(name: str) -> Target | None:
-    """The differential target, or ``None`` when the native core is not built (or switched off)."""
+    """A differential target, or ``None`` when the native core is not built (or switched off)."""
     from cdc_smt.transforms import native
 
     if not native.enabled():
         return None
-    run = NativeDifferential(NATIVE_SINKS[name])
+    plan = NATIVE_TARGETS[name]
+    run = NativeDifferential(plan)
     if run.native.native is None:
         return None
-    return Target(name, list(decoder_seeds("canal-json")), mutate.mutate_json, run, ())
+    if plan.keyed:
+        return Target(name, list(keyed_seeds(plan.source_options)), mutate_keyed, run, ())
+    return Target(name, list(decoder_seeds(plan.source)), mutate.mutate_json, run, ())
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -344,7 +469,7 @@ def all_targets() -> dict[str, Callable[[], Target | None]]:
     out: dict[str, Callable[[], Target | None]] = {fmt: (lambda f=fmt: decoder_target(f)) for fmt in registry()}
     for name, (fmt, options) in VARIANTS.items():
         out[name] = lambda f=fmt, o=options, n=name: decoder_target(f, o, n)
-    for name in NATIVE_SINKS:
+    for name in NATIVE_TARGETS:
         out[name] = lambda n=name: native_target(n)
     out["chain-loader"] = chain_target
     out["job-loader"] = job_target

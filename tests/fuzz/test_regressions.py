@@ -256,11 +256,13 @@ def test_decimal_beyond_mysql_decimal_is_a_dead_letter_in_every_encoder(case: st
 @pytest.mark.parametrize("sink", [{}, {"schemas_enable": True}])
 def test_native_plan_refuses_what_the_python_path_refuses(sink: dict) -> None:
     from cdc_smt.transforms import native
-    from tests.fuzz.targets import NativeDifferential
+    from tests.fuzz.targets import NativeDifferential, NativeTarget
 
     if not native.enabled():
         pytest.skip("the native core is not built")
-    NativeDifferential(sink)(_canal_decimal("1" + "0" * 70))
+    NativeDifferential(NativeTarget("canal-json", "debezium-json", sink_options=tuple(sink.items())))(
+        _canal_decimal("1" + "0" * 70)
+    )
 
 
 @pytest.mark.parametrize("value", ["1e400", "-1e400", "1e-400", "1e100000000"])
@@ -345,3 +347,40 @@ def test_maxwell_column_length_that_is_no_integer_is_a_decode_error(length: str)
     _within_a_second(lambda: pytest.raises(DecodeError, decode, "maxwell-json", data))
     with pytest.raises(DecodeError, match="column-length must be an integer"):
         decode("maxwell-json", data)
+
+
+@pytest.mark.parametrize("field", ["server_id", "txId", "file", "pos", "gtid"])
+@pytest.mark.parametrize("sink", ["canal-json", "maxwell-json", "dts-avro"])
+def test_native_debezium_reader_refuses_source_numbers_python_refuses(field: str, sink: str) -> None:
+    """The Debezium reader took a source field orjson refuses (``"server_id":1E+400``, found
+    by the differential fuzz target) as written, and wrote the event Python dead-letters."""
+    from cdc_smt.transforms import native
+    from tests.fuzz.targets import NativeDifferential, NativeTarget, keyed_input
+
+    if not native.enabled():
+        pytest.skip("the native core is not built")
+    source = {"connector": "mysql", "ts_ms": 1, "db": "shop", "table": "t", field: 1}
+    value = orjson.dumps({"before": None, "after": {"id": 1}, "source": source, "op": "c", "ts_ms": 2})
+    value = value.replace(f'"{field}":1'.encode(), f'"{field}":1E+400'.encode())
+    run = NativeDifferential(NativeTarget("debezium-json", sink))
+    run(keyed_input(b'{"id":1}', value))
+    result = run.python.process(Record(value=value, key=b'{"id":1}'))
+    assert result.outputs == [] and len(result.dead_letters) == 1
+
+
+def test_debezium_types_objects_by_their_fields_not_by_an_earlier_messages() -> None:
+    """The schemaless plan cache was keyed by the values' Python types: an object column
+    typed as geometry (``wkb``) by one message was read as geometry in the next one whose
+    object has no ``wkb`` (found by the native differential target: only the chain that
+    had decoded the first message dead-lettered the second)."""
+    source = {"connector": "mysql", "ts_ms": 1, "db": "shop", "table": "t"}
+
+    def value(g: object) -> bytes:
+        return orjson.dumps({"before": None, "after": {"id": 1, "g": g}, "source": source, "op": "c", "ts_ms": 2})
+
+    chain = Chain(get_codec("debezium-json"), get_codec("canal-json"), [], "all")
+    chain.native = None
+    assert chain.process(Record(value=value({"wkb": "AQ==", "srid": None}), key=b'{"id":1}')).outputs
+    result = chain.process(Record(value=value({"a": 1}), key=b'{"id":1}'))
+    assert result.dead_letters == []
+    assert orjson.loads(result.outputs[0].value)["mysqlType"] == {"id": "bigint", "g": "json"}

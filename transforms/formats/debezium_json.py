@@ -507,12 +507,12 @@ class DebeziumJsonCodec(JsonCodec):
             table = self.catalog.get(source.get("db"), source.get("table"))
             if table is not None:
                 return self._generated(table, self.timezone)
-        # Cheap cache key: column names and JSON value types of both images.
+        # Cheap cache key: column names and JSON value kinds of both images.
         ck = (
             tuple(before) if before else None,
-            tuple(map(type, before.values())) if before else None,
+            _kinds(before) if before else None,
             tuple(after) if after else None,
-            tuple(map(type, after.values())) if after else None,
+            _kinds(after) if after else None,
             pk,
         )
         plan = self._inferred.get(ck)
@@ -1116,6 +1116,15 @@ def _key_names(key: bytes | None) -> tuple[str, ...]:
     """Primary-key column names from the Kafka key."""
     values = _key_values(key)
     return tuple(values) if values else ()
+
+
+def _kinds(image: dict[str, Any]) -> tuple[Any, ...]:
+    """What the types inferred from an image's values depend on: their JSON types, and for
+    objects whether they are geometry structs (``inference.json_type``: ``wkb``, ``x``)."""
+    kinds: tuple[Any, ...] = tuple(map(type, image.values()))
+    if dict in kinds:
+        kinds += tuple(("wkb" in v, "x" in v) for v in image.values() if type(v) is dict)
+    return kinds
 
 
 def _check_images(op: Op, before: Any, after: Any) -> None:
