@@ -150,8 +150,8 @@ def python_to_json(t: MySQLType, v: Any, *, embedded_json: bool, set_as_list: bo
     k = t.kind
     if k is Kind.SET and set_as_list:
         return [s for s in v.split(",") if s] if v else []
-    if k is Kind.JSON and embedded_json:
-        return _EXACT_JSON.decode(v)
+    if k is Kind.JSON and embedded_json:  # JSON text embedded; a decoded document as it is
+        return _EXACT_JSON.decode(v) if isinstance(v, (str, bytes)) else v
     if k is Kind.DECIMAL:
         return v  # a JSON number, as Maxwell and GoldenGate write it (SchemalessJson.dumps keeps it exact)
     return to_json_value(t, v)

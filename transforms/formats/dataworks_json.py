@@ -71,6 +71,7 @@ from cdc_smt.transforms.types import (
     format_decimal,
     format_time,
     parse_type,
+    to_text,
     wall_clock,
 )
 
@@ -596,7 +597,7 @@ class DataWorksJson(JsonCodec):
             return bool(v) if t.length == 1 else int(v)
         if k is Kind.TIME:
             return format_time(v, t.fsp)
-        return v if isinstance(v, str) else str(v)
+        return to_text(t, v)  # STRING: text, enum and set labels, JSON documents as JSON
 
     @classmethod
     def sniff(cls, message: Any) -> bool:
