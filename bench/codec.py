@@ -666,6 +666,11 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "debezium-json -> canal-json": ("debezium-json", "canal-json", {}),
     "debezium-json -> debezium-json": ("debezium-json", "debezium-json", {}),
     "cloudcanal-json -> debezium-json (no schema)": ("cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "cloudcanal-json -> canal-json": ("cloudcanal-json", "canal-json", {}),
+    "maxwell-json -> debezium-json (no schema)": ("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "ogg-json -> canal-json": ("ogg-json", "canal-json", {}),
+    "debezium-json -> maxwell-json": ("debezium-json", "maxwell-json", {}),
+    "debezium-json -> dts-avro": ("debezium-json", "dts-avro", {}),
 }
 
 
