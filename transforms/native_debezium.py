@@ -66,6 +66,12 @@ _OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"), ("r", "INIT"))
 #: A DTS record's ``sourcePosition``, ``safeSourcePosition`` and ``sourceTxid`` of the probe
 #: (whose source has no position): three empty Avro strings, where the writer puts each event's.
 _NO_POSITION = b"\0\0\0"
+#: What a compiler returns for a layout with a schema part whose values are in Connect
+#: representations the writer does not convert (a decimal, a date given): the reader keeps
+#: the schema part and hands its later messages to Python without parsing their payloads
+#: (a table with such a column has such values in nearly every message; the few with them
+#: all null would be the plan's, and Python writes them alike).
+PYTHON_HEAD = "python-head"
 #: The typed-JSON writers' plans.
 _TYPED = {"maxwell-json": DEBEZIUM_TO_MAXWELL, "ogg-json": DEBEZIUM_TO_OGG}
 
@@ -188,10 +194,15 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+            kinds = dict(columns)
+            typed = self._decode_probe(probe, "c").schema.columns
+            if any(kinds.get(c.name, "null") != "null" and not _plain(self._text(c, True), c) for c in typed):
+                return PYTHON_HEAD  # a value of a decimal, temporal, binary or unsigned column: Python's
         decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
-        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+        if probe.head is not None:
             texts = [
                 _as_written(t, c, kind) for t, c, (_, kind) in zip(texts, decoded.schema.columns, columns, strict=True)
             ]
@@ -241,6 +252,14 @@ class DebeziumCanalTables(_Layouts):
 #: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
 #: the text the conversion reads, as the schemaless columns of the kind are.
 _AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
+_PLAIN_OPS = frozenset(op for op, _ in _AS_WRITTEN)
+
+
+def _plain(text: tuple[Any, ...], column: Any) -> bool:
+    """Does a column's Canal text conversion read its Debezium value as written (signed
+    integers, strings, doubles, BIT(1)), whatever the schema part's other columns?"""
+    op, arg = text[1], text[2]
+    return op in _PLAIN_OPS and not column.mysql.unsigned and (op != "bits" or arg == 1)
 
 
 def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
@@ -311,7 +330,7 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
+            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None  # a repeated key column: Python's
@@ -343,7 +362,7 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
+            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None

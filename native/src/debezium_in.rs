@@ -17,7 +17,7 @@
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -434,6 +434,12 @@ pub struct Reader {
     tombstones_on_delete: bool,
     tables: HashMap<Layout, Option<Arc<Table>>>,
     last: Option<(Layout, Option<Arc<Table>>)>,
+    /// Schema parts whose messages are Python's (the compiler met one with values in
+    /// Connect representations the writer does not convert, ``PYTHON_HEAD``): later ones
+    /// are rejected before the payload is parsed.
+    python_heads: HashSet<Vec<u8>>,
+    /// The last of them a message started with (compared before any search or hash).
+    last_python_head: Option<Vec<u8>>,
 }
 
 /// Op codes in the writers' order (c, u, d, r).
@@ -449,12 +455,36 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None, python_heads: HashSet::new(), last_python_head: None }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
         self.last = None;
+        self.python_heads.clear();
+        self.last_python_head = None;
+    }
+
+    /// Does ``value``'s schema part (as [`split_head`] cuts it) make it Python's? The last
+    /// such head is compared first: a head holds no ``,"payload":`` (it ends before the
+    /// first) and no ``,"payload":`` can start within the 11 bytes before another, so a
+    /// value that is that head followed by ``,"payload":`` is cut there.
+    fn python_head(&mut self, value: &[u8]) -> bool {
+        if let Some(head) = &self.last_python_head {
+            if value.starts_with(head) && value[head.len()..].starts_with(SEP) {
+                return true;
+            }
+        }
+        if self.python_heads.is_empty() {
+            return false;
+        }
+        match split_head(value) {
+            Some(head) if self.python_heads.contains(head) => {
+                self.last_python_head = Some(head.to_vec());
+                true
+            }
+            _ => false,
+        }
     }
 
     fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
@@ -479,6 +509,13 @@ impl Reader {
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
                 let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
                 let plan = if spec.is_none(py) {
+                    None
+                } else if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
+                    if self.python_heads.len() >= CACHE_SIZE {
+                        self.python_heads.clear();
+                        self.last_python_head = None;
+                    }
+                    self.python_heads.insert(h.to_vec());
                     None
                 } else {
                     match encoder {
@@ -508,6 +545,9 @@ impl Reader {
         let closed = matches!(encoder, Encoder::Canal { transaction: true }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
         if value.len() > self.max_message_bytes || closed {
             return Ok(false);
+        }
+        if self.python_head(value) {
+            return Ok(false); // the schema part's values are Python's: the payload is not read
         }
         let Some(pk) = key_names(key) else { return Ok(false) };
         let Some((head, e)) = parse(value) else { return Ok(false) };
@@ -830,13 +870,27 @@ pub(crate) fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<
 const HEAD: &[u8] = b"{\"schema\":";
 const SEP: &[u8] = b",\"payload\":";
 
+/// What the compiler returns for a layout under a schema part whose values need converting
+/// (``native_debezium.PYTHON_HEAD``): that schema part's messages are Python's from then on.
+const PYTHON_HEAD: &str = "python-head";
+
+/// The schema part of a value that starts ``{"schema":``, as the Python decoder splits it
+/// (up to the first ``,"payload":``).
+fn split_head(value: &[u8]) -> Option<&[u8]> {
+    if !value.starts_with(HEAD) {
+        return None;
+    }
+    let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+    Some(&value[..cut])
+}
+
 /// The event, if it is a JSON object this module can read, and its schema part: as the
 /// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
 /// else ``None``.
 fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
     let text = std::str::from_utf8(value).ok()?;
     if value.starts_with(HEAD) {
-        let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+        let cut = split_head(value)?.len();
         let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
         let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
         return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
