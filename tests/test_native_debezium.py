@@ -606,19 +606,20 @@ def test_schema_parts_python_decides() -> None:
 
 def test_schema_parts_of_values_python_converts() -> None:
     """A schema part typing a column in a representation the Canal writer does not convert
-    (here a Connect ``Date``): once a message of it has such a value, its later messages are
+    (here a ``MicroTimestamp``): once a message of it has such a value, its later messages are
     Python's, null values or not, decided from the schema part alone; messages with other
     schema parts in between are still the plan's, the Debezium writer still copies the dated
     ones, and output is the same either way."""
     pairs = with_schema(good())
     string = b'{"type":"string","optional":true,"field":"n"}'
-    date = b'{"type":"int32","optional":true,"name":"io.debezium.time.Date","version":1,"field":"n"}'
-    dated = [(v if v is None else v.replace(string, date).replace(b'"n":"now"', b'"n":19000'), k) for v, k in pairs]
+    date = b'{"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"n"}'
+    given = b'"n":1700000000123456'
+    dated = [(v if v is None else v.replace(string, date).replace(b'"n":"now"', given), k) for v, k in pairs]
     assert all(v is None or (date in v and string not in v) for v, _ in dated)
-    given_first = sorted(dated, key=lambda pair: pair[0] is None or b'"n":19000' not in pair[0])
-    assert given_first[0][0] is not None and b'"n":19000' in given_first[0][0]
+    given_first = sorted(dated, key=lambda pair: pair[0] is None or given not in pair[0])
+    assert given_first[0][0] is not None and given in given_first[0][0]
     rows = sum(v is not None for v, _ in pairs)
-    nulls = [(v, k) for v, k in dated if v is not None and b'"n":19000' not in v]
+    nulls = [(v, k) for v, k in dated if v is not None and given not in v]
     assert nulls and same(keyed(nulls), ENCODERS[0]) == len(nulls)  # a null date alone: the plan's
     assert same(keyed(given_first), ENCODERS[0]) == 0  # after a date given: Python's
     mixed = keyed([pair for both in zip(given_first, pairs, strict=True) for pair in both])

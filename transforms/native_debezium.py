@@ -210,7 +210,9 @@ class DebeziumCanalTables(_Layouts):
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
-        return names, list(pk), ops, texts
+        # the fifth item (ENUM/SET labels) none; the sixth: the columns of Connect days (DATE)
+        days = [probe.head is not None and (t[1], kind) == _DAYS for t, (_, kind) in zip(texts, columns, strict=True)]
+        return names, list(pk), ops, texts, [None] * len(names), days
 
     def _op_canal_layout(
         self,
@@ -252,23 +254,28 @@ class DebeziumCanalTables(_Layouts):
 #: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
 #: the text the conversion reads, as the schemaless columns of the kind are.
 _AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
-_PLAIN_OPS = frozenset(op for op, _ in _AS_WRITTEN)
+#: A DATE's Connect value (``io.debezium.time.Date``, Connect's ``Date``): days since the epoch,
+#: which the reader turns into the date text the conversion reads (as ``date.fromordinal``).
+_DAYS = ("date", "int")
+_PLAIN_OPS = frozenset([*(op for op, _ in _AS_WRITTEN), _DAYS[0]])
 
 
 def _plain(text: tuple[Any, ...], column: Any) -> bool:
     """Does a column's Canal text conversion read its Debezium value as written (signed
-    integers, strings, doubles, BIT(1)), whatever the schema part's other columns?"""
+    integers, strings, doubles, BIT(1)) or as the reader re-writes it (DATE days)?"""
     op, arg = text[1], text[2]
     return op in _PLAIN_OPS and not column.mysql.unsigned and (op != "bits" or arg == 1)
 
 
 def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
     """A column's Canal text conversion under a schema part: as it is for signed integers,
-    strings, doubles and BIT(1) whose values have the kind the conversion reads (or are all
-    null), else ``python`` (a value in a Connect representation Python converts: decimals,
-    temporals, binary, unsigned wrapping)."""
+    strings, doubles and BIT(1) whose values have the kind the conversion reads, DATE days
+    (the reader writes their text), or all null, else ``python`` (a value in a Connect
+    representation Python converts: decimals, other temporals, binary, unsigned wrapping)."""
     op, arg = text[1], text[2]
-    plain = (op, kind) in _AS_WRITTEN and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    plain = (
+        ((op, kind) in _AS_WRITTEN or (op, kind) == _DAYS) and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    )
     if plain or kind == "null":
         return text
     return (text[0], "python", None, *text[3:])

@@ -361,8 +361,9 @@ const CACHE_SIZE: usize = 1024;
 
 /// One layout compiled for the plan's writer.
 enum Table {
-    /// Canal flat messages (every value re-written as Canal text).
-    Canal(canal_out::Table),
+    /// Canal flat messages (every value re-written as Canal text); per column, whether its
+    /// values are Connect's days since the epoch (a DATE under a schema part).
+    Canal(canal_out::Table, Vec<bool>),
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
@@ -384,7 +385,7 @@ impl Table {
             canal_out::Entry::Dropped => Err(true),
         };
         match self {
-            Table::Canal(t) => entry(&t.ops[op]),
+            Table::Canal(t, _) => entry(&t.ops[op]),
             Table::Debezium(d) => entry(&d.ops[op]),
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
@@ -519,7 +520,14 @@ impl Reader {
                     None
                 } else {
                     match encoder {
-                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
+                        Encoder::Canal { .. } => {
+                            // An optional sixth item: per column, whether its values are days.
+                            let days: Vec<bool> = match spec.bind(py).get_item(5) {
+                                Ok(item) => item.extract()?,
+                                Err(_) => Vec::new(),
+                            };
+                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, days))
+                        }
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
@@ -607,7 +615,7 @@ impl Reader {
             }
             return Ok(ok);
         }
-        if head.is_some() && !matches!(&*compiled, Table::Canal(_)) {
+        if head.is_some() && !matches!(&*compiled, Table::Canal(..)) {
             return Ok(false); // values in the schema's representations: Python converts them
         }
         // The row as the Canal message the text writers read (one row, ``old`` the before-image);
@@ -616,9 +624,18 @@ impl Reader {
             (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
             _ => Cow::Borrowed(table),
         };
+        let days = match &*compiled {
+            Table::Canal(_, days) => days.as_slice(),
+            _ => &[],
+        };
+        let Some(data) = days_row(row, days) else { return Ok(false) };
+        let old_row = match old.map(|b| days_row(b, days)) {
+            Some(None) => return Ok(false), // a day outside years 1 to 9999: Python's error
+            row => row.flatten(),
+        };
         let m = canal::Message {
-            data: Some(vec![text_row(row)]),
-            old: old.map(|b| vec![text_row(b)]),
+            data: Some(vec![data]),
+            old: old_row.map(|b| vec![b]),
             database: Some(Cow::Borrowed(database)),
             table: Some(table),
             es: Some(es),
@@ -629,7 +646,7 @@ impl Reader {
         };
         let start = out.len();
         let written = match (&*compiled, encoder) {
-            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
+            (Table::Canal(t, _), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
@@ -842,6 +859,37 @@ fn write_image(out: &mut Vec<u8>, image: Option<&[(Cow<str>, Value)]>) {
 /// An image as the Canal rows the writer reads: each value as its conversion's text.
 pub(crate) fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row<'b> {
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
+}
+
+/// An image as the Canal rows the writer reads, the columns flagged in ``days`` (Connect's
+/// days since the epoch) as the date text Python writes (``date.fromordinal``, years 1 to
+/// 9999: ``None``, Python's, outside).
+fn days_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], days: &[bool]) -> Option<canal::Row<'b>> {
+    if !days.contains(&true) {
+        return Some(text_row(image));
+    }
+    let mut row = Vec::with_capacity(image.len());
+    for (n, (k, v)) in image.iter().enumerate() {
+        let text = match (days.get(n), v.kind, v.text.as_deref()) {
+            (Some(true), Kind::Int, Some(t)) => Some(Cow::Owned(days_text(t)?)),
+            (Some(true), Kind::Null, _) => None,
+            (Some(true), _, _) => return None,
+            (_, _, t) => t.map(Cow::Borrowed),
+        };
+        row.push((Cow::Borrowed(k.as_ref()), text));
+    }
+    Some(canal::Row(row))
+}
+
+/// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
+fn days_text(days: &str) -> Option<String> {
+    use chrono::Datelike;
+    let ordinal = days.parse::<i64>().ok()?.checked_add(719_163)?;
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(i32::try_from(ordinal).ok()?)?;
+    if !(1..=9999).contains(&date.year()) {
+        return None;
+    }
+    Some(format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()))
 }
 
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
