@@ -602,3 +602,29 @@ def test_schema_parts_python_decides() -> None:
     ]
     for writer in (ENCODERS[3], ENCODERS[1]):
         assert same(keyed([(v, key) for v in values]), writer) >= 1
+
+
+def test_schema_parts_of_values_python_converts() -> None:
+    """A schema part typing a column in a representation the Canal writer does not convert
+    (here a ``MicroTimestamp``): once a message of it has such a value, its later messages are
+    Python's, null values or not, decided from the schema part alone; messages with other
+    schema parts in between are still the plan's, the Debezium writer still copies the dated
+    ones, and output is the same either way."""
+    pairs = with_schema(good())
+    string = b'{"type":"string","optional":true,"field":"n"}'
+    date = b'{"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"n"}'
+    given = b'"n":1700000000123456'
+    dated = [(v if v is None else v.replace(string, date).replace(b'"n":"now"', given), k) for v, k in pairs]
+    assert all(v is None or (date in v and string not in v) for v, _ in dated)
+    given_first = sorted(dated, key=lambda pair: pair[0] is None or given not in pair[0])
+    assert given_first[0][0] is not None and given in given_first[0][0]
+    rows = sum(v is not None for v, _ in pairs)
+    nulls = [(v, k) for v, k in dated if v is not None and given not in v]
+    assert nulls and same(keyed(nulls), ENCODERS[0]) == len(nulls)  # a null date alone: the plan's
+    assert same(keyed(given_first), ENCODERS[0]) == 0  # after a date given: Python's
+    mixed = keyed([pair for both in zip(given_first, pairs, strict=True) for pair in both])
+    assert same(mixed, ENCODERS[0]) == rows  # the plain schema part's rows only
+    assert same(keyed(given_first + pairs + nulls), ENCODERS[0]) == rows
+    assert same(keyed(dated), ENCODERS[3]) == rows  # values copied as they are
+    for writer in CONVERTING:  # values converted from the schema's representations: Python's
+        assert same(mixed, writer) == 0

@@ -208,7 +208,8 @@ def test_the_schema_part_to_canal_is_native_where_values_are_as_written() -> Non
         total += len(records)
         count += assert_same(records, {}, {}, None, "canal-json")
     assert count >= total * 0.6, (count, total)
-    # a value in a Connect representation (a decimal as base64 bytes, a date as days): Python's
+    # a value in a Connect representation (a decimal as base64 bytes): Python's; a date as days:
+    # the plan's (its text written by the reader)
     decimal = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}
     date = {"type": "int32", "name": "io.debezium.time.Date"}
     fields = [{"type": "int64", "field": "id"}, {**decimal, "field": "p"}, {**date, "field": "day"}]
@@ -216,4 +217,34 @@ def test_the_schema_part_to_canal_is_native_where_values_are_as_written() -> Non
     envelope = {"type": "struct", "fields": [{**schema, "field": "before"}, {**schema, "field": "after"}]}
     rows = [{"id": 1, "p": "AQ==", "day": None}, {"id": 1, "p": None, "day": 19000}, {"id": 1, "p": None, "day": None}]
     values = [orjson.dumps({"schema": envelope, "payload": orjson.loads(event("c", after=row))}) for row in rows]
-    assert [same(keyed([(v, KEY)]), CANAL) for v in values] == [0, 0, 1]
+    assert [same(keyed([(v, KEY)]), CANAL) for v in values] == [0, 1, 1]
+
+
+#: Days since the epoch and whether the plan writes their date (years 1 to 9999, as
+#: ``date.fromordinal``; outside, Python's error).
+DAYS = [(0, True), (-1, True), (19000, True), (-719162, True), (2932896, True), (-719163, False), (2932897, False)]
+
+
+@pytest.mark.parametrize("name", ["io.debezium.time.Date", "org.apache.kafka.connect.data.Date"])
+def test_the_schema_part_dates_to_canal(name: str) -> None:
+    """DATE columns under a schema part (Debezium's and Connect's ``Date``): days re-written
+    as Canal's date text by the reader, byte for byte as Python writes them, in both images
+    of an update (``old`` the changed dates) and next to nulls; days outside years 1 to 9999
+    Python's (its error)."""
+    date = {"type": "int32", "name": name, "version": 1, "optional": True, "field": "day"}
+    fields = [{"type": "int64", "optional": False, "field": "id"}, date, {**date, "field": "other"}]
+    schema = {"type": "struct", "fields": fields}
+    envelope = {"type": "struct", "fields": [{**schema, "field": "before"}, {**schema, "field": "after"}]}
+
+    def message(op: str, before: Any, after: Any) -> bytes:
+        return orjson.dumps({"schema": envelope, "payload": orjson.loads(event(op, before=before, after=after))})
+
+    for days, native_ in DAYS:
+        row = {"id": 1, "day": days, "other": None}
+        values = [
+            message("c", None, row),
+            message("u", {**row, "day": None, "other": 0}, row),
+            message("u", row, {**row, "other": days}),
+            message("d", row, None),
+        ]
+        assert same(keyed([(v, KEY) for v in values]), CANAL) == (len(values) if native_ else 0), days

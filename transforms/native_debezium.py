@@ -66,6 +66,12 @@ _OPS = (("c", "INSERT"), ("u", "UPDATE"), ("d", "DELETE"), ("r", "INIT"))
 #: A DTS record's ``sourcePosition``, ``safeSourcePosition`` and ``sourceTxid`` of the probe
 #: (whose source has no position): three empty Avro strings, where the writer puts each event's.
 _NO_POSITION = b"\0\0\0"
+#: What a compiler returns for a layout with a schema part whose values are in Connect
+#: representations the writer does not convert (a decimal, a date given): the reader keeps
+#: the schema part and hands its later messages to Python without parsing their payloads
+#: (a table with such a column has such values in nearly every message; the few with them
+#: all null would be the plan's, and Python writes them alike).
+PYTHON_HEAD = "python-head"
 #: The typed-JSON writers' plans.
 _TYPED = {"maxwell-json": DEBEZIUM_TO_MAXWELL, "ogg-json": DEBEZIUM_TO_OGG}
 
@@ -188,10 +194,15 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+            kinds = dict(columns)
+            typed = self._decode_probe(probe, "c").schema.columns
+            if any(kinds.get(c.name, "null") != "null" and not _plain(self._text(c, True), c) for c in typed):
+                return PYTHON_HEAD  # a value of a decimal, temporal, binary or unsigned column: Python's
         decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
-        if probe.head is not None:  # columns typed by the schema part: only values written as they are
+        if probe.head is not None:
             texts = [
                 _as_written(t, c, kind) for t, c, (_, kind) in zip(texts, decoded.schema.columns, columns, strict=True)
             ]
@@ -199,7 +210,9 @@ class DebeziumCanalTables(_Layouts):
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
-        return names, list(pk), ops, texts
+        # the fifth item (ENUM/SET labels) none; the sixth: the columns of Connect days (DATE)
+        days = [probe.head is not None and (t[1], kind) == _DAYS for t, (_, kind) in zip(texts, columns, strict=True)]
+        return names, list(pk), ops, texts, [None] * len(names), days
 
     def _op_canal_layout(
         self,
@@ -241,15 +254,28 @@ class DebeziumCanalTables(_Layouts):
 #: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
 #: the text the conversion reads, as the schemaless columns of the kind are.
 _AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
+#: A DATE's Connect value (``io.debezium.time.Date``, Connect's ``Date``): days since the epoch,
+#: which the reader turns into the date text the conversion reads (as ``date.fromordinal``).
+_DAYS = ("date", "int")
+_PLAIN_OPS = frozenset([*(op for op, _ in _AS_WRITTEN), _DAYS[0]])
+
+
+def _plain(text: tuple[Any, ...], column: Any) -> bool:
+    """Does a column's Canal text conversion read its Debezium value as written (signed
+    integers, strings, doubles, BIT(1)) or as the reader re-writes it (DATE days)?"""
+    op, arg = text[1], text[2]
+    return op in _PLAIN_OPS and not column.mysql.unsigned and (op != "bits" or arg == 1)
 
 
 def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
     """A column's Canal text conversion under a schema part: as it is for signed integers,
-    strings, doubles and BIT(1) whose values have the kind the conversion reads (or are all
-    null), else ``python`` (a value in a Connect representation Python converts: decimals,
-    temporals, binary, unsigned wrapping)."""
+    strings, doubles and BIT(1) whose values have the kind the conversion reads, DATE days
+    (the reader writes their text), or all null, else ``python`` (a value in a Connect
+    representation Python converts: decimals, other temporals, binary, unsigned wrapping)."""
     op, arg = text[1], text[2]
-    plain = (op, kind) in _AS_WRITTEN and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    plain = (
+        ((op, kind) in _AS_WRITTEN or (op, kind) == _DAYS) and not column.mysql.unsigned and (op != "bits" or arg == 1)
+    )
     if plain or kind == "null":
         return text
     return (text[0], "python", None, *text[3:])
@@ -311,7 +337,7 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
+            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None  # a repeated key column: Python's
@@ -343,7 +369,7 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
+            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None

@@ -17,7 +17,7 @@
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -361,8 +361,9 @@ const CACHE_SIZE: usize = 1024;
 
 /// One layout compiled for the plan's writer.
 enum Table {
-    /// Canal flat messages (every value re-written as Canal text).
-    Canal(canal_out::Table),
+    /// Canal flat messages (every value re-written as Canal text); per column, whether its
+    /// values are Connect's days since the epoch (a DATE under a schema part).
+    Canal(canal_out::Table, Vec<bool>),
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
@@ -384,7 +385,7 @@ impl Table {
             canal_out::Entry::Dropped => Err(true),
         };
         match self {
-            Table::Canal(t) => entry(&t.ops[op]),
+            Table::Canal(t, _) => entry(&t.ops[op]),
             Table::Debezium(d) => entry(&d.ops[op]),
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
@@ -434,6 +435,12 @@ pub struct Reader {
     tombstones_on_delete: bool,
     tables: HashMap<Layout, Option<Arc<Table>>>,
     last: Option<(Layout, Option<Arc<Table>>)>,
+    /// Schema parts whose messages are Python's (the compiler met one with values in
+    /// Connect representations the writer does not convert, ``PYTHON_HEAD``): later ones
+    /// are rejected before the payload is parsed.
+    python_heads: HashSet<Vec<u8>>,
+    /// The last of them a message started with (compared before any search or hash).
+    last_python_head: Option<Vec<u8>>,
 }
 
 /// Op codes in the writers' order (c, u, d, r).
@@ -449,12 +456,36 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None, python_heads: HashSet::new(), last_python_head: None }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
         self.last = None;
+        self.python_heads.clear();
+        self.last_python_head = None;
+    }
+
+    /// Does ``value``'s schema part (as [`split_head`] cuts it) make it Python's? The last
+    /// such head is compared first: a head holds no ``,"payload":`` (it ends before the
+    /// first) and no ``,"payload":`` can start within the 11 bytes before another, so a
+    /// value that is that head followed by ``,"payload":`` is cut there.
+    fn python_head(&mut self, value: &[u8]) -> bool {
+        if let Some(head) = &self.last_python_head {
+            if value.starts_with(head) && value[head.len()..].starts_with(SEP) {
+                return true;
+            }
+        }
+        if self.python_heads.is_empty() {
+            return false;
+        }
+        match split_head(value) {
+            Some(head) if self.python_heads.contains(head) => {
+                self.last_python_head = Some(head.to_vec());
+                true
+            }
+            _ => false,
+        }
     }
 
     fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
@@ -480,9 +511,23 @@ impl Reader {
                 let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
                 let plan = if spec.is_none(py) {
                     None
+                } else if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
+                    if self.python_heads.len() >= CACHE_SIZE {
+                        self.python_heads.clear();
+                        self.last_python_head = None;
+                    }
+                    self.python_heads.insert(h.to_vec());
+                    None
                 } else {
                     match encoder {
-                        Encoder::Canal { .. } => canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(Table::Canal),
+                        Encoder::Canal { .. } => {
+                            // An optional sixth item: per column, whether its values are days.
+                            let days: Vec<bool> = match spec.bind(py).get_item(5) {
+                                Ok(item) => item.extract()?,
+                                Err(_) => Vec::new(),
+                            };
+                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, days))
+                        }
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
@@ -508,6 +553,9 @@ impl Reader {
         let closed = matches!(encoder, Encoder::Canal { transaction: true }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
         if value.len() > self.max_message_bytes || closed {
             return Ok(false);
+        }
+        if self.python_head(value) {
+            return Ok(false); // the schema part's values are Python's: the payload is not read
         }
         let Some(pk) = key_names(key) else { return Ok(false) };
         let Some((head, e)) = parse(value) else { return Ok(false) };
@@ -567,7 +615,7 @@ impl Reader {
             }
             return Ok(ok);
         }
-        if head.is_some() && !matches!(&*compiled, Table::Canal(_)) {
+        if head.is_some() && !matches!(&*compiled, Table::Canal(..)) {
             return Ok(false); // values in the schema's representations: Python converts them
         }
         // The row as the Canal message the text writers read (one row, ``old`` the before-image);
@@ -576,9 +624,18 @@ impl Reader {
             (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
             _ => Cow::Borrowed(table),
         };
+        let days = match &*compiled {
+            Table::Canal(_, days) => days.as_slice(),
+            _ => &[],
+        };
+        let Some(data) = days_row(row, days) else { return Ok(false) };
+        let old_row = match old.map(|b| days_row(b, days)) {
+            Some(None) => return Ok(false), // a day outside years 1 to 9999: Python's error
+            row => row.flatten(),
+        };
         let m = canal::Message {
-            data: Some(vec![text_row(row)]),
-            old: old.map(|b| vec![text_row(b)]),
+            data: Some(vec![data]),
+            old: old_row.map(|b| vec![b]),
             database: Some(Cow::Borrowed(database)),
             table: Some(table),
             es: Some(es),
@@ -589,7 +646,7 @@ impl Reader {
         };
         let start = out.len();
         let written = match (&*compiled, encoder) {
-            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
+            (Table::Canal(t, _), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
@@ -804,6 +861,37 @@ pub(crate) fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
 }
 
+/// An image as the Canal rows the writer reads, the columns flagged in ``days`` (Connect's
+/// days since the epoch) as the date text Python writes (``date.fromordinal``, years 1 to
+/// 9999: ``None``, Python's, outside).
+fn days_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], days: &[bool]) -> Option<canal::Row<'b>> {
+    if !days.contains(&true) {
+        return Some(text_row(image));
+    }
+    let mut row = Vec::with_capacity(image.len());
+    for (n, (k, v)) in image.iter().enumerate() {
+        let text = match (days.get(n), v.kind, v.text.as_deref()) {
+            (Some(true), Kind::Int, Some(t)) => Some(Cow::Owned(days_text(t)?)),
+            (Some(true), Kind::Null, _) => None,
+            (Some(true), _, _) => return None,
+            (_, _, t) => t.map(Cow::Borrowed),
+        };
+        row.push((Cow::Borrowed(k.as_ref()), text));
+    }
+    Some(canal::Row(row))
+}
+
+/// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
+fn days_text(days: &str) -> Option<String> {
+    use chrono::Datelike;
+    let ordinal = days.parse::<i64>().ok()?.checked_add(719_163)?;
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(i32::try_from(ordinal).ok()?)?;
+    if !(1..=9999).contains(&date.year()) {
+        return None;
+    }
+    Some(format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()))
+}
+
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
 /// without key names): the key ``JsonCodec.encode_key`` writes for a Debezium event.
 pub(crate) fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<u8>> {
@@ -830,13 +918,27 @@ pub(crate) fn row_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Vec<
 const HEAD: &[u8] = b"{\"schema\":";
 const SEP: &[u8] = b",\"payload\":";
 
+/// What the compiler returns for a layout under a schema part whose values need converting
+/// (``native_debezium.PYTHON_HEAD``): that schema part's messages are Python's from then on.
+const PYTHON_HEAD: &str = "python-head";
+
+/// The schema part of a value that starts ``{"schema":``, as the Python decoder splits it
+/// (up to the first ``,"payload":``).
+fn split_head(value: &[u8]) -> Option<&[u8]> {
+    if !value.starts_with(HEAD) {
+        return None;
+    }
+    let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+    Some(&value[..cut])
+}
+
 /// The event, if it is a JSON object this module can read, and its schema part: as the
 /// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
 /// else ``None``.
 fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
     let text = std::str::from_utf8(value).ok()?;
     if value.starts_with(HEAD) {
-        let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
+        let cut = split_head(value)?.len();
         let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
         let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
         return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
