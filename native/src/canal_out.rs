@@ -83,6 +83,8 @@ pub(crate) fn quoted_names(names: Vec<String>) -> Vec<(Vec<u8>, String)> {
 /// One table layout (Canal's ``mysqlType``, ``sqlType``, ``pkNames``, database, table).
 pub struct Table {
     index: HashMap<String, usize>,
+    /// Column names in layout order: a row's n-th entry is tried here before ``index``.
+    names: Vec<String>,
     /// Key fields: (name as a JSON string, name).
     pk: Vec<(Vec<u8>, String)>,
     /// ``mysqlType`` and ``sqlType`` as the Python path re-writes them.
@@ -151,14 +153,24 @@ impl Table {
             }
         };
         let mut index = HashMap::with_capacity(columns.len());
-        for (i, name) in columns.into_iter().enumerate() {
-            if index.insert(name, i).is_some() {
+        for (i, name) in columns.iter().enumerate() {
+            if index.insert(name.clone(), i).is_some() {
                 return Ok(None);
             }
         }
         let entries = entries(ops)?;
         let pk = quoted_names(pk);
-        Ok(Some(Table { index, pk, mysql_type, sql_type, retext, ops: entries }))
+        Ok(Some(Table { index, names: columns, pk, mysql_type, sql_type, retext, ops: entries }))
+    }
+
+    /// The column of a row's ``n``-th entry ``name``: its expected position first (rows
+    /// usually keep the layout's order), the name lookup otherwise.
+    #[inline]
+    fn column(&self, n: usize, name: &str) -> Option<usize> {
+        match self.names.get(n) {
+            Some(expected) if expected == name => Some(n),
+            _ => self.index.get(name).copied(),
+        }
     }
 
     /// Does every row name only this table's columns (what Python reads without error)?
@@ -172,7 +184,7 @@ impl Table {
         seen.resize(self.index.len(), false);
         out.push(b'{');
         for (n, (name, value)) in row.0.iter().enumerate() {
-            let c = *self.index.get(name.as_ref()).ok_or(Fallback)?;
+            let c = self.column(n, name.as_ref()).ok_or(Fallback)?;
             if std::mem::replace(&mut seen[c], true) {
                 return Err(Fallback); // a repeated column: Python's dict semantics decide
             }
@@ -405,8 +417,8 @@ type Spans = Vec<(usize, Option<(usize, usize)>)>;
 fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Spans, Fallback> {
     let mut seen = vec![false; columns.len()];
     let mut spans = Vec::with_capacity(row.0.len());
-    for (name, value) in &row.0 {
-        let c = *t.index.get(name.as_ref()).ok_or(Fallback)?;
+    for (n, (name, value)) in row.0.iter().enumerate() {
+        let c = t.column(n, name.as_ref()).ok_or(Fallback)?;
         if std::mem::replace(&mut seen[c], true) {
             return Err(Fallback);
         }
