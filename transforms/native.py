@@ -610,6 +610,21 @@ class _CanalTables:
             (event,) = out
         return event, edits
 
+    def _encode_op(
+        self, message: dict[str, Any], kind: str, selected: Sequence[bool]
+    ) -> tuple[Any, bytes, str | None, list[HeaderEdit] | None] | None:
+        """One op's probe message decoded, followed through the transforms and encoded: the
+        event, the value and topic of the one record Python writes, and the header edits
+        (``None``: dropped)."""
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, selected)
+        if event is None:
+            return None
+        (first,) = self.encoder.encode(event)
+        if first.value is None:
+            raise _Unsupported("tombstone")  # no row written for the op: not a plan's
+        return event, first.value, first.topic, edits
+
     def _variant(self, topic: str | None, edits: list[HeaderEdit] | None) -> int:
         """The index of the written records' topic and header edits among the plan's variants."""
         ident = (topic, None if edits is None else tuple(edits))
@@ -752,12 +767,11 @@ class _CanalOutTables(_CanalTables):
         self, message: dict[str, Any], kind: str, shape: _Shape, texts: list[Any] | None
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-        (decoded,) = self._decode(message, kind)
-        event, edits = self._follow(decoded, shape.selected)
-        if event is None:
+        encoded = self._encode_op(message, kind, shape.selected)
+        if encoded is None:
             return 0, None
-        (first,) = self.encoder.encode(event)
-        written = orjson.loads(first.value)
+        event, value, topic, edits = encoded
+        written = orjson.loads(value)
         database, table = message["database"], message["table"]
         if texts is not None:  # Canal's own defaults; the type maps of the probe's all-null row
             database, table = database or "", table or ""
@@ -774,7 +788,7 @@ class _CanalOutTables(_CanalTables):
             or written.get("type") != kind
         ):
             raise _Unsupported("message")  # not what the writer copies
-        return 2, self._variant(first.topic, edits)
+        return 2, self._variant(topic, edits)
 
 
 #: The source block the plan writes: Debezium's MySQL fields (``ts_ms`` and ``row`` per row).

@@ -95,14 +95,13 @@ class _TypedJsonTables(_CanalTables):
 
     def _op_typed(self, message: dict[str, Any], kind: str, selected: list[bool], pk: list[str]) -> tuple[int, Any]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-        (decoded,) = self._decode(message, kind)
-        event, edits = self._follow(decoded, selected)
-        if event is None:
+        encoded = self._encode_op(message, kind, selected)
+        if encoded is None:
             return 0, None
-        (first,) = self.encoder.encode(event)
-        if first.value != orjson.dumps(self._expected(message, kind, pk)):
+        _, value, topic, edits = encoded
+        if value != orjson.dumps(self._expected(message, kind, pk)):
             raise native._Unsupported("message")  # not what the writer writes
-        return 2, self._variant(first.topic, edits)
+        return 2, self._variant(topic, edits)
 
     def _expected(self, message: dict[str, Any], kind: str, pk: list[str]) -> dict[str, Any]:
         """What the writer writes for the probe (its row all null, ``es`` and ``ts`` 0)."""

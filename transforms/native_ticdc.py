@@ -122,12 +122,11 @@ class _TicdcOutTables(_CanalOutTables):
         self, message: dict[str, Any], kind: str, shape: _Shape, columns: list[ColumnSpec], keep: bool
     ) -> tuple[int, int | None]:
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
-        (decoded,) = self._decode(message, kind)
-        event, edits = self._follow(decoded, shape.selected)
-        if event is None:
+        encoded = self._encode_op(message, kind, shape.selected)
+        if encoded is None:
             return 0, None
-        (first,) = self.encoder.encode(event)
-        written = orjson.loads(first.value)
+        _, value, topic, edits = encoded
+        written = orjson.loads(value)
         row = message["data"][0]
         spec = {c[0]: c for c in columns}
         database, table = message["database"], message["table"]
@@ -145,7 +144,7 @@ class _TicdcOutTables(_CanalOutTables):
             or ("_tidb" in written) != self.encoder.opts.enable_tidb_extension
         ):
             raise native._Unsupported("message")  # not what the writer writes
-        return 2, self._variant(first.topic, edits)
+        return 2, self._variant(topic, edits)
 
 
 def debezium_plan(chain: Any, extension: Any) -> NativePlan | None:
