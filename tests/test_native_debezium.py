@@ -606,14 +606,17 @@ def test_schema_parts_python_decides() -> None:
 
 def test_schema_parts_of_values_python_converts() -> None:
     """A schema part typing a column in a representation the Canal writer does not convert
-    (here a ``MicroTimestamp``): once a message of it has such a value, its later messages are
+    (here ``Bits`` of a BIT(16)): once a message of it has such a value, its later messages are
     Python's, null values or not, decided from the schema part alone; messages with other
     schema parts in between are still the plan's, the Debezium writer still copies the dated
     ones, and output is the same either way."""
     pairs = with_schema(good())
     string = b'{"type":"string","optional":true,"field":"n"}'
-    date = b'{"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"n"}'
-    given = b'"n":1700000000123456'
+    date = (
+        b'{"type":"bytes","optional":true,"name":"io.debezium.data.Bits","version":1,'
+        b'"parameters":{"length":"16"},"field":"n"}'
+    )
+    given = b'"n":"AQA="'
     dated = [(v if v is None else v.replace(string, date).replace(b'"n":"now"', given), k) for v, k in pairs]
     assert all(v is None or (date in v and string not in v) for v, _ in dated)
     given_first = sorted(dated, key=lambda pair: pair[0] is None or given not in pair[0])

@@ -208,8 +208,8 @@ def test_the_schema_part_to_canal_is_native_where_values_are_as_written() -> Non
         total += len(records)
         count += assert_same(records, {}, {}, None, "canal-json")
     assert count >= total * 0.6, (count, total)
-    # a value in a Connect representation (a decimal as base64 bytes): Python's; a date as days:
-    # the plan's (its text written by the reader)
+    # values in Connect representations (a decimal as base64 bytes, a date as days): the plan's
+    # (their text written by the reader, tests/test_native_debezium_connect.py)
     decimal = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}
     date = {"type": "int32", "name": "io.debezium.time.Date"}
     fields = [{"type": "int64", "field": "id"}, {**decimal, "field": "p"}, {**date, "field": "day"}]
@@ -217,7 +217,7 @@ def test_the_schema_part_to_canal_is_native_where_values_are_as_written() -> Non
     envelope = {"type": "struct", "fields": [{**schema, "field": "before"}, {**schema, "field": "after"}]}
     rows = [{"id": 1, "p": "AQ==", "day": None}, {"id": 1, "p": None, "day": 19000}, {"id": 1, "p": None, "day": None}]
     values = [orjson.dumps({"schema": envelope, "payload": orjson.loads(event("c", after=row))}) for row in rows]
-    assert [same(keyed([(v, KEY)]), CANAL) for v in values] == [0, 1, 1]
+    assert [same(keyed([(v, KEY)]), CANAL) for v in values] == [1, 1, 1]
 
 
 #: Days since the epoch and whether the plan writes their date (years 1 to 9999, as

@@ -194,25 +194,43 @@ class DebeziumCanalTables(_Layouts):
         return True
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:  # columns typed by the schema part: only values written as they are
-            kinds = dict(columns)
-            typed = self._decode_probe(probe, "c").schema.columns
-            if any(kinds.get(c.name, "null") != "null" and not _plain(self._text(c, True), c) for c in typed):
-                return PYTHON_HEAD  # a value of a decimal, temporal, binary or unsigned column: Python's
         decoded, shape = self._probe_shape(probe, pk)
         names = list(probe.row)
         texts = [self._text(c, True) for c in decoded.schema.columns]
-        if probe.head is not None:
+        reads: list[str | None] = [None] * len(names)
+        labels: list[dict[str, str] | None] = [None] * len(names)
+        if probe.head is not None:  # columns typed by the schema part: values in their Connect representations
+            reprs = self._reprs(probe.head, pk)
+            utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
+            labels = [
+                _enum_labels(c, reprs.get(c.name), kind, pk)
+                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            ]
+            reads = [
+                "text" if label is not None else _connect_read(t, c, reprs.get(c.name), kind, utc)
+                for t, c, (_, kind), label in zip(texts, decoded.schema.columns, columns, labels, strict=True)
+            ]
+            if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
+                return PYTHON_HEAD  # a value the reader does not convert (geometry, bits, other modes): Python's
             texts = [
-                _as_written(t, c, kind) for t, c, (_, kind) in zip(texts, decoded.schema.columns, columns, strict=True)
+                t if read is not None else (t[0], "python", None, *t[3:]) for t, read in zip(texts, reads, strict=True)
             ]
         written = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
-        # the fifth item (ENUM/SET labels) none; the sixth: the columns of Connect days (DATE)
-        days = [probe.head is not None and (t[1], kind) == _DAYS for t, (_, kind) in zip(texts, columns, strict=True)]
-        return names, list(pk), ops, texts, [None] * len(names), days
+        # the fifth item: ENUM labels' Canal indexes; the sixth: each column's Connect conversion (connect_in.rs)
+        return names, list(pk), ops, texts, labels, reads
+
+    def _reprs(self, head: bytes, pk: list[str]) -> dict[str, Any]:
+        """Each column's Connect representation in the schema part ``head``, as the decoder's
+        plan for it reads them (``_connect.Repr``)."""
+        decoder = self.decoder
+        key, schema, _, _ = decoder._split(head + b',"payload":{}}')
+        plan = decoder._schema_plan(key, schema, tuple(pk)) if schema is not None else None
+        if plan is None:
+            raise _Unsupported("schema part")
+        return {f.column.name: f.repr for f in plan.fields}
 
     def _op_canal_layout(
         self,
@@ -253,32 +271,59 @@ class DebeziumCanalTables(_Layouts):
 
 #: Under a schema part, the Canal text conversions whose Debezium value (of this JSON kind) is
 #: the text the conversion reads, as the schemaless columns of the kind are.
-_AS_WRITTEN = {("int", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
-#: A DATE's Connect value (``io.debezium.time.Date``, Connect's ``Date``): days since the epoch,
-#: which the reader turns into the date text the conversion reads (as ``date.fromordinal``).
-_DAYS = ("date", "int")
-_PLAIN_OPS = frozenset([*(op for op, _ in _AS_WRITTEN), _DAYS[0]])
+_AS_WRITTEN = {("int", "int"), ("year", "int"), ("same", "str"), ("double", "float"), ("bits", "bool")}
+#: (Canal text conversion, Connect representation kind, JSON kind) -> the reader's conversion
+#: (``connect_in.rs``) of the values Python's decoder converts (``_connect.make_decoder``).
+_CONNECT_READS = {
+    ("date", "date", "int"): "days",
+    ("datetime", "ts_ms", "int"): "epoch:1000",
+    ("datetime", "ts_us", "int"): "epoch:1000000",
+    ("datetime", "ts_ns", "int"): "epoch:1000000000",
+    ("time", "time_ms", "int"): "time:1000",
+    ("time", "time_us", "int"): "time:1000000",
+    ("time", "time_ns", "int"): "time:1000000000",
+    ("bytes", "bytes", "str"): "base64",
+    ("bytes", "b64", "str"): "base64",
+}
 
 
-def _plain(text: tuple[Any, ...], column: Any) -> bool:
-    """Does a column's Canal text conversion read its Debezium value as written (signed
-    integers, strings, doubles, BIT(1)) or as the reader re-writes it (DATE days)?"""
+def _enum_labels(column: Any, r: Any, kind: str, pk: list[str]) -> dict[str, str] | None:
+    """An ENUM's labels (``io.debezium.data.Enum``: the label as written, which Python keeps)
+    and the index text Canal writes for each (``None``: not such a column; key columns, whose
+    key Python writes from the labels, are Python's)."""
+    from cdc_smt.transforms.formats.canal_json import _enum_index_table
+    from cdc_smt.transforms.types import Kind
+
+    mt = column.mysql
+    if mt.kind is not Kind.ENUM or not mt.values or kind != "str" or r is None or r.kind != "string":
+        return None
+    return None if column.name in pk else _enum_index_table(mt)
+
+
+def _connect_read(text: tuple[Any, ...], column: Any, r: Any, kind: str, utc: bool) -> str | None:
+    """How the reader turns a column's Debezium values into the text its Canal conversion
+    reads (``text``: as written), or ``None`` (Python converts them). ``r``: the column's
+    Connect representation; ``utc``: both codecs' ``source_timezone`` is UTC (a
+    ``ZonedTimestamp`` is then read and written in UTC)."""
+    from cdc_smt.transforms.types import Kind
+
     op, arg = text[1], text[2]
-    return op in _PLAIN_OPS and not column.mysql.unsigned and (op != "bits" or arg == 1)
-
-
-def _as_written(text: tuple[Any, ...], column: Any, kind: str) -> tuple[Any, ...]:
-    """A column's Canal text conversion under a schema part: as it is for signed integers,
-    strings, doubles and BIT(1) whose values have the kind the conversion reads, DATE days
-    (the reader writes their text), or all null, else ``python`` (a value in a Connect
-    representation Python converts: decimals, other temporals, binary, unsigned wrapping)."""
-    op, arg = text[1], text[2]
-    plain = (
-        ((op, kind) in _AS_WRITTEN or (op, kind) == _DAYS) and not column.mysql.unsigned and (op != "bits" or arg == 1)
-    )
-    if plain or kind == "null":
-        return text
-    return (text[0], "python", None, *text[3:])
+    mt = column.mysql
+    if kind == "null":
+        return "text"  # no value to convert
+    if r is None or op == "python":
+        return None
+    if r.kind == "int" and (op, kind) in (("int", "int"), ("year", "int")):
+        return "u64" if mt.unsigned and mt.base == "bigint" and r.ctype == "int64" else "text"
+    if (op, kind) in _AS_WRITTEN and not mt.unsigned and (op != "bits" or arg == 1):
+        return "text" if r.kind in ("string", "float64", "bool") else None
+    if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:
+        return f"decimal:{r.scale}"
+    if (op, r.kind, kind) == ("datetime", "zoned", "str") and utc:
+        return "zoned"
+    if op == "datetime" and mt.kind is not Kind.DATETIME:
+        return None  # a TIMESTAMP as epoch counts: Python
+    return _CONNECT_READS.get((op, r.kind, kind))
 
 
 class DebeziumTables(_Layouts):

@@ -27,6 +27,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
+use crate::connect_in::Connect;
 use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
@@ -361,9 +362,9 @@ const CACHE_SIZE: usize = 1024;
 
 /// One layout compiled for the plan's writer.
 enum Table {
-    /// Canal flat messages (every value re-written as Canal text); per column, whether its
-    /// values are Connect's days since the epoch (a DATE under a schema part).
-    Canal(canal_out::Table, Vec<bool>),
+    /// Canal flat messages (every value re-written as Canal text); per column, how its
+    /// values are read from their Connect representation (under a schema part).
+    Canal(canal_out::Table, Vec<Connect>),
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
@@ -521,12 +522,19 @@ impl Reader {
                 } else {
                     match encoder {
                         Encoder::Canal { .. } => {
-                            // An optional sixth item: per column, whether its values are days.
-                            let days: Vec<bool> = match spec.bind(py).get_item(5) {
+                            // An optional sixth item: per column, its Connect conversion's name (``connect_in``).
+                            let names: Vec<Option<String>> = match spec.bind(py).get_item(5) {
                                 Ok(item) => item.extract()?,
                                 Err(_) => Vec::new(),
                             };
-                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, days))
+                            let mut connect = Vec::with_capacity(names.len());
+                            for name in &names {
+                                let Some(c) = Connect::from_name(name.as_deref()) else {
+                                    return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
+                                };
+                                connect.push(c);
+                            }
+                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, connect))
                         }
                         Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
@@ -624,13 +632,13 @@ impl Reader {
             (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
             _ => Cow::Borrowed(table),
         };
-        let days = match &*compiled {
-            Table::Canal(_, days) => days.as_slice(),
+        let connect = match &*compiled {
+            Table::Canal(_, connect) => connect.as_slice(),
             _ => &[],
         };
-        let Some(data) = days_row(row, days) else { return Ok(false) };
-        let old_row = match old.map(|b| days_row(b, days)) {
-            Some(None) => return Ok(false), // a day outside years 1 to 9999: Python's error
+        let Some(data) = connect_row(row, connect) else { return Ok(false) };
+        let old_row = match old.map(|b| connect_row(b, connect)) {
+            Some(None) => return Ok(false), // a value Python reads otherwise, or refuses
             row => row.flatten(),
         };
         let m = canal::Message {
@@ -861,35 +869,18 @@ pub(crate) fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
 }
 
-/// An image as the Canal rows the writer reads, the columns flagged in ``days`` (Connect's
-/// days since the epoch) as the date text Python writes (``date.fromordinal``, years 1 to
-/// 9999: ``None``, Python's, outside).
-fn days_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], days: &[bool]) -> Option<canal::Row<'b>> {
-    if !days.contains(&true) {
+/// An image as the Canal rows the writer reads, each value converted from its Connect
+/// representation (``connect``, per column: ``connect_in``); ``None``: Python's.
+fn connect_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], connect: &[Connect]) -> Option<canal::Row<'b>> {
+    if connect.iter().all(|c| *c == Connect::Text) {
         return Some(text_row(image));
     }
     let mut row = Vec::with_capacity(image.len());
     for (n, (k, v)) in image.iter().enumerate() {
-        let text = match (days.get(n), v.kind, v.text.as_deref()) {
-            (Some(true), Kind::Int, Some(t)) => Some(Cow::Owned(days_text(t)?)),
-            (Some(true), Kind::Null, _) => None,
-            (Some(true), _, _) => return None,
-            (_, _, t) => t.map(Cow::Borrowed),
-        };
+        let text = connect.get(n).copied().unwrap_or(Connect::Text).text(v).ok()?;
         row.push((Cow::Borrowed(k.as_ref()), text));
     }
     Some(canal::Row(row))
-}
-
-/// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
-fn days_text(days: &str) -> Option<String> {
-    use chrono::Datelike;
-    let ordinal = days.parse::<i64>().ok()?.checked_add(719_163)?;
-    let date = chrono::NaiveDate::from_num_days_from_ce_opt(i32::try_from(ordinal).ok()?)?;
-    if !(1..=9999).contains(&date.year()) {
-        return None;
-    }
-    Some(format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()))
 }
 
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``

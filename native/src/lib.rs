@@ -12,6 +12,7 @@ mod canal_out;
 mod canal_text;
 mod canon;
 mod cloudcanal;
+mod connect_in;
 mod debezium_in;
 mod dts_avro_out;
 mod json;

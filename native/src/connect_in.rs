@@ -1,0 +1,229 @@
+//! Kafka Connect representations under the Debezium schema part, read back as the Canal
+//! text the writer's conversion (``canal_text::TextOp``) reads: what the Python decoder
+//! (``formats/_connect.py``: ``make_decoder``, a representation's decoder then the
+//! column type's adapter) makes of each value, written as text that reads back as the
+//! same typed value.
+//!
+//! ``transforms/native_debezium.py`` (``_connect_read``) names each column's conversion
+//! from its Connect field (the representation kind) and MySQL type, only for the pairs
+//! below; every value whose JSON kind or range the Python decoder would read otherwise
+//! (or refuse) goes to Python.
+
+use std::borrow::Cow;
+
+use base64::Engine;
+
+use crate::debezium_in::{Kind, Value};
+
+/// 1970-01-01's ordinal (``date(1970, 1, 1).toordinal()``, chrono's ``num_days_from_ce``).
+const EPOCH_ORDINAL: i64 = 719_163;
+
+/// How one column's Debezium value becomes Canal text.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Connect {
+    /// The value's own text (integers, strings, doubles, booleans as ``1``/``0``).
+    Text,
+    /// ``io.debezium.time.Date``, Connect's ``Date``: days since the epoch (``_days_to_date``).
+    Days,
+    /// Connect's ``Decimal`` (base64 of the unscaled two's complement, big-endian) at this
+    /// scale (``_decimal_from_b64``).
+    Decimal(u32),
+    /// ``Timestamp``/``MicroTimestamp``/``NanoTimestamp``: counts of 1/N seconds since the
+    /// epoch, a naive datetime (``_epoch_to_datetime``; nanoseconds floored to micros).
+    Epoch(i64),
+    /// ``ZonedTimestamp`` in UTC (``…Z``), read in UTC (``_zoned_decoder("UTC")``).
+    ZonedUtc,
+    /// ``Time``/``MicroTime``/``NanoTime``: counts of 1/N seconds (``_int_to_time``).
+    Time(i64),
+    /// ``bytes`` as base64 (``_unb64``), each byte one ISO-8859-1 char.
+    Base64,
+    /// BIGINT UNSIGNED as Connect's ``int64`` (``_unwrap_u64``: negative values wrap).
+    Unsigned64,
+}
+
+impl Connect {
+    /// A conversion's name from the planner (``None``: the value's text).
+    pub(crate) fn from_name(name: Option<&str>) -> Option<Connect> {
+        let Some(name) = name else { return Some(Connect::Text) };
+        let (head, arg) = name.split_once(':').unwrap_or((name, ""));
+        Some(match head {
+            "text" => Connect::Text,
+            "days" => Connect::Days,
+            "decimal" => Connect::Decimal(arg.parse().ok()?),
+            "epoch" => Connect::Epoch(per_second(arg)?),
+            "zoned" => Connect::ZonedUtc,
+            "time" => Connect::Time(per_second(arg)?),
+            "base64" => Connect::Base64,
+            "u64" => Connect::Unsigned64,
+            _ => return None,
+        })
+    }
+
+    /// The value's Canal text (``Ok(None)``: null); ``Err``: Python's (another JSON kind,
+    /// out of range, not canonical base64, ...).
+    pub(crate) fn text<'a>(self, v: &'a Value<'a>) -> Result<Option<Cow<'a, str>>, ()> {
+        let Some(text) = v.text.as_deref() else { return Ok(None) };
+        let int = || if v.kind == Kind::Int { text.parse::<i64>().map_err(|_| ()) } else { Err(()) };
+        let string = || if v.kind == Kind::Str { Ok(text) } else { Err(()) };
+        let owned = match self {
+            Connect::Text => return Ok(Some(Cow::Borrowed(text))),
+            Connect::Days => days_text(int()?).ok_or(())?,
+            Connect::Decimal(scale) => decimal_text(&b64(string()?)?, scale as usize),
+            Connect::Epoch(n) => datetime_text(micros(int()?, n)?)?,
+            Connect::ZonedUtc => zoned_text(string()?)?,
+            Connect::Time(n) => time_text(micros(int()?, n)?)?,
+            Connect::Base64 => b64(string()?)?.iter().map(|&b| b as char).collect(),
+            Connect::Unsigned64 => (int()? as u64).to_string(),
+        };
+        Ok(Some(Cow::Owned(owned)))
+    }
+}
+
+fn per_second(arg: &str) -> Option<i64> {
+    match arg {
+        "1000" => Some(1000),
+        "1000000" => Some(1_000_000),
+        "1000000000" => Some(1_000_000_000),
+        _ => None,
+    }
+}
+
+/// A count of 1/``per_second`` seconds as microseconds (nanoseconds floored, as ``v // 1000``).
+fn micros(v: i64, per_second: i64) -> Result<i64, ()> {
+    match per_second {
+        1000 => v.checked_mul(1000).ok_or(()),
+        1_000_000 => Ok(v),
+        _ => Ok(v.div_euclid(1000)),
+    }
+}
+
+/// Canonical base64 (standard alphabet, padded): what Python's ``b64decode`` reads alike;
+/// anything else (it skips stray characters, accepts loose trailing bits) is Python's.
+fn b64(text: &str) -> Result<Vec<u8>, ()> {
+    base64::engine::general_purpose::STANDARD.decode(text).map_err(|_| ())
+}
+
+/// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
+pub(crate) fn days_text(days: i64) -> Option<String> {
+    use chrono::Datelike;
+    let ordinal = days.checked_add(EPOCH_ORDINAL)?;
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(i32::try_from(ordinal).ok()?)?;
+    if !(1..=9999).contains(&date.year()) {
+        return None;
+    }
+    Some(format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()))
+}
+
+/// ``YYYY-MM-DD HH:MM:SS.ffffff`` of microseconds since 1970-01-01 (years 1 to 9999).
+fn datetime_text(micros: i64) -> Result<String, ()> {
+    let days = micros.div_euclid(86_400_000_000);
+    let day_micros = micros.rem_euclid(86_400_000_000);
+    let date = days_text(days).ok_or(())?;
+    let (seconds, fraction) = (day_micros / 1_000_000, day_micros % 1_000_000);
+    Ok(format!("{date} {:02}:{:02}:{:02}.{fraction:06}", seconds / 3600, seconds / 60 % 60, seconds % 60))
+}
+
+/// ``[-]HH:MM:SS.ffffff`` of a signed count of microseconds (at most 999 hours).
+fn time_text(micros: i64) -> Result<String, ()> {
+    let sign = if micros < 0 { "-" } else { "" };
+    let abs = micros.unsigned_abs();
+    let (seconds, fraction) = (abs / 1_000_000, abs % 1_000_000);
+    if seconds / 3600 > 999 {
+        return Err(());
+    }
+    Ok(format!("{sign}{:02}:{:02}:{:02}.{fraction:06}", seconds / 3600, seconds / 60 % 60, seconds % 60))
+}
+
+/// ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` as ``YYYY-MM-DD HH:MM:SS[.f]`` (the writer checks the
+/// date and time); any other form (offsets, other separators) is Python's.
+fn zoned_text(text: &str) -> Result<String, ()> {
+    let body = text.strip_suffix('Z').ok_or(())?;
+    let b = body.as_bytes();
+    if b.len() < 19 || b[10] != b'T' {
+        return Err(());
+    }
+    Ok(format!("{} {}", &body[..10], &body[11..]))
+}
+
+/// The decimal text of a big-endian two's complement integer at ``scale``: what
+/// ``Decimal(n).scaleb(-scale)`` is (``0.05``, ``-12.30``, ``0.00``).
+fn decimal_text(bytes: &[u8], scale: usize) -> String {
+    let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
+    let mut magnitude: Vec<u8> = bytes.to_vec();
+    if negative {
+        // -(two's complement) = !x + 1
+        for b in magnitude.iter_mut() {
+            *b = !*b;
+        }
+        for b in magnitude.iter_mut().rev() {
+            let (sum, carry) = b.overflowing_add(1);
+            *b = sum;
+            if !carry {
+                break;
+            }
+        }
+    }
+    let mut digits = decimal_digits(magnitude);
+    if digits.len() <= scale {
+        digits = format!("{}{digits}", "0".repeat(scale + 1 - digits.len()));
+    }
+    let point = digits.len() - scale;
+    let mut out = String::with_capacity(digits.len() + 2);
+    if negative {
+        out.push('-');
+    }
+    out.push_str(&digits[..point]);
+    if scale > 0 {
+        out.push('.');
+        out.push_str(&digits[point..]);
+    }
+    out
+}
+
+/// An unsigned big-endian integer's decimal digits (``0`` for none).
+fn decimal_digits(mut magnitude: Vec<u8>) -> String {
+    let mut chunks: Vec<u32> = Vec::new(); // base 10^9, least significant first
+    loop {
+        while magnitude.first() == Some(&0) {
+            magnitude.remove(0);
+        }
+        if magnitude.is_empty() {
+            break;
+        }
+        let mut rem: u64 = 0;
+        for b in magnitude.iter_mut() {
+            let cur = (rem << 8) | u64::from(*b);
+            *b = (cur / 1_000_000_000) as u8;
+            rem = cur % 1_000_000_000;
+        }
+        chunks.push(rem as u32);
+    }
+    let Some((last, rest)) = chunks.split_last() else { return "0".to_owned() };
+    let mut out = last.to_string();
+    for chunk in rest.iter().rev() {
+        out.push_str(&format!("{chunk:09}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals() {
+        assert_eq!(decimal_text(&[0x30, 0x39], 2), "123.45");
+        assert_eq!(decimal_text(&[0xff], 2), "-0.01");
+        assert_eq!(decimal_text(&[], 2), "0.00");
+        assert_eq!(decimal_text(&[0x00, 0x80], 0), "128");
+        assert_eq!(decimal_text(&[0x80], 0), "-128");
+        assert_eq!(decimal_text(&[0x3b, 0x9a, 0xca, 0x00], 0), "1000000000");
+    }
+
+    #[test]
+    fn temporals() {
+        assert_eq!(datetime_text(-1).unwrap(), "1969-12-31 23:59:59.999999");
+        assert_eq!(time_text(-1).unwrap(), "-00:00:00.000001");
+        assert_eq!(days_text(0).unwrap(), "1970-01-01");
+    }
+}

@@ -1,0 +1,308 @@
+"""The native Debezium reader under the schema part: values in Kafka Connect's
+representations (``native/src/connect_in.rs``) converted as the Python decoder converts
+them, for the Canal writer.
+
+Decimals (``org.apache.kafka.connect.data.Decimal``: base64 of the unscaled integer),
+epoch timestamps (``Timestamp``, ``MicroTimestamp``, ``NanoTimestamp``, Connect's
+``Timestamp``), ``ZonedTimestamp`` in UTC, times (``Time``, ``MicroTime``, ``NanoTime``),
+base64 bytes, BIGINT UNSIGNED as ``int64``, ``Year``, ``Json``: each value the reader turns
+into the text the Canal conversion reads, byte for byte what Python writes; values it does
+not read as Python does (other JSON kinds, ranges Python refuses, loose base64, offsets) go to
+Python, which also words their dead letters. Inputs: hand-made values at their edges,
+hypothesis streams written by the Python encoder with ``schemas_enable`` in every mode
+combination and time zone, malformed schema parts, the corpus.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_smt.transforms.model import ChangeEvent
+from tests.strategies import change_streams
+from tests.test_native import NATIVE_SUITE, ZONES, _example, corpus_files, corpus_messages
+from tests.test_native_debezium import KEY, assert_same, debezium_records, event, handled, keyed
+
+pytestmark = NATIVE_SUITE
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def unscaled(n: int) -> str:
+    """Connect's Decimal value of the unscaled integer ``n`` (``BigInteger.toByteArray``)."""
+    bits = n.bit_length() if n >= 0 else (~n).bit_length()
+    return base64.b64encode(n.to_bytes(bits // 8 + 1, "big", signed=True)).decode()
+
+
+def messages(field: dict[str, Any], value: Any) -> list[bytes]:
+    """Insert, update (from null and to another value), delete and read of a row ``{id, c}``
+    with the column ``c`` of Connect field ``field`` holding ``value``."""
+    fields = [{"type": "int64", "optional": False, "field": "id"}, {"optional": True, **field, "field": "c"}]
+    row = {"type": "struct", "fields": fields, "optional": True}
+    schema = {"type": "struct", "fields": [{**row, "field": "before"}, {**row, "field": "after"}]}
+    image = {"id": 1, "c": value}
+
+    def wrapped(op: str, before: Any, after: Any) -> bytes:
+        return orjson.dumps({"schema": schema, "payload": orjson.loads(event(op, before=before, after=after))})
+
+    return [
+        wrapped("c", None, image),
+        wrapped("u", {"id": 1, "c": None}, image),
+        wrapped("u", image, image),
+        wrapped("d", image, None),
+        wrapped("r", None, image),
+    ]
+
+
+def _field(name: str | None, ctype: str, **parameters: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ctype}
+    if name is not None:
+        out["name"], out["version"] = name, 1
+    if parameters:
+        out["parameters"] = parameters
+    return out
+
+
+DAY_US = 86_400_000_000
+#: The microseconds of 0001-01-01 and 9999-12-31 23:59:59.999999 since the epoch.
+FIRST_US, LAST_US = -62_135_596_800_000_000, 253_402_300_799_999_999
+
+#: (id, Connect field, [(value, whether the plan writes it)]).
+CASES: list[tuple[str, dict[str, Any], list[tuple[Any, bool]]]] = [
+    (
+        "decimal(10,2)",
+        _field(DECIMAL, "bytes", scale="2", **{"connect.decimal.precision": "10"}),
+        [
+            (unscaled(12345), True),
+            (unscaled(-1), True),
+            (unscaled(0), True),
+            ("", True),  # no bytes: zero
+            (unscaled(-(10**9) + 1), True),
+            (unscaled(128), True),
+            (unscaled(-128), True),
+            ("AQ=", False),  # bad padding: Python's error
+            ("!!!!", False),
+            ("AQ==\n", False),  # Python skips the stray character: Python's
+            ("QR==", False),  # loose trailing bits: Python's
+            (5, False),  # a JSON number: another layout, Python's
+        ],
+    ),
+    (
+        "decimal(65,30)",
+        _field(DECIMAL, "bytes", scale="30", **{"connect.decimal.precision": "65"}),
+        [
+            (unscaled(10**64 + 12345), True),
+            (unscaled(-(10**64) - 1), True),
+            (unscaled(1), True),
+            (unscaled(10**65), False),
+        ],
+    ),
+    (
+        "decimal scale 4 of 2",  # more fraction digits than the column's: Python rounds
+        _field(
+            DECIMAL,
+            "bytes",
+            scale="4",
+            __debezium_source_column_type="DECIMAL",
+            __debezium_source_column_length="10",
+            __debezium_source_column_scale="2",
+        ),
+        [(unscaled(12345), False), (unscaled(12300), False)],
+    ),
+    ("decimal no scale", _field(DECIMAL, "bytes"), [(unscaled(7), False)]),
+    ("decimal bad scale", _field(DECIMAL, "bytes", scale="x"), [(unscaled(7), False)]),
+    ("decimal negative scale", _field(DECIMAL, "bytes", scale="-2"), [(unscaled(7), False)]),
+    (
+        "MicroTimestamp",
+        _field("io.debezium.time.MicroTimestamp", "int64"),
+        [
+            (0, True),
+            (-1, True),
+            (1_700_000_000_123_456, True),
+            (1_700_000_000_000_000, True),
+            (FIRST_US, True),
+            (LAST_US, True),
+            (FIRST_US - 1, False),
+            (LAST_US + 1, False),
+            (2**63 - 1, False),
+            ("2020-01-01", False),
+        ],
+    ),
+    (
+        "Timestamp",
+        _field("io.debezium.time.Timestamp", "int64"),
+        [(0, True), (-1, True), (1_700_000_000_123, True), (LAST_US // 1000, True), (2**62, False)],
+    ),
+    (
+        "NanoTimestamp",
+        _field("io.debezium.time.NanoTimestamp", "int64"),
+        [(1_700_000_000_123_456_789, True), (-1, True), (-1001, True), (999, True)],
+    ),
+    (
+        "Connect Timestamp",
+        _field("org.apache.kafka.connect.data.Timestamp", "int64"),
+        [(1_700_000_000_123, True), (-86_400_001, True)],
+    ),
+    (
+        "ZonedTimestamp",
+        _field("io.debezium.time.ZonedTimestamp", "string"),
+        [
+            ("2023-11-14T22:13:20Z", True),
+            ("2023-11-14T22:13:20.5Z", True),
+            ("2023-11-14T22:13:20.123456Z", True),
+            ("1970-01-01T00:00:00Z", True),
+            ("0001-01-01T00:00:00Z", True),
+            ("2023-11-14T22:13:20+01:00", False),
+            ("2023-11-14T22:13:20.1234567Z", False),
+            ("2023-11-14 22:13:20Z", False),
+            ("2023-02-30T00:00:00Z", False),
+            ("2023-11-14T24:00:00Z", False),
+            ("not a time", False),
+        ],
+    ),
+    (
+        "MicroTime",
+        _field("io.debezium.time.MicroTime", "int64"),
+        [
+            (0, True),
+            (-1, True),
+            (3_599_999_999, True),
+            (DAY_US * 34 + 1, True),
+            (-(838 * 3600 + 59 * 60 + 59) * 1_000_000, True),
+            (1000 * 3_600_000_000, False),
+            ("12:00:00", False),
+        ],
+    ),
+    ("Time", _field("io.debezium.time.Time", "int32"), [(0, True), (-1, True), (45_296_789, True)]),
+    ("NanoTime", _field("io.debezium.time.NanoTime", "int64"), [(45_296_789_123_456, True), (-1, True)]),
+    ("Connect Time", _field("org.apache.kafka.connect.data.Time", "int32"), [(45_296_789, True)]),
+    (
+        "bytes",
+        _field(None, "bytes"),
+        [("AAEC/w==", True), ("", True), ("aGVsbG8=", True), ("QR==", False), ("@@@@", False), ("AQ", False)],
+    ),
+    (
+        "bigint unsigned",
+        _field(None, "int64", __debezium_source_column_type="BIGINT UNSIGNED"),
+        [(-1, True), (0, True), (2**63 - 1, True), (-(2**63), True)],
+    ),
+    ("Year", _field("io.debezium.time.Year", "int32"), [(2024, True), (1901, True), (0, True), (2155, True)]),
+    ("Json", _field("io.debezium.data.Json", "string"), [('{"a": [1, 2]}', True), ("null", True)]),
+    ("EnumSet", _field("io.debezium.data.EnumSet", "string", allowed="a,b"), [("a,b", False)]),
+    ("Bits", _field("io.debezium.data.Bits", "bytes", length="16"), [("AQA=", False)]),
+    ("wrong name", _field("io.debezium.time.MicroTimestampX", "int64"), [(1, True)]),
+]
+
+
+def _source_types(field: dict[str, Any]) -> dict[str, Any]:
+    """``__debezium_source_column_*`` (Python names) as Debezium's parameter names."""
+    prefix = "__debezium_source_column_"
+    params = {
+        k.replace(prefix, "__debezium.source.column.") if k.startswith(prefix) else k: v
+        for k, v in field.get("parameters", {}).items()
+    }
+    return {**field, "parameters": params} if params else field
+
+
+@pytest.mark.parametrize(("field", "values"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_connect_values_to_canal(field: dict[str, Any], values: list[tuple[Any, bool]]) -> None:
+    """Each value alone (a fresh plan: a schema part met with a value the reader does not
+    convert is Python's from then on): both paths equal, and the plan writes what it reads."""
+    field = _source_types(field)
+    for value, native_ in values:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
+        assert count == (len(records) if native_ else 0), (value, count)
+
+
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York"])
+def test_zoned_timestamps_outside_utc_are_pythons(zone: str) -> None:
+    field = _field("io.debezium.time.ZonedTimestamp", "string")
+    records = keyed([(m, KEY) for m in messages(field, "2023-11-14T22:13:20Z")])
+    for source, sink in (({"source_timezone": zone}, {"source_timezone": zone}), ({}, {"source_timezone": zone})):
+        assert assert_same(records, {"schemas_enable": True, **source}, sink, None, "canal-json") == 0
+
+
+#: Every mode combination of the Python encoder the stream is written with (and read back by
+#: a decoder of the same options).
+MODES = st.fixed_dictionaries(
+    {
+        "schemas_enable": st.just(True),
+        "decimal_handling_mode": st.sampled_from(["precise", "string", "double"]),
+        "decimal_format": st.sampled_from(["base64", "numeric"]),
+        "time_precision_mode": st.sampled_from(["adaptive_time_microseconds", "connect"]),
+        "binary_handling_mode": st.sampled_from(["bytes", "base64", "base64-url-safe", "hex"]),
+        "bigint_unsigned_handling_mode": st.sampled_from(["long", "precise"]),
+    }
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=MODES,
+    tz=st.sampled_from(["UTC", *ZONES]),
+    sink_tz=st.sampled_from(["UTC", "Asia/Shanghai"]),
+)
+def test_streams_in_every_mode(stream: list[ChangeEvent], options: dict[str, Any], tz: str, sink_tz: str) -> None:
+    records = debezium_records(stream, tz, options)
+    source = {"source_timezone": tz, **options}
+    assert_same(records, source, {"source_timezone": sink_tz}, None, "canal-json")
+
+
+def test_default_modes_are_mostly_native() -> None:
+    """What Debezium's MySQL connector writes by default (Decimal bytes, Micro/Timestamp,
+    ZonedTimestamp, MicroTime, Date, bytes, Json, Year, int64) goes natively, but for the
+    representations left to Python (ENUM, SET, BIT(n), geometry, FLOAT)."""
+    total = count = 0
+    for seed in range(20):
+        records = [r for r in debezium_records(_example(seed), "UTC", {"schemas_enable": True}) if r.value is not None]
+        total += len(records)
+        count += assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
+    assert count >= total * 0.8, (count, total)
+
+
+def test_malformed_schema_parts() -> None:
+    """Schema parts that do not say what the values are: Python's reading (values, errors)."""
+    decimal = _field(DECIMAL, "bytes", scale="2")
+    cases = [
+        ({**decimal, "parameters": {}}, unscaled(5)),  # no scale: 0
+        ({**decimal, "parameters": {"scale": 2}}, unscaled(5)),  # a number, not text
+        ({**decimal, "parameters": None}, unscaled(5)),
+        ({**decimal, "name": "Decimal"}, unscaled(5)),  # not Connect's name: bytes
+        ({**decimal, "type": "string"}, unscaled(5)),
+        (_field("io.debezium.time.MicroTimestamp", "string"), 5),
+        (_field("io.debezium.time.MicroTimestamp", "int64"), 1.5),
+        (_field("io.debezium.time.Date", "int32", length="x"), 1),
+        ({"name": "io.debezium.time.MicroTime"}, 1),  # no type
+    ]
+    for field, value in cases:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
+
+
+def test_corpus_debezium_with_the_schema_part(corpus: Path) -> None:
+    values = [v for messages_ in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages_]
+    wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
+    assert wrapped
+    for key in (None, b'{"id":101}'):
+        records = keyed([(v, key) for v in wrapped])
+        assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
+    rows = [v for v in wrapped if b'"op":"' in v]
+    assert handled(keyed([(v, None) for v in rows]), {}, {}, [], "canal-json") >= len(rows) // 2
+
+
+def test_enum_labels_to_canal() -> None:
+    """``io.debezium.data.Enum``: labels written as Canal's indexes; the empty label (MySQL's
+    invalid value) as 0; a text that is no label is Python's (its error)."""
+    field = _field("io.debezium.data.Enum", "string", allowed="NEW,PAID,x y")
+    for value, native_ in [("NEW", True), ("x y", True), ("", True), ("other", False), (1, False)]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
+        assert count == (len(records) if native_ else 0), (value, count)
