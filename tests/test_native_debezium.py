@@ -88,6 +88,7 @@ PLANS = {
     "maxwell-json": native.DEBEZIUM_TO_MAXWELL,
     "ogg-json": native.DEBEZIUM_TO_OGG,
     "dts-avro": native.DEBEZIUM_TO_DTS,
+    "ticdc-canal-json": native.DEBEZIUM_TO_TICDC,
 }
 #: The writers of events without the schema part (the hand-made events here).
 SCHEMALESS, SCHEMALESS_IDS = ENCODERS[:3], ENCODER_IDS[:3]

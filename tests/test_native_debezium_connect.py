@@ -306,3 +306,15 @@ def test_enum_labels_to_canal() -> None:
         records = keyed([(m, KEY) for m in messages(field, value)])
         count = assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
         assert count == (len(records) if native_ else 0), (value, count)
+
+
+def test_the_schema_part_to_ticdc_is_pythons() -> None:
+    """debezium-json -> ticdc-canal-json leaves the schema part to Python (its values need
+    converting for the TiCDC writer): remembered per schema part, mixed with schemaless
+    events that stay the plan's, the output Python's either way."""
+    field = _field(DECIMAL, "bytes", scale="2")
+    wrapped = [(m, KEY) for m in messages(field, unscaled(12345))]
+    plain = [(event("c", after={"id": 1, "c": "x"}), KEY)]
+    records = keyed([pair for both in zip(wrapped, plain * len(wrapped), strict=True) for pair in both])
+    count = assert_same(records, {"schemas_enable": True}, {}, None, "ticdc-canal-json")
+    assert count == len(wrapped)  # the schemaless ones

@@ -25,7 +25,7 @@ from cdc_smt.transforms.native import (
     _CanalOutTables,
     _Shape,
 )
-from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, _Layouts
+from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
@@ -175,7 +175,9 @@ class _DebeziumTicdcTables(_Layouts):
 
     def _compile_probe(self, probe: Any, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         if probe.head is not None:
-            return None  # values in the schema's representations: Python converts them
+            # values in the schema's representations: Python converts them, and the reader
+            # hands the schema part's later messages to Python unread
+            return PYTHON_HEAD
         decoded, shape = self._probe_shape(probe, pk)
         specs = [column_spec(self, c, True) for c in decoded.schema.columns]
         texts = {name: _SAMPLES[kind][1] for name, kind in columns}

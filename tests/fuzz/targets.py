@@ -299,6 +299,17 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>canal-json+schema": NativeTarget(
         "debezium-json", "canal-json", source_options=(("schemas_enable", True),)
     ),
+    # the Connect representations of other modes (connect times, precise unsigned, base64 binary)
+    "native:debezium-json>canal-json+schema-modes": NativeTarget(
+        "debezium-json",
+        "canal-json",
+        source_options=(
+            ("schemas_enable", True),
+            ("time_precision_mode", "connect"),
+            ("bigint_unsigned_handling_mode", "precise"),
+            ("binary_handling_mode", "base64"),
+        ),
+    ),
     "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
