@@ -11,9 +11,9 @@ a value of each kind, through the chain's own decoder, transforms and encoder, a
 check that what it wrote is what the native writer writes for it:
 
 * :class:`DebeziumCanalTables`: the Canal writer, each column's type maps and
-  conversion to Canal text (under a schema part, which types the columns, only for the
-  values Debezium writes as the text they convert from: signed integers, strings,
-  doubles, BIT(1));
+  conversion to Canal text (under a schema part, which types the columns, each value
+  read from its Connect representation by ``native/src/connect_in.rs``, the conversion
+  named per column by :func:`_connect_read`; ENUM labels as Canal's indexes);
 * :class:`DebeziumTables`: Debezium re-written as Debezium (same-format
   reproduction: values, source block and other fields copied), when both codecs
   represent values alike (same Connect options); with the schema part in and out

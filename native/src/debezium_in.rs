@@ -12,8 +12,11 @@
 //! to the Canal writer as the text its conversion reads (an integer's or a number's
 //! literal, a string, ``1``/``0`` for a boolean).
 //!
-//! Anything the plan does not reproduce for certain goes to Python: the schema part,
-//! duplicate fields, values whose kinds differ between the images, integers past 64
+//! Under the schema part the columns are the schema's, each value read from its Connect
+//! representation (``connect_in``) for the Canal writer; for the other text writers the
+//! schema part is Python's.
+//!
+//! Anything the plan does not reproduce for certain goes to Python: duplicate fields, values whose kinds differ between the images, integers past 64
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
