@@ -33,8 +33,8 @@ use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::debezium_in::{Image, Kind, Value};
-use crate::typed_in::{now_ms, parse, text, Fields, Object, Tables};
-use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
+use crate::typed_in::{canal_key, now_ms, parse, text, writer_table, Fields, Object, Tables};
+use crate::{CanalToDebezium, Encoder, Output, Reader as PlanReader, Table};
 
 /// One image's cells, in message order.
 type Cells<'a> = Vec<(Cow<'a, str>, Value<'a>)>;
@@ -82,17 +82,13 @@ impl<'de> Fields<'de> for Stamps {
 }
 
 /// A ``sequenceId`` as Python's ``str()`` of it (``None``: absent or null).
+#[derive(Default)]
 enum Sequence<'a> {
+    #[default]
     Absent,
     Id(Cow<'a, str>),
     /// An integer past 64 bits, or another JSON type: Python's.
     Other,
-}
-
-impl Default for Sequence<'_> {
-    fn default() -> Self {
-        Sequence::Absent
-    }
 }
 
 #[derive(Default)]
@@ -559,17 +555,7 @@ impl Reader {
                 pk: e.pk.iter().map(|k| k.to_string()).collect(),
                 columns: e.declared.iter().zip(types).map(|((n, dw), t)| (n.to_string(), dw.to_string(), t.clone())).collect(),
             },
-            |l| {
-                let spec = compile.bind(py).call1((l.source.clone(), l.pk.clone(), l.columns.clone()))?;
-                if spec.is_none() {
-                    return Ok(None);
-                }
-                Ok(match encoder {
-                    Encoder::Debezium => Some(Table::Debezium(table_plan(&spec)?)),
-                    Encoder::Canal { transaction: false } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
-                    _ => None,
-                })
-            },
+            |l| writer_table(&compile.bind(py).call1((l.source.clone(), l.pk.clone(), l.columns.clone()))?, encoder),
         )
     }
 }
@@ -661,51 +647,6 @@ impl CanalToDebezium {
             seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if op == 1 { FIELD_OLD } else { 0 },
             ..Default::default()
         };
-        let start = out.len();
-        let written = match (&*table, &self.encoder) {
-            (Table::Debezium(plan), Encoder::Debezium) => match &plan.ops[op] {
-                OpEntry::Plan(op_plan) => {
-                    let data = m.data.as_deref().unwrap_or_default();
-                    let old = m.old.as_deref().unwrap_or_default();
-                    data.first().is_some_and(|row| self.row(plan, op_plan, &m, op, 0, row, old, out).is_ok())
-                }
-                OpEntry::Python => false,
-                OpEntry::Dropped => true,
-            },
-            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[op] {
-                canal_out::Entry::Write(variant) => match main.map(|image| key(&e.pk, image)) {
-                    Some(Some(key)) => {
-                        let ok = canal_out::write(t, &m, op, variant, false, out).is_ok();
-                        for record in &mut out[start..] {
-                            record.1 = key.clone();
-                        }
-                        ok
-                    }
-                    _ => false,
-                },
-                canal_out::Entry::Python => false,
-                canal_out::Entry::Dropped => true,
-            },
-            _ => false,
-        };
-        if !written {
-            out.truncate(start);
-        }
-        Ok(written)
+        Ok(self.write_event(&table, op, &m, || main.and_then(|image| canal_key(&e.pk, image)), out))
     }
-}
-
-/// The key ``JsonCodec.encode_key`` writes: the key columns' raw values (``None``
-/// outside: no key; ``None``: Python's, a float key orjson may write otherwise).
-fn key(pk: &[Cow<str>], row: &Cells) -> Option<Option<Vec<u8>>> {
-    for (name, v) in row {
-        if v.kind == Kind::Float && pk.iter().any(|k| k == name) {
-            let mut text = Vec::new();
-            crate::json::write_f64(&mut text, v.raw.parse().ok()?);
-            if text != v.raw.as_bytes() {
-                return None;
-            }
-        }
-    }
-    Some(crate::debezium_in::row_key(pk, row))
 }
