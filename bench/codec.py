@@ -240,6 +240,10 @@ ROWS: tuple[Row, ...] = (
             floor="fastavro",
         )
     ),
+    *with_python_twin(
+        Row("dataworks-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema")
+    ),
+    *with_python_twin(Row("dataworks-json", "canal-json")),
 )
 
 
@@ -671,6 +675,8 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "ogg-json -> canal-json": ("ogg-json", "canal-json", {}),
     "debezium-json -> maxwell-json": ("debezium-json", "maxwell-json", {}),
     "debezium-json -> dts-avro": ("debezium-json", "dts-avro", {}),
+    "dataworks-json -> debezium-json (no schema)": ("dataworks-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "dataworks-json -> canal-json": ("dataworks-json", "canal-json", {}),
 }
 
 

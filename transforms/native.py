@@ -31,6 +31,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   Debezium writer of the Canal reader's plans.
 * ``cloudcanal-json -> debezium-json`` and ``-> canal-json``: the Canal reader
   with CloudCanal's field names (``transforms/native_vendor.py``).
+* ``dataworks-json -> debezium-json`` and ``-> canal-json``: the DataWorks reader,
+  split updates paired within a batch (``transforms/native_vendor.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -93,6 +95,8 @@ CLOUDCANAL_TO_CANAL = "cloudcanal-json -> canal-json"
 DEBEZIUM_TO_MAXWELL = "debezium-json -> maxwell-json"
 DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
 DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
+DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
+DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
 
 
 def available() -> bool:
@@ -160,6 +164,7 @@ def plan_for(chain: Any) -> NativePlan | None:
         return None
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
+    from cdc_smt.transforms.formats.dataworks_json import DataWorksJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
     from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
@@ -200,6 +205,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         if type(encoder) is CanalJson:
             return native_vendor.cloudcanal_canal_plan(chain)
         return native_vendor.cloudcanal_plan(chain)
+    if type(decoder) is DataWorksJson and type(encoder) in (CanalJson, DebeziumJsonCodec):
+        from cdc_smt.transforms import native_vendor
+
+        return native_vendor.dataworks_plan(chain)
     if type(decoder) not in (CanalJson, TicdcCanalJson) or type(encoder) is not DebeziumJsonCodec:
         return None
     ticdc = type(decoder) is TicdcCanalJson
@@ -916,6 +925,8 @@ __all__ = [
     "CANAL_TO_TICDC",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
+    "DATAWORKS_TO_CANAL",
+    "DATAWORKS_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "DEBEZIUM_TO_TICDC",

@@ -13,6 +13,7 @@ mod canal_text;
 mod canon;
 mod cloudcanal;
 mod connect_in;
+mod dataworks_in;
 mod debezium_in;
 mod dts_avro_out;
 mod json;
@@ -63,6 +64,8 @@ const PLANS: &[&str] = &[
     "debezium-json -> maxwell-json",
     "debezium-json -> ogg-json",
     "debezium-json -> dts-avro",
+    "dataworks-json -> debezium-json",
+    "dataworks-json -> canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -190,6 +193,9 @@ enum Reader {
     Typed(Box<typed_in::Reader>),
     /// CloudCanal messages (``cloudcanal``): Canal's under other names, read as Canal's.
     CloudCanal,
+    /// DataWorks messages (``dataworks_in``): tables keyed by the declared columns, split
+    /// updates paired within a batch (the codec's pending half is Python's).
+    DataWorks(Box<dataworks_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -239,7 +245,7 @@ impl CanalToDebezium {
     /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``),
     /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
     /// [(column, kind)])``, see ``typed_in``).
-    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json"))]
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json", codec=None, zone=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python,
@@ -252,6 +258,8 @@ impl CanalToDebezium {
         batch_transaction: bool,
         ids: Option<PyObject>,
         reader: &str,
+        codec: Option<PyObject>,
+        zone: Option<&str>,
     ) -> PyResult<Self> {
         let encoder = match (encoder, ids) {
             ("debezium-json", _) => Encoder::Debezium,
@@ -268,6 +276,10 @@ impl CanalToDebezium {
             "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
             "maxwell-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Maxwell))),
             "ogg-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Ogg))),
+            "dataworks-json" => match codec {
+                Some(codec) => Reader::DataWorks(Box::new(dataworks_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
+                None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
+            },
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -302,8 +314,14 @@ impl CanalToDebezium {
         if let Encoder::DtsAvro(ids) = &mut self.encoder {
             ids.begin(py)?;
         }
+        if let Reader::DataWorks(r) = &mut self.reader {
+            r.begin(py)?;
+        }
         for (i, item) in values.iter().enumerate() {
             records.clear();
+            if let Reader::DataWorks(r) = &mut self.reader {
+                r.at(i, values.get_item(i + 1).ok().and_then(|v| v.downcast_into::<PyBytes>().ok()).map(Bound::unbind));
+            }
             let key = match keys.map(|k| k.get_item(i)).transpose()? {
                 None => None,
                 Some(k) if k.is_none() => Some(None),
@@ -348,6 +366,9 @@ impl CanalToDebezium {
         if let Encoder::DtsAvro(ids) = &mut self.encoder {
             ids.end(py)?;
         }
+        if let Reader::DataWorks(r) = &mut self.reader {
+            r.end();
+        }
         PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
 
@@ -360,6 +381,19 @@ impl CanalToDebezium {
         }
         if let Reader::Typed(r) = &mut self.reader {
             r.clear();
+        }
+        if let Reader::DataWorks(r) = &mut self.reader {
+            r.clear();
+        }
+    }
+
+    /// The DataWorks reader: the index of the last ``convert`` batch's record from which
+    /// every record is Python's (its pending half), or ``None``.
+    #[getter]
+    fn closed_at(&self) -> Option<usize> {
+        match &self.reader {
+            Reader::DataWorks(r) => r.closed_at,
+            _ => None,
         }
     }
 
@@ -418,6 +452,7 @@ impl CanalToDebezium {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
             Reader::Canal | Reader::CloudCanal | Reader::Typed(_) => self.message(py, value, out),
+            Reader::DataWorks(_) => self.dataworks_message(py, value, out),
         }
     }
 
@@ -428,6 +463,9 @@ impl CanalToDebezium {
         }
         if let Reader::Typed(_) = self.reader {
             return self.typed_message(py, value, out);
+        }
+        if let Reader::DataWorks(_) = self.reader {
+            return self.dataworks_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);

@@ -290,31 +290,36 @@ impl Reader {
             },
             |layout| {
                 let kinds: Vec<(&str, &str)> = layout.columns.iter().map(|(n, k)| (n.as_str(), k.name())).collect();
-                let spec = compile.bind(py).call1((&layout.database, &layout.table, layout.pk.clone(), kinds))?;
-                if spec.is_none() {
-                    return Ok(None);
-                }
-                Ok(match encoder {
-                    Encoder::Debezium => Some(Table::Debezium(table_plan(&spec)?)),
-                    Encoder::Canal { transaction: false } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
-                    _ => None,
-                })
+                writer_table(&compile.bind(py).call1((&layout.database, &layout.table, layout.pk.clone(), kinds))?, encoder)
             },
         )
     }
 }
 
+/// A layout's compiled spec as the table of the plan's Debezium or Canal writer (``None``
+/// spec, or another writer: Python's).
+pub(crate) fn writer_table(spec: &Bound<PyAny>, encoder: &Encoder) -> PyResult<Option<Table>> {
+    if spec.is_none() {
+        return Ok(None);
+    }
+    Ok(match encoder {
+        Encoder::Debezium => Some(Table::Debezium(table_plan(spec)?)),
+        Encoder::Canal { transaction: false } => canal_out::Table::from_spec(spec, None, None, true)?.map(Table::Canal),
+        _ => None,
+    })
+}
+
 /// Python's ``int(time.time() * 1000)``: the Canal ``ts`` of an event without a processing time.
-fn now_ms() -> Option<i64> {
+pub(crate) fn now_ms() -> Option<i64> {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(since.as_millis()).ok()
 }
 
 /// The raw key values as ``JsonCodec.encode_key`` writes them, or ``None`` (Python's)
 /// when a key value is a number Python keeps as a ``Decimal`` (not a double's shortest text).
-fn canal_key(e: &Event) -> Option<Option<Vec<u8>>> {
-    for (name, v) in &e.row {
-        if v.kind == Kind::Float && e.pk.iter().any(|k| k == name) {
+pub(crate) fn canal_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Option<Vec<u8>>> {
+    for (name, v) in row {
+        if v.kind == Kind::Float && pk.iter().any(|k| k == name) {
             let mut text = Vec::new();
             crate::json::write_f64(&mut text, v.raw.parse().ok()?);
             if text != v.raw.as_bytes() {
@@ -322,7 +327,7 @@ fn canal_key(e: &Event) -> Option<Option<Vec<u8>>> {
             }
         }
     }
-    Some(row_key(&e.pk, &e.row))
+    Some(row_key(pk, row))
 }
 
 impl CanalToDebezium {
@@ -335,28 +340,41 @@ impl CanalToDebezium {
         let Some(e) = reader.dialect.read(value) else { return Ok(false) };
         let Some(columns) = e.columns() else { return Ok(false) };
         let Some(table) = reader.table(py, &e, &columns, &self.encoder)? else { return Ok(false) };
+        let ts = match self.encoder {
+            Encoder::Canal { .. } => match e.ts.or_else(now_ms) {
+                Some(ts) => Some(ts),
+                None => return Ok(false),
+            },
+            _ => e.ts,
+        };
+        Ok(self.write_event(&table, e.op, &e.message(ts), || canal_key(&e.pk, &e.row), out))
+    }
+
+    /// One row event as the Canal message ``m`` (one row, ``ts`` as the writer writes it)
+    /// through the plan's Debezium or Canal writer into ``out``; ``key``: the Canal writer's
+    /// record key (``None``: Python's). ``false`` (nothing written) when Python must write it.
+    pub(crate) fn write_event(&self, table: &Table, op: usize, m: &canal::Message, key: impl FnOnce() -> Option<Option<Vec<u8>>>, out: &mut Vec<Output>) -> bool {
         let start = out.len();
-        let written = match (&*table, &self.encoder) {
-            (Table::Debezium(plan), Encoder::Debezium) => match &plan.ops[e.op] {
+        let written = match (table, &self.encoder) {
+            (Table::Debezium(plan), Encoder::Debezium) => match &plan.ops[op] {
                 OpEntry::Plan(op_plan) => {
-                    let m = e.message(e.ts);
                     let data = m.data.as_deref().unwrap_or_default();
                     let old = m.old.as_deref().unwrap_or_default();
-                    data.first().is_some_and(|row| self.row(plan, op_plan, &m, e.op, 0, row, old, out).is_ok())
+                    data.first().is_some_and(|row| self.row(plan, op_plan, m, op, 0, row, old, out).is_ok())
                 }
                 OpEntry::Python => false,
                 OpEntry::Dropped => true,
             },
-            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[e.op] {
-                canal_out::Entry::Write(variant) => match (canal_key(&e), e.ts.or_else(now_ms)) {
-                    (Some(key), Some(ts)) => {
-                        let ok = canal_out::write(t, &e.message(Some(ts)), e.op, variant, false, out).is_ok();
+            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[op] {
+                canal_out::Entry::Write(variant) => match key() {
+                    Some(key) => {
+                        let ok = canal_out::write(t, m, op, variant, false, out).is_ok();
                         for record in &mut out[start..] {
                             record.1 = key.clone();
                         }
                         ok
                     }
-                    _ => false,
+                    None => false,
                 },
                 canal_out::Entry::Python => false,
                 canal_out::Entry::Dropped => true,
@@ -366,6 +384,6 @@ impl CanalToDebezium {
         if !written {
             out.truncate(start);
         }
-        Ok(written)
+        written
     }
 }

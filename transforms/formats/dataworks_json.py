@@ -243,6 +243,10 @@ class DataWorksJson(JsonCodec):
         """The unpaired before-halves as a JSON-able dict (for a Faust table)."""
         return {"pending": {seq: _record_state(h.record) for seq, h in self._pending.items()}}
 
+    def holds_half(self) -> bool:
+        """Is a before-half pending (the native plan leaves the next records to Python)?"""
+        return bool(self._pending)
+
     def restore_state(self, state: dict[str, Any]) -> None:
         """Reload what :meth:`pending_state` returned (replaces the current pending halves)."""
         self._pending = {}
