@@ -39,6 +39,7 @@ from tests.test_native import (
     edge_messages,
     records_of,
 )
+from tests.test_native import SINKS as ALL_SINKS
 from tests.test_native_transforms import REGULAR, SINKS, UNWRAP_STREAM_CHAINS, assert_same
 
 pytestmark = NATIVE_SUITE
@@ -305,3 +306,13 @@ def test_the_other_readers_to_debezium(reader: str, sink: dict[str, Any]) -> Non
     # A metadata field the reader does not set where the plan reads it (Maxwell's row index) is Python's.
     assert handled[str([unwrap()])] == len(records)
     assert sum(n == len(records) for n in handled.values()) > len(handled) // 2
+
+
+@pytest.mark.parametrize("sink", ALL_SINKS, ids=lambda s: ",".join(s) or "defaults")
+def test_every_debezium_option(sink: dict[str, Any]) -> None:
+    """The encoder's options (no tombstones on delete, other Connect modes: their columns'
+    values go to Python) under each delete handling."""
+    records = records_of([*REGULAR, *edge_messages()])
+    for options in COMBINATIONS[::7]:
+        handled = assert_same(records, [options], sink, {"source_timezone": "Asia/Shanghai"})
+        assert handled > 0 or sink in ALL_SINKS[3:]  # other modes: every row has such a value
