@@ -14,6 +14,11 @@ so both convert the same messages. Target: the chain costs at most 30 % over
 bare on the Python path, 15 % when the native core runs both (it does the five
 transforms inside its plan; the line "native plan" says whether it does).
 
+Also timed, as rows of their own: ``unwrap`` (:data:`UNWRAP`: Debezium's
+ExtractNewRecordState, deletes as their row and a tombstone, the usual chain into
+a flat sink topic), and with ``--python`` the bare conversion and ``unwrap`` on
+the Python path too (their twins: what the native core saves).
+
 ``--breakdown`` also times each transform alone. Prints "missing codec" when
 a format is not registered.
 """
@@ -49,14 +54,23 @@ CHAIN: list[dict[str, Any]] = [
     {"type": "insert_field", "static": {"_source": "mysql-east"}, "metadata": {"_source_ts_ms": "source_ts_ms"}},
 ]
 
+#: canal-json -> debezium-json flat rows: every delete its last row and a tombstone (as many
+#: records as the bare conversion's delete and tombstone).
+UNWRAP: list[dict[str, Any]] = [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone"}]
+#: The suffix of a variant run on the Python path (the native core's twin).
+PYTHON = " (Python)"
+
 
 def _chain(transforms: list[dict[str, Any]]) -> Chain:
     return Chain(get_codec(SOURCE), get_codec(SINK, SINK_OPTIONS), build_transforms(transforms), "all")
 
 
-def _once(transforms: list[dict[str, Any]], records: Sequence[Record]) -> tuple[float, int, int]:
-    """Seconds, outputs and dead letters of one pass with fresh codecs and transforms."""
+def _once(transforms: list[dict[str, Any]], records: Sequence[Record], python: bool = False) -> tuple[float, int, int]:
+    """Seconds, outputs and dead letters of one pass with fresh codecs and transforms
+    (``python``: on the Python path)."""
     chain = _chain(transforms)
+    if python:
+        chain.native = None
     gc.collect()
     outputs = errors = 0
     start = time.process_time()
@@ -73,7 +87,7 @@ def compare(records: Sequence[Record], variants: dict[str, list[dict[str, Any]]]
     counts: dict[str, tuple[int, int]] = {}
     for _ in range(runs):
         for name, transforms in variants.items():
-            seconds, outputs, errors = _once(transforms, records)
+            seconds, outputs, errors = _once(transforms, records, name.endswith(PYTHON))
             best[name] = min(best[name], seconds)
             counts[name] = (outputs, errors)
     bare = counts.get("bare")
@@ -94,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runs", type=int, default=5, help="runs per variant, interleaved; the best counts (default 5)"
     )
     parser.add_argument("--breakdown", action="store_true", help="also time each transform alone")
+    parser.add_argument("--python", action="store_true", help="also time bare and unwrap on the Python path")
     args = parser.parse_args(argv)
 
     missing = [f for f in (SOURCE, SINK) if f not in registry()]
@@ -114,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     native_both = _chain([]).native is not None and _chain(CHAIN).native is not None
     target = NATIVE_TARGET if native_both else TARGET
     print(f"native plan: {'bare and chain' if native_both else 'not for both (Python path)'}", flush=True)
-    variants: dict[str, list[dict[str, Any]]] = {"bare": [], "chain": CHAIN}
+    print(f"native plan with unwrap: {'yes' if _chain(UNWRAP).native is not None else 'no'}", flush=True)
+    variants: dict[str, list[dict[str, Any]]] = {"bare": [], "chain": CHAIN, "unwrap": UNWRAP}
+    if args.python:
+        variants.update({"bare" + PYTHON: [], "unwrap" + PYTHON: UNWRAP})
     if args.breakdown:
         for spec in CHAIN:
             variants[f"only {spec['type']}"] = [spec]

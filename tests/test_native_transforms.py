@@ -268,6 +268,27 @@ STREAM_CHAINS: list[list[dict[str, Any]]] = [
     [{"type": "merge_shards", "pattern": r"shop\.t", "table": "all"}, {"type": "drop_tombstones"}],
     [{"type": "insert_header", "header": "t", "value": "{table}"}, {"type": "drop_headers", "headers": ["h"]}],
 ]
+#: ``unwrap`` chains (tests/test_native_unwrap.py has the rest of its suite).
+UNWRAP_STREAM_CHAINS: list[list[dict[str, Any]]] = [
+    [{"type": "unwrap"}],
+    [
+        {
+            "type": "unwrap",
+            "delete_handling": "rewrite-with-tombstone",
+            "add_fields": ["op", "source_ts_ms", "row_index"],
+        }
+    ],
+    [
+        {"type": "mask_field", "fields": ["email"], "mode": "hash", "salt": "p"},
+        {"type": "unwrap", "delete_handling": "drop"},
+    ],
+    [
+        {"type": "unwrap", "delete_handling": "rewrite", "add_headers": ["table"]},
+        {"type": "replace_field", "exclude": ["name"]},
+    ],
+    [{"type": "value_to_key", "fields": ["name"]}, {"type": "unwrap", "prefix": "_"}],
+]
+STREAM_CHAINS += UNWRAP_STREAM_CHAINS
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -38,8 +38,9 @@ Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
 per-table fields, drop_tombstones, replace_field, mask_field (hash of string
 columns, null), insert_field (static, per-table metadata, ``es``/``ts``/row
-index), value_to_key, merge_shards, insert_header, drop_headers, each
-optionally under a ``table_matches`` predicate. Per table layout the planner
+index), value_to_key, merge_shards, insert_header, drop_headers, unwrap
+(the Debezium writer: the flat row, a delete's tombstone, its per-table and per-row
+fields), each optionally under a ``table_matches`` predicate. Per table layout the planner
 runs a one-row probe message per op through the chain's own transforms and
 encoder (topic, source names, Connect schemas, constants, header edits) and
 follows the transforms column by column (:class:`_Shape`); a table where a
@@ -287,6 +288,10 @@ def _keeps_rows(t: Any) -> bool:
 #: the same for every row of a table and op (taken from the probe).
 _ROW_METADATA = {"source_ts_ms": "es", "processing_ts_ms": "ts", "row_index": "row"}
 _TABLE_METADATA = frozenset({"database", "schema", "table", "qualified_table", "op"})
+#: ``unwrap`` fields the plan writes: per row (as ``insert_field``'s), or the same for every
+#: row of a table and op (columns from the probe; headers as header edits). The source
+#: position fields are left to Python: the readers' messages may carry them per row.
+_UNWRAP_TABLE_FIELDS = frozenset({"op", "database", "schema", "table"})
 
 
 def _supported(t: Any) -> bool:
@@ -303,6 +308,7 @@ def _supported(t: Any) -> bool:
         replace_field,
         route,
         tombstones,
+        unwrap,
         value_to_key,
     )
 
@@ -321,7 +327,17 @@ def _supported(t: Any) -> bool:
         return t._key_field is None
     if cls is insert_field.InsertField:
         return all(m in _ROW_METADATA or m in _TABLE_METADATA for m in t.opts.metadata.values())
+    if cls is unwrap.Unwrap:
+        columns, header_fields = _unwrap_fields(t, t._fields), _unwrap_fields(t, t._headers)
+        return all(f in _ROW_METADATA or f in _UNWRAP_TABLE_FIELDS for f in columns) and all(
+            f in _UNWRAP_TABLE_FIELDS for f in header_fields
+        )
     return cls in (tombstones.DropTombstones, replace_field.ReplaceField, value_to_key.ValueToKey, headers.DropHeaders)
+
+
+def _unwrap_fields(t: Any, named: Sequence[tuple[str, Any]]) -> list[str]:
+    """The ``unwrap`` field names (``op``, ``source_ts_ms``) of its prefixed columns or headers."""
+    return [name[len(t.opts.prefix) :] for name, _ in named]
 
 
 #: A header edit: ``("add", name, value, replace)`` or ``("drop", names)``.
@@ -382,6 +398,7 @@ def edit_headers(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...]
 def _header_edits(t: Any, event: Any, edits: list[HeaderEdit] | None) -> list[HeaderEdit] | None:
     """``edits`` extended by what ``t`` does to the record's headers, if it is a header transform."""
     from cdc_smt.transforms.smt.headers import DropHeaders, InsertHeader
+    from cdc_smt.transforms.smt.unwrap import Unwrap
 
     if type(t) is InsertHeader:
         value = t._static
@@ -391,6 +408,10 @@ def _header_edits(t: Any, event: Any, edits: list[HeaderEdit] | None) -> list[He
         return [*(edits or ()), *((("add", t._header, value, t._replace),) if value is not None else ())]
     if type(t) is DropHeaders:
         return [*(edits or ()), ("drop", t._names)]
+    if type(t) is Unwrap and t._headers:  # the table's own fields (see _supported): no per-row value
+        values = ((name, get(event)) for name, get in t._headers)
+        adds = [("add", name, str(v).encode("utf-8"), False) for name, v in values if v is not None]
+        return [*(edits or ()), *adds]
     return edits
 
 
@@ -428,6 +449,8 @@ class _Shape:
         self.typing: list[bool] = []
         #: per transform: does it apply to the table (its predicate)?
         self.selected: list[bool] = []
+        #: ``unwrap`` applies to the table: its rows are written flat (one unwrap per chain).
+        self.unwrapped = False
 
     def refs(self) -> dict[str, tuple[str, int]]:
         out = {n: ("col", i) for i, n in enumerate(self.names) if n is not None}
@@ -448,7 +471,7 @@ class _Shape:
 
     def apply(self, t: Any, selected: bool) -> None:
         """Follow ``t`` (``selected``: its predicate accepts the table)."""
-        from cdc_smt.transforms.smt import insert_field, mask_field, replace_field, value_to_key
+        from cdc_smt.transforms.smt import insert_field, mask_field, replace_field, unwrap, value_to_key
         from cdc_smt.transforms.types import Kind
 
         self.typing.append(False)
@@ -491,15 +514,28 @@ class _Shape:
             self.key = [(f, self.column(f)) for f in t._fields]
         elif cls is insert_field.InsertField:
             self.typed()
-            refs = self.refs()
-            for col, _ in t._static:
-                if col in refs:
-                    raise _Unsupported(col)
-                self.added.append([col, "const", None])
-            for col, what in t.opts.metadata.items():
-                if col in refs:
-                    raise _Unsupported(col)
-                self.added.append([col, _ROW_METADATA.get(what, "const"), what])
+            self.add([(col, None) for col, _ in t._static] + list(t.opts.metadata.items()))
+        elif cls is unwrap.Unwrap:
+            self.unwrap(t)
+
+    def add(self, columns: list[tuple[str, str | None]]) -> None:
+        """Columns appended to the row: ``(name, metadata field)`` (``None``: a constant)."""
+        for col, what in columns:
+            if col in self.refs():
+                raise _Unsupported(col)  # Python overwrites the value in place: another shape
+            self.added.append([col, _ROW_METADATA.get(what or "", "const"), what])
+
+    def unwrap(self, t: Any) -> None:
+        """``unwrap``: the row written flat, its metadata fields (and ``__deleted``) added."""
+        if self.unwrapped:
+            raise _Unsupported("unwrap")  # a second unwrap re-reads flat rows: Python
+        self.unwrapped = True
+        if t._fields or t._headers or t._rewrite:
+            self.typed()
+        columns: list[tuple[str, str | None]] = [
+            (name, what) for (name, _), what in zip(t._fields, _unwrap_fields(t, t._fields), strict=True)
+        ]
+        self.add(columns + ([(t._deleted, None)] if t._rewrite else []))
 
 
 class _CanalTables:
@@ -654,47 +690,149 @@ class _CanalTables:
 
     def _op(self, message: dict[str, Any], kind: str, shape: _Shape, explicit: bool) -> tuple[int, Any]:
         """One op's entry: ``(0, None)`` dropped, ``(1, None)`` Python, ``(2, plan)``."""
+        from cdc_smt.transforms.smt.base import UNWRAPPED, is_tombstone
 
-        (event,) = self._decode(message, kind)
+        (decoded,) = self._decode(message, kind)
+        event: Any = decoded
         edits: list[HeaderEdit] | None = None
         typing = False
+        tomb: tuple[Any, list[HeaderEdit] | None] | None = None  # unwrap's tombstone, its header edits
         for t, types_rows, selected in zip(self.transforms, shape.typing, shape.selected, strict=True):
+            if tomb is not None:
+                if selected and not _keeps_rows(t):
+                    return 1, None  # the row changes after its tombstone was cut: the plan's key is the row's
+                tomb = _follow_tombstone(t, *tomb)
+            if event is None:
+                continue
             if t.selects(event) != selected:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             if selected and any(c not in event.schema.by_name for c in t.columns):
                 raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
+            prior = edits
             if selected:
                 edits = _header_edits(t, event, edits)
             out = t.apply_batch([event])
-            if not out:
+            made = [e for e in out if is_tombstone(e)]
+            rows = [e for e in out if not is_tombstone(e)]
+            if made:
+                if len(made) > 1 or len(rows) > 1 or tomb is not None:
+                    raise _Unsupported("tombstones")
+                tomb = (made[0], prior)  # unwrap's, cut before it added headers
+            if len(rows) > 1:
+                raise _Unsupported("rows")
+            event = rows[0] if rows else None
+            if event is None and tomb is None:
                 return (1 if typing else 0), None
-            (event,) = out
             typing = typing or types_rows
+        if event is None and tomb is None:
+            return (1 if typing else 0), None
+        if tomb is not None or event.extra.get(UNWRAPPED):
+            return self._unwrapped_op(event, edits, tomb, shape, explicit)
         records = self.encoder.encode(event)
         first = records[0]
-        main = event.after if event.after is not None else event.before
-        live = [n for n in shape.names if n is not None]
-        added = [a for a in shape.added if a[0] is not None]
-        if list(main) != live + [a[0] for a in added]:
-            raise _Unsupported("columns")  # the shape does not describe what Python wrote
-        if kind == "UPDATE" and list(event.before) != live:
-            raise _Unsupported("columns")
-        if explicit != (event.key is not None):
-            raise _Unsupported("key")
+        self._check_written(event, kind, shape, explicit)
         payload = orjson.loads(first.value)
         if self.encoder.schemas_enable:
             payload = payload["payload"]
         written = payload["after"] if payload["after"] is not None else payload["before"]
-        consts = [orjson.dumps(written[a[0]]) for a in added if a[1] == "const"]
         variant = self._variant(first.topic, edits)
         schemas = self.encoder.schemas_enable
         return 2, (
             variant,
             _source_parts(payload["source"]),
-            consts,
+            self._consts(shape, written),
             _schema_part(first.key) if schemas and first.key is not None else None,
             _schema_part(first.value) if schemas else None,
+            None,
         )
+
+    @staticmethod
+    def _consts(shape: _Shape, written: dict[str, Any]) -> list[bytes]:
+        """The written values of the constant added columns (``null`` where no row is written)."""
+        added = [a[0] for a in shape.added if a[0] is not None and a[1] == "const"]
+        return [orjson.dumps(written.get(name)) for name in added]
+
+    @staticmethod
+    def _check_written(event: Any, kind: str, shape: _Shape, explicit: bool) -> None:
+        """Is the probe ``event`` after the transforms what the shape describes?"""
+        main = event.after if event.after is not None else event.before
+        live = [n for n in shape.names if n is not None]
+        added = [a[0] for a in shape.added if a[0] is not None]
+        if list(main) != live + added:
+            raise _Unsupported("columns")  # the shape does not describe what Python wrote
+        if kind == "UPDATE" and event.before is not None and list(event.before) != live:
+            raise _Unsupported("columns")
+        if explicit != (event.key is not None):
+            raise _Unsupported("key")
+
+    def _unwrapped_op(
+        self,
+        event: Any,
+        edits: list[HeaderEdit] | None,
+        tomb: tuple[Any, list[HeaderEdit] | None] | None,
+        shape: _Shape,
+        explicit: bool,
+    ) -> tuple[int, Any]:
+        """The entry of an op ``unwrap`` applies to: its flat row (``event``; ``None``: none
+        written) and the tombstone after it (``tomb``: the event and its header edits). Each
+        record's headers are checked to be its edits', the tombstone's key to be the plan's."""
+        schemas = self.encoder.schemas_enable
+        key_schemas: set[bytes] = set()
+        consts = self._consts(shape, {})
+        value_schema = None
+        variant = tomb_variant = None
+        if event is not None:
+            (record,) = self.encoder.encode(event)
+            self._check_written(event, "", shape, explicit)
+            if record.value is None or list(record.headers or ()) != _edit_headers([], tuple(edits or ())):
+                raise _Unsupported("unwrapped")
+            written = orjson.loads(record.value)
+            row = written["payload"] if schemas else written
+            if any(row[a[0]] != 0 for a in shape.added if a[0] is not None and a[1] in ("es", "ts", "row")):
+                raise _Unsupported("metadata")  # the probe's is 0 where the plan reads it: not this reader's
+            consts = self._consts(shape, row)
+            value_schema = _schema_part(record.value) if schemas else None
+            if schemas and record.key is not None:
+                key_schemas.add(_schema_part(record.key))
+            variant = self._variant(record.topic, edits)
+        if tomb is not None:
+            removed, tomb_edits = tomb
+            (record,) = self.encoder.encode(removed)
+            key = self._key(shape)[0]
+            written_key = orjson.loads(record.key) if record.key is not None else None
+            if schemas and written_key is not None:
+                key_schemas.add(_schema_part(record.key))
+                written_key = written_key["payload"]
+            if (
+                record.value is not None
+                or list(record.headers or ()) != _edit_headers([], tuple(tomb_edits or ()))
+                or explicit != (removed.key is not None)
+                or list(written_key or ()) != [name for name, _ in key]
+            ):
+                raise _Unsupported("tombstone")
+            tomb_variant = self._variant(record.topic, tomb_edits)
+        if len(key_schemas) > 1:
+            raise _Unsupported("key schema")
+        return 2, (
+            variant if variant is not None else tomb_variant,
+            (b"", b"", b""),
+            consts,
+            next(iter(key_schemas), None),
+            value_schema,
+            (event is not None, tomb_variant),
+        )
+
+
+def _follow_tombstone(t: Any, tomb: Any, edits: list[HeaderEdit] | None) -> tuple[Any, list[HeaderEdit] | None] | None:
+    """``unwrap``'s tombstone after ``t`` (``None``: dropped) and its header edits; only
+    transforms that keep rows may touch it (the plan writes its key from the row)."""
+    if not t.selects(tomb):
+        return tomb, edits
+    if not _keeps_rows(t):
+        raise _Unsupported("tombstone")
+    edits = _header_edits(t, tomb, edits)
+    out = t.apply_batch([tomb])
+    return (out[0], edits) if out else None
 
 
 class _CanalOutTables(_CanalTables):

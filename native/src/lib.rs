@@ -26,6 +26,7 @@ mod partition;
 mod ticdc_out;
 mod typed_in;
 mod typed_json;
+mod unwrap;
 mod values;
 
 use std::collections::HashMap;
@@ -107,7 +108,10 @@ struct OpPlan {
     source: (Vec<u8>, Vec<u8>, Vec<u8>),
     consts: Vec<Vec<u8>>,
     key_schema: Option<Vec<u8>>,
+    /// The envelope's Connect schema (an ``unwrap``ped op: the flat row's).
     envelope_schema: Option<Vec<u8>>,
+    /// ``unwrap`` applies: the records written instead of the change event (``unwrap.rs``).
+    unwrap: Option<unwrap::Unwrapped>,
 }
 
 /// One table layout (Canal's mysqlType/sqlType/pkNames, database, table) compiled by Python.
@@ -545,6 +549,9 @@ impl CanalToDebezium {
 
     #[allow(clippy::too_many_arguments)]
     fn row(&self, plan: &TablePlan, op_plan: &OpPlan, m: &canal::Message, op: usize, i: usize, row: &canal::Row, old: &[canal::Row], out: &mut Vec<Output>) -> Result<(), Fallback> {
+        if let Some(unwrapped) = &op_plan.unwrap {
+            return unwrap::write(plan, op_plan, unwrapped, self.schemas_enable, m, i, row, old.get(i), out);
+        }
         let code = CODES[op];
         let mut payload = Vec::with_capacity(1024);
         let mut spans = vec![None; plan.columns.len()];
@@ -586,29 +593,7 @@ impl CanalToDebezium {
         }
         payload.extend_from_slice(b",\"transaction\":null}");
 
-        let key = if plan.key.is_empty() {
-            None
-        } else {
-            let mut body = Vec::with_capacity(64);
-            body.push(b'{');
-            for (n, (name, c)) in plan.key.iter().enumerate() {
-                if n > 0 {
-                    body.push(b',');
-                }
-                json::write_str(&mut body, name);
-                body.push(b':');
-                match spans[*c] {
-                    Some((start, end)) => body.extend_from_slice(&payload[start..end]),
-                    None if plan.explicit_key => return Err(Fallback), // Python: no such column in the row
-                    None => body.extend_from_slice(b"null"),
-                }
-            }
-            body.push(b'}');
-            Some(match &op_plan.key_schema {
-                Some(schema) if self.schemas_enable => wrap(schema, &body),
-                _ => body,
-            })
-        };
+        let key = row_key(plan, op_plan, self.schemas_enable, &spans, &payload)?;
         let value = match &op_plan.envelope_schema {
             Some(schema) if self.schemas_enable => wrap(schema, &payload),
             _ => payload,
@@ -631,6 +616,33 @@ impl CanalToDebezium {
         json::write_int(out, row);
         out.extend_from_slice(tail);
     }
+}
+
+/// The record key: the key columns' written values (``spans`` into ``payload``), with the
+/// key's schema part under ``schemas_enable``; ``None`` for a table without a key.
+fn row_key(plan: &TablePlan, op_plan: &OpPlan, schemas_enable: bool, spans: &[Option<(usize, usize)>], payload: &[u8]) -> Result<Option<Vec<u8>>, Fallback> {
+    if plan.key.is_empty() {
+        return Ok(None);
+    }
+    let mut body = Vec::with_capacity(64);
+    body.push(b'{');
+    for (n, (name, c)) in plan.key.iter().enumerate() {
+        if n > 0 {
+            body.push(b',');
+        }
+        json::write_str(&mut body, name);
+        body.push(b':');
+        match spans[*c] {
+            Some((start, end)) => body.extend_from_slice(&payload[start..end]),
+            None if plan.explicit_key => return Err(Fallback), // Python: no such column in the row
+            None => body.extend_from_slice(b"null"),
+        }
+    }
+    body.push(b'}');
+    Ok(Some(match &op_plan.key_schema {
+        Some(schema) if schemas_enable => wrap(schema, &body),
+        _ => body,
+    }))
 }
 
 fn wrap(schema: &[u8], payload: &[u8]) -> Vec<u8> {
@@ -741,7 +753,8 @@ fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
 /// list of ``(out_name, kind)`` (``const``/``es``/``ts``/``row``), ``key`` a list of
 /// ``(name, column index)`` and ``ops`` four entries (c, u, d, r), each
 /// ``(what, plan)``: ``what`` 0 (dropped), 1 (to Python) or 2 with ``plan`` =
-/// ``(variant, (source_head, source_middle, source_tail), consts, key_schema, envelope_schema)``.
+/// ``(variant, (source_head, source_middle, source_tail), consts, key_schema, envelope_schema, unwrap)``
+/// (``unwrap``: ``None``, or ``(row written, tombstone variant | None)``, see ``unwrap.rs``).
 fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
     #[allow(clippy::type_complexity)]
     let (columns, added, key, explicit_key, ops): (
@@ -749,7 +762,7 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
         Vec<(String, String)>,
         Vec<(String, usize)>,
         bool,
-        Vec<(u8, Option<(usize, (Vec<u8>, Vec<u8>, Vec<u8>), Vec<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>)>)>,
+        Vec<(u8, Option<(usize, (Vec<u8>, Vec<u8>, Vec<u8>), Vec<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>, Option<(bool, Option<usize>)>)>)>,
     ) = spec.extract()?;
     let py = spec.py();
     let mut cols = Vec::with_capacity(columns.len());
@@ -828,11 +841,12 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
     for (slot, (what, op)) in op_plans.iter_mut().zip(ops) {
         *slot = match (what, op) {
             (0, _) => OpEntry::Dropped,
-            (2, Some((variant, source, values, key_schema, envelope_schema))) => {
+            (2, Some((variant, source, values, key_schema, envelope_schema, unwrap))) => {
                 if values.len() != consts {
                     return Err(PyValueError::new_err("one value per constant added column"));
                 }
-                OpEntry::Plan(OpPlan { variant, source, consts: values, key_schema, envelope_schema })
+                let unwrap = unwrap.map(|(row, tombstone)| unwrap::Unwrapped { row, tombstone });
+                OpEntry::Plan(OpPlan { variant, source, consts: values, key_schema, envelope_schema, unwrap })
             }
             _ => OpEntry::Python,
         };

@@ -22,6 +22,7 @@ import orjson
 import yaml
 
 from cdc_smt.transforms.catalog import SchemaCatalog
+from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.errors import ConfigError, DecodeError
 from cdc_smt.transforms.formats import get_codec, registry
 from cdc_smt.transforms.model import Record
@@ -188,7 +189,7 @@ class NativeDifferential:
             return Chain(
                 get_codec(plan.source, dict(plan.source_options)),
                 get_codec(plan.sink, dict(plan.sink_options)),
-                [],
+                build_transforms([dict(t) for t in plan.transforms]),
                 "all",
             )
 
@@ -268,12 +269,23 @@ class NativeTarget:
     sink: str
     source_options: tuple[tuple[str, Any], ...] = ()
     sink_options: tuple[tuple[str, Any], ...] = ()
+    #: The chain's transforms (their configs), for plans that run them natively.
+    transforms: tuple[dict[str, Any], ...] = ()
 
     @property
     def keyed(self) -> bool:
         """Does the plan's reader read the record keys (the Debezium reader)?"""
         return self.source == "debezium-json"
 
+
+#: ``unwrap`` with the options that change what it writes: deletes' row and tombstone,
+#: metadata columns (per table and per row) and headers.
+_UNWRAP = {
+    "type": "unwrap",
+    "delete_handling": "rewrite-with-tombstone",
+    "add_fields": ["op", "table", "source_ts_ms", "row_index"],
+    "add_headers": ["op"],
+}
 
 #: One differential target per native plan family (reader -> writer), with the option
 #: variants that change what the writer writes (the Connect schema part).
@@ -283,6 +295,13 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
         "canal-json", "debezium-json", sink_options=(("schemas_enable", True),)
     ),
     "native:ticdc-canal-json>debezium-json": NativeTarget("ticdc-canal-json", "debezium-json"),
+    "native:canal-json>debezium-json+unwrap": NativeTarget("canal-json", "debezium-json", transforms=(_UNWRAP,)),
+    "native:canal-json>debezium-json+schema+unwrap": NativeTarget(
+        "canal-json",
+        "debezium-json",
+        sink_options=(("schemas_enable", True),),
+        transforms=({"type": "value_to_key", "fields": ["id"]}, {"type": "unwrap"}),
+    ),
     "native:canal-json>canal-json": NativeTarget("canal-json", "canal-json"),
     "native:canal-json>canal-json+transaction": NativeTarget(
         "canal-json", "canal-json", sink_options=(("batch", "transaction"),)
