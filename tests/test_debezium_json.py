@@ -1233,3 +1233,29 @@ def test_a_schemaless_json_document_is_written_as_json(document: Any, target: st
     field, as_text = _DOC_IN[target]
     written = field(orjson.loads(record.value))
     assert (orjson.loads(written) if as_text else written) == document
+
+
+@pytest.mark.parametrize("unwrapped", [False, True])
+def test_the_schema_of_a_column_no_type_describes_follows_each_value_not_the_first_seen(unwrapped: bool) -> None:
+    """A column a transform added (no table type) is typed from its value in every record:
+    the encoder's schema caches must not hand a later record the first record's type."""
+    schema = table(("id", "int"))
+    enc = codec(schemas_enable=True)
+
+    def written(extra: Any) -> dict[str, Any]:
+        event = insert(schema, {"id": 1, "extra": extra})
+        if unwrapped:
+            event.extra = {**event.extra, UNWRAPPED: True}
+        doc = orjson.loads(enc.encode(event)[0].value)
+        fields = doc["schema"]["fields"]
+        if not unwrapped:
+            fields = next(f for f in fields if f["field"] == "after")["fields"]
+        return next(f for f in fields if f["field"] == "extra")
+
+    assert [written(v)["type"] for v in (True, "s", 7, 1.5, True)] == [
+        "boolean",
+        "string",
+        "int64",
+        "double",
+        "boolean",
+    ]

@@ -889,7 +889,9 @@ class DebeziumJsonCodec(JsonCodec):
         row = payload.get("after") or payload.get("before") or {}
         extra_names = tuple(k for k in row if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
-        ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), extra_names)
+        others = tuple((n, _inferred_type(v)) for n, v in payload.items() if n not in _ENVELOPE_FIELDS)
+        ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), others, extra_names)
+        ck += _inferred_types(row, extra_names)
         hit = self._schema_bytes.get(ck)
         if hit is not None:
             return hit
@@ -924,11 +926,11 @@ class DebeziumJsonCodec(JsonCodec):
 
     def _unwrapped_schema(self, event: ChangeEvent, plan: Plan | None, row: Mapping[str, Any] | None) -> bytes:
         names = tuple(row or ())
-        ck = ("unwrapped", plan, self._struct_name(event, ""), names)
+        extra = {k: row[k] for k in names if plan is None or k not in plan.table_schema.by_name} if row else None
+        ck = ("unwrapped", plan, self._struct_name(event, ""), names, _inferred_types(extra, extra) if extra else ())
         hit = self._schema_bytes.get(ck)
         if hit is not None:
             return hit
-        extra = {k: row[k] for k in names if plan is None or k not in plan.table_schema.by_name} if row else None
         fields = [f for f in self._value_struct(plan, extra) if f["field"] in names] if row else []
         value = {"type": "struct", "fields": fields, "optional": False, "name": self._struct_name(event, "Value")}
         return self._schema_bytes.put(ck, _dumps(value))
@@ -936,7 +938,7 @@ class DebeziumJsonCodec(JsonCodec):
     def _key_schema(
         self, event: ChangeEvent, plan: Plan | None, names: tuple[str, ...], key: Mapping[str, Any]
     ) -> bytes:
-        ck = ("key", plan, self._struct_name(event, ""), names)
+        ck = ("key", plan, self._struct_name(event, ""), names, _inferred_types(key, names))
         hit = self._schema_bytes.get(ck)
         if hit is not None:
             return hit
@@ -1192,17 +1194,29 @@ def _source_key_field(event: ChangeEvent, name: str) -> dict[str, Any] | None:
 _TS_MS_FIELD = {"type": "int64", "optional": True, "field": "ts_ms"}
 
 
+#: The envelope's fields whose schemas are fixed (the others' are inferred from their values).
+_ENVELOPE_FIELDS = frozenset({"before", "after", "source", "op", "transaction", "ts_ms"})
+
+
+def _inferred_type(v: Any) -> str:
+    """The Connect type of a value no column describes: the schema caches key on it too,
+    so that the schema written for a record never depends on the records before it."""
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "int64"
+    if isinstance(v, float):
+        return "double"
+    return "string"
+
+
+def _inferred_types(row: Mapping[str, Any], names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(_inferred_type(row[k]) for k in names)
+
+
 def _inferred_field(name: str, v: Any, optional: bool = True) -> dict[str, Any]:
     """A Connect field schema for a value no column describes (added by a transform)."""
-    if isinstance(v, bool):
-        t = "boolean"
-    elif isinstance(v, int):
-        t = "int64"
-    elif isinstance(v, float):
-        t = "double"
-    else:
-        t = "string"
-    return {"type": t, "optional": optional, "field": name}
+    return {"type": _inferred_type(v), "optional": optional, "field": name}
 
 
 # ---------------------------------------------------------------------------
