@@ -240,6 +240,15 @@ ROWS: tuple[Row, ...] = (
             floor="fastavro",
         )
     ),
+    *with_python_twin(
+        Row(
+            "dts-avro",
+            "debezium-json",
+            sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            floor="fastavro",
+        )
+    ),
 )
 
 

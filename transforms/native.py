@@ -31,6 +31,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   Debezium writer of the Canal reader's plans.
 * ``cloudcanal-json -> debezium-json`` and ``-> canal-json``: the Canal reader
   with CloudCanal's field names (``transforms/native_vendor.py``).
+* ``dts-avro -> debezium-json``: the DTS Avro reader (``transforms/native_dts_in.py``)
+  and the Debezium writer.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -93,6 +95,7 @@ CLOUDCANAL_TO_CANAL = "cloudcanal-json -> canal-json"
 DEBEZIUM_TO_MAXWELL = "debezium-json -> maxwell-json"
 DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
 DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
+DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 
 
 def available() -> bool:
@@ -194,6 +197,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
+    if type(decoder) is DtsAvro and type(encoder) is DebeziumJsonCodec:
+        from cdc_smt.transforms.native_dts_in import dts_in_plan
+
+        return dts_in_plan(chain)
     if type(decoder) is CloudCanalJson and type(encoder) in (CanalJson, DebeziumJsonCodec):
         from cdc_smt.transforms import native_vendor
 
@@ -924,6 +931,7 @@ __all__ = [
     "OGG_TO_CANAL",
     "OGG_TO_DEBEZIUM",
     "DEBEZIUM_TO_DTS",
+    "DTS_TO_DEBEZIUM",
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",

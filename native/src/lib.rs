@@ -13,6 +13,7 @@ mod canal_text;
 mod canon;
 mod cloudcanal;
 mod debezium_in;
+mod dts_avro_in;
 mod dts_avro_out;
 mod json;
 mod kafka_batch;
@@ -62,6 +63,7 @@ const PLANS: &[&str] = &[
     "debezium-json -> maxwell-json",
     "debezium-json -> ogg-json",
     "debezium-json -> dts-avro",
+    "dts-avro -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -189,6 +191,8 @@ enum Reader {
     Typed(Box<typed_in::Reader>),
     /// CloudCanal messages (``cloudcanal``): Canal's under other names, read as Canal's.
     CloudCanal,
+    /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
+    DtsAvro(Box<dts_avro_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -267,6 +271,7 @@ impl CanalToDebezium {
             "debezium-json" => Reader::Debezium(Box::new(debezium_in::Reader::new(compile.clone_ref(py), max_message_bytes, tombstones_on_delete))),
             "maxwell-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Maxwell))),
             "ogg-json" => Reader::Typed(Box::new(typed_in::Reader::new(compile.clone_ref(py), typed_in::Dialect::Ogg))),
+            "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -360,6 +365,9 @@ impl CanalToDebezium {
         if let Reader::Typed(r) = &mut self.reader {
             r.clear();
         }
+        if let Reader::DtsAvro(r) = &mut self.reader {
+            r.clear();
+        }
     }
 
     /// Does the reader need the records' keys (``convert(values, keys)``)? A host that
@@ -416,7 +424,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
-            Reader::Canal | Reader::CloudCanal | Reader::Typed(_) => self.message(py, value, out),
+            Reader::Canal | Reader::CloudCanal | Reader::Typed(_) | Reader::DtsAvro(_) => self.message(py, value, out),
         }
     }
 
@@ -427,6 +435,9 @@ impl CanalToDebezium {
         }
         if let Reader::Typed(_) = self.reader {
             return self.typed_message(py, value, out);
+        }
+        if let Reader::DtsAvro(_) = self.reader {
+            return self.dts_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);

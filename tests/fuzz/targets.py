@@ -302,6 +302,7 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
+    "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:debezium-json>debezium-json+schema": NativeTarget(
         "debezium-json",
         "debezium-json",
@@ -382,6 +383,10 @@ def native_target(name: str) -> Target | None:
         return None
     if plan.keyed:
         return Target(name, list(keyed_seeds(plan.source_options)), mutate_keyed, run, ())
+    if registry()[plan.source].binary:  # DTS Avro: mutated as Avro, as its decoder's target
+        walker = mutate.AvroWalker(_avro_schema(plan.source))
+        mutator: Callable[[bytes, Any], bytes] = lambda data, rng: mutate.mutate_avro(data, rng, walker)  # noqa: E731
+        return Target(name, list(decoder_seeds(plan.source)), mutator, run, ())
     return Target(name, list(decoder_seeds(plan.source)), mutate.mutate_json, run, ())
 
 

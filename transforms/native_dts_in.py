@@ -1,0 +1,123 @@
+"""The native planner's DTS Avro reader: dts-avro -> debezium-json.
+
+Without a schema catalog the DTS decoder types a record's columns from their MySQL type
+codes, refined by the values (``dts_avro.infer_column_type``), so the native reader
+(``native/src/dts_avro_in.rs``) keys its tables by the record's layout: source type,
+database, table, the key names (``tags["pk_uk_info"]``) and each column's name, type
+code and inferred type text. Per layout :class:`DtsDebeziumTables` writes one probe
+record per op with the DTS *encoder's* record writer (a value of each column where the
+type depends on one: an unsigned integer, a binary value, a decimal's precision and
+scale), decodes it with the chain's own decoder, checks that the types it infers are
+the layout's, and compiles it as the Canal reader's plans compile theirs: each column's
+conversion from the Canal text the reader hands over to its Connect representation, the
+transforms followed column by column, the source block and schemas.
+
+DTS has no snapshot reads (``INIT`` records carry no row: Python's). TIMESTAMPs reach
+the writer as their UTC wall clock, so outside ``source_timezone: UTC`` their columns
+are converted in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.native import DTS_TO_DEBEZIUM, NativePlan, _CanalTables, canal_debezium_plan
+
+#: ``Source.sourceType``'s symbols, by index (``schemas/dts-avro.avsc``).
+_SOURCE_TYPES = (
+    "MySQL", "Oracle", "SQLServer", "PostgreSQL", "MongoDB", "Redis", "DB2", "PPAS", "DRDS", "HBASE", "HDFS", "FILE",
+    "OTHER",
+)  # fmt: skip
+
+#: A layout as the reader passes it: source type, database, table, key, (name, code, type) per column.
+Layout = tuple[int, str, str, list[str], list[tuple[str, int, str]]]
+
+
+def _sample(type_text: str) -> Any:
+    """A DTS value from which the decoder infers ``type_text`` rather than its code's
+    default type (``None``: the default is it)."""
+    from cdc_smt.transforms.formats.dts_avro import _NS, _SIGNED_MAX
+
+    base, _, unsigned = type_text.partition(" ")
+    if unsigned == "unsigned" and base in _SIGNED_MAX:
+        return (_NS + "Integer", {"precision": 20, "value": str(_SIGNED_MAX[base] + 1)})
+    if base in ("tinyblob", "mediumblob", "longblob", "blob"):
+        return (_NS + "BinaryObject", {"type": "BLOB", "value": b""})
+    if base.startswith(("varbinary", "binary")):
+        return (_NS + "Character", {"charset": "binary", "value": b""})
+    if base.startswith("decimal(") and base != "decimal(65,30)":
+        precision, scale = base[len("decimal(") : -1].split(",")
+        return (_NS + "Decimal", {"value": "0", "precision": int(precision), "scale": int(scale)})
+    return None
+
+
+def probe_record(layout: Layout, operation: str) -> bytes:
+    """The layout's one-row probe record of ``operation`` (time 0), as the DTS encoder writes it."""
+    from cdc_smt.transforms.formats.dts_avro import escape_name, write_record
+
+    source_type, database, table, pk, columns = layout
+    values = [_sample(type_text) for _, _, type_text in columns]
+    return write_record(
+        {
+            "version": 0,
+            "id": 0,
+            "sourceTimestamp": 0,
+            "sourcePosition": "",
+            "safeSourcePosition": "",
+            "sourceTxid": "",
+            "source": {"sourceType": _SOURCE_TYPES[source_type], "version": ""},
+            "operation": operation,
+            "objectName": f"{escape_name(database)}.{escape_name(table)}",
+            "processTimestamps": None,
+            "tags": {"pk_uk_info": orjson.dumps({"PRIMARY": pk}).decode()} if pk else {},
+            "fields": [{"name": name, "dataTypeNumber": code} for name, code, _ in columns],
+            "beforeImages": values if operation != "INSERT" else None,
+            "afterImages": values if operation != "DELETE" else None,
+            "bornTimestamp": None,
+        }
+    )
+
+
+class DtsDebeziumTables(_CanalTables):
+    """Compiles one DTS layout for the Debezium writer: the Canal reader's compiler
+    (``_CanalTables``) over the layout's probe records (``message["layout"]``)."""
+
+    def compile(  # type: ignore[override]
+        self, source_type: int, database: str, table: str, pk: list[str], columns: list[tuple[str, int, str]]
+    ) -> Any:
+        """The Debezium writer's spec for the layout (``None``: Python's)."""
+        from cdc_smt.transforms.types import Kind
+
+        message = {"layout": (source_type, database, table, pk, columns)}
+        try:
+            (event,) = self._decode(message, "INSERT")
+            schema = event.schema
+            if [(c.name, c.type) for c in schema.columns] != [(n, t) for n, _, t in columns] or list(event.pk) != pk:
+                return None  # not what the reader read: Python's
+            spec = self._compile(message, event, pk)
+        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
+            return None
+        if self.timezone != "UTC":  # the reader hands TIMESTAMPs over as UTC wall clocks
+            cols, *rest = spec
+            zoned = [c.mysql.kind is Kind.TIMESTAMP for c in schema.columns]
+            spec = ([(c[0], "python", None, *c[3:]) if z else c for c, z in zip(cols, zoned, strict=True)], *rest)
+        return spec
+
+    def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
+        return self.decoder.decode(Record(value=probe_record(message["layout"], kind)))
+
+    def _op(self, message: dict[str, Any], kind: str, shape: Any, explicit: bool) -> tuple[int, Any]:
+        if kind == "INIT":
+            return 1, None  # DTS has no snapshot reads: never used
+        return super()._op(message, kind, shape, explicit)
+
+
+def dts_in_plan(chain: Any) -> NativePlan | None:
+    """dts-avro -> debezium-json with the transforms the Canal plan runs, or ``None``."""
+    return canal_debezium_plan(chain, DtsDebeziumTables, DTS_TO_DEBEZIUM, reader="dts-avro")
+
+
+__all__ = ["DtsDebeziumTables", "dts_in_plan", "probe_record"]
