@@ -1,19 +1,24 @@
 """The native DTS Avro reader against the Python path: byte for byte.
 
-dts-avro -> debezium-json: the reader reads the Avro ``Record`` by hand, types the
-columns from their MySQL type codes refined by the values as the Python decoder does
-without a catalog, and hands each value to the Debezium writer as the Canal text its
-conversion reads. Inputs: hypothesis streams (every MySQL type, written by the Python
+dts-avro -> debezium-json and -> canal-json: the reader reads the Avro ``Record`` by
+hand, types the columns from their MySQL type codes refined by the values as the Python
+decoder does without a catalog, and hands each value to the Debezium or Canal writer as
+the Canal text its conversion reads. Inputs: hypothesis streams (every MySQL type, written by the Python
 DTS Avro encoder), hand-made records (every union branch, zero dates, partial images,
 DDL, heartbeats and the other operations), the corpus's DTS files, malformed records
 (truncated, wrong union branch, bad enum symbol, trailing bytes) and mutated ones, the
 transforms the plan takes. Outputs (values, keys, topics, headers) and dead letters
 must be equal, and the plan must handle the regular records itself.
+
+DTS records carry no processing time, so the Canal encoder writes the current time as
+``ts`` on both paths: the comparisons check that it lies within the run and then compare
+the rest byte for byte.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -30,21 +35,30 @@ from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import _NS, write_record
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
-from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, dead_letters, outputs, records_of
+from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, dead_letters, records_of
+from tests.test_native_maxwell_in import _timed_outputs
 
 pytestmark = NATIVE_SUITE
 
 #: The writers and their options.
-WRITERS: list[dict[str, Any]] = [
-    {},
-    {"schemas_enable": True, "tombstones_on_delete": False},
-    {"time_precision_mode": "connect", "decimal_handling_mode": "string", "bigint_unsigned_handling_mode": "precise"},
+MODES = {
+    "time_precision_mode": "connect",
+    "decimal_handling_mode": "string",
+    "bigint_unsigned_handling_mode": "precise",
+}
+WRITERS: list[tuple[str, dict[str, Any]]] = [
+    ("debezium-json", {}),
+    ("debezium-json", {"schemas_enable": True, "tombstones_on_delete": False}),
+    ("debezium-json", MODES),
+    ("canal-json", {}),
 ]
-WRITER_IDS = ["debezium", "debezium-schemas", "debezium-modes"]
-MODES = WRITERS[2]
+WRITER_IDS = ["debezium", "debezium-schemas", "debezium-modes", "canal"]
+#: The plan of each writer.
+PLANS = {"debezium-json": native.DTS_TO_DEBEZIUM, "canal-json": native.DTS_TO_CANAL}
 
-#: Transforms over the hand-made table's columns (id, v, i, f, d): those the plan takes,
-#: and one it leaves to Python.
+#: Transforms over the hand-made table's columns (id, v, i, f, d): those both plans take
+#: (the first three: they keep rows as they are), those the Debezium plan takes, and one
+#: neither takes.
 TAKEN: list[list[dict[str, Any]]] = [
     [{"type": "filter", "tables": [r"shop\.t"], "exclude_ops": ["delete"]}],
     [{"type": "route", "topic": "cdc.{database}.{table}.{op}"}],
@@ -61,8 +75,13 @@ TAKEN: list[list[dict[str, Any]]] = [
 PYTHON_ONLY: list[dict[str, Any]] = [{"type": "filter", "condition": "after.i > 1"}]
 
 
-def make_chain(source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]]) -> Chain:
-    return Chain(get_codec("dts-avro", source), get_codec("debezium-json", sink), build_transforms(transforms), "all")
+KEEPING = TAKEN[:3]
+
+
+def make_chain(
+    source: dict[str, Any], sink: dict[str, Any], transforms: list[dict[str, Any]], encoder: str = "debezium-json"
+) -> Chain:
+    return Chain(get_codec("dts-avro", source), get_codec(encoder, sink), build_transforms(transforms), "all")
 
 
 def assert_same(
@@ -70,15 +89,18 @@ def assert_same(
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    encoder: str = "debezium-json",
 ) -> int:
     """Both paths give the same records, dead letters and missing-column counts; returns
     how many records the plan handled itself."""
-    fast = make_chain(source or {}, sink or {}, transforms or [])
-    slow = make_chain(source or {}, sink or {}, transforms or [])
-    assert fast.native is not None and fast.native.name == native.DTS_TO_DEBEZIUM
+    fast = make_chain(source or {}, sink or {}, transforms or [], encoder)
+    slow = make_chain(source or {}, sink or {}, transforms or [], encoder)
+    assert fast.native is not None and fast.native.name == PLANS[encoder]
     slow.native = None
+    start = int(time.time() * 1000)
     native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
+    end = int(time.time() * 1000)
+    assert _timed_outputs(native_result, start, end) == _timed_outputs(python_result, start, end)
     assert dead_letters(native_result) == dead_letters(python_result)
     assert [t.missing_counts for t in fast.transforms] == [t.missing_counts for t in slow.transforms]
     fast.native.plan.clear()
@@ -101,14 +123,17 @@ def encoded(events: list[ChangeEvent], tz: str) -> list[bytes]:
 # ---------------------------------------------------------------------------
 
 
-def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
-    assert make_chain({}, {}, []).native.name == native.DTS_TO_DEBEZIUM
-    assert native.DTS_TO_DEBEZIUM in native.status()["plans"] and native.DTS_TO_DEBEZIUM in native.plans_of("dts-avro")
-    for transforms in TAKEN:
-        assert make_chain({}, {}, transforms).native is not None
-    assert make_chain({}, {}, PYTHON_ONLY).native is None
-    assert not make_chain({}, {}, []).native.needs_keys
-    assert Chain(get_codec("dts-avro"), get_codec("maxwell-json"), [], "all").native is None
+def test_the_plans_are_chosen_only_for_what_they_read_and_write() -> None:
+    for encoder, name in PLANS.items():
+        assert make_chain({}, {}, [], encoder).native.name == name
+        assert name in native.status()["plans"] and name in native.plans_of("dts-avro")
+        for transforms in TAKEN:
+            taken = encoder == "debezium-json" or transforms in KEEPING
+            assert (make_chain({}, {}, transforms, encoder).native is not None) == taken
+        assert make_chain({}, {}, PYTHON_ONLY, encoder).native is None
+        assert not make_chain({}, {}, [], encoder).native.needs_keys
+    assert make_chain({}, {"batch": "transaction"}, [], "canal-json").native is None
+    assert make_chain({}, {}, [], "maxwell-json").native is None
 
 
 # ---------------------------------------------------------------------------
@@ -120,13 +145,15 @@ def test_the_plan_is_chosen_only_for_what_it_reads_and_writes() -> None:
 @given(
     stream=change_streams(max_events=10),
     tz=st.sampled_from(ZONES),
-    sink=st.sampled_from(WRITERS),
-    transforms=st.sampled_from([[], *TAKEN[:3]]),
+    writer=st.sampled_from(WRITERS),
+    transforms=st.sampled_from([[], *KEEPING]),
 )
 def test_random_streams_are_byte_identical(
-    stream: list[ChangeEvent], tz: str, sink: dict[str, Any], transforms: list[dict[str, Any]]
+    stream: list[ChangeEvent], tz: str, writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]]
 ) -> None:
-    assert_same(records_of(encoded(stream, tz)), {"source_timezone": tz}, {**sink, "source_timezone": tz}, transforms)
+    encoder, sink = writer
+    zone = {"source_timezone": tz}
+    assert_same(records_of(encoded(stream, tz)), zone, {**sink, **zone}, transforms, encoder)
 
 
 def test_generated_streams_are_mostly_handled_natively() -> None:
@@ -137,8 +164,8 @@ def test_generated_streams_are_mostly_handled_natively() -> None:
     total = handled = 0
     for seed in range(40):
         records = records_of(encoded(_example(seed), "UTC"))
-        total += len(records)
-        handled += assert_same(records)
+        total += 2 * len(records)
+        handled += assert_same(records) + assert_same(records, encoder="canal-json")
     assert total and handled >= total * 0.6, (handled, total)
 
 
@@ -311,22 +338,33 @@ PYTHON_VALUES: list[tuple[int, Any]] = [
 ]
 
 
-def test_every_value_kind_is_converted_natively() -> None:
-    values = [column(code, v) for code, v in VALUES]
-    assert assert_same(records_of(values)) == len(values)
-    for sink in WRITERS:
-        assert_same(records_of(values), {}, sink)
+def canal_plain(v: Any) -> bool:
+    """Is ``v`` one the Canal writer converts natively (not a DOUBLE outside Java's plain range)?"""
+    if not isinstance(v, tuple) or v[0] != _NS + "Float":
+        return True
+    f = abs(v[1]["value"])
+    return f == 0 or 1e-3 <= f < 1e7
 
 
-def test_values_python_types_otherwise_are_pythons() -> None:
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
+def test_every_value_kind_is_converted_natively(writer: tuple[str, dict[str, Any]]) -> None:
+    encoder, sink = writer
+    values = [column(code, v) for code, v in VALUES if encoder != "canal-json" or canal_plain(v)]
+    handled = assert_same(records_of(values), {}, sink, encoder=encoder)
+    assert handled == len(values) or sink is MODES
+
+
+@pytest.mark.parametrize("encoder", PLANS)
+def test_values_python_types_otherwise_are_pythons(encoder: str) -> None:
     values = [v for code, bad in PYTHON_VALUES for v in (dts(), column(code, bad))]
-    assert assert_same(records_of(values)) == len(PYTHON_VALUES)
+    assert assert_same(records_of(values), encoder=encoder) == len(PYTHON_VALUES)
 
 
+@pytest.mark.parametrize("encoder", PLANS)
 @pytest.mark.parametrize("tz", ZONES)
-def test_timestamps_outside_utc(tz: str) -> None:
-    values = [column(code, v) for code, v in VALUES]
-    handled = assert_same(records_of(values), {"source_timezone": tz}, {"source_timezone": tz})
+def test_timestamps_outside_utc(tz: str, encoder: str) -> None:
+    values = [column(code, v) for code, v in VALUES if encoder != "canal-json" or canal_plain(v)]
+    handled = assert_same(records_of(values), {"source_timezone": tz}, {"source_timezone": tz}, encoder=encoder)
     zoned = sum(code in (7, 17) for code, _ in VALUES)
     assert handled == len(values) - (0 if tz == "UTC" else zoned)
 
@@ -385,16 +423,18 @@ UNUSUAL = [
 ]
 
 
-@pytest.mark.parametrize("sink", WRITERS, ids=WRITER_IDS)
-def test_regular_records_are_all_handled_natively(sink: dict[str, Any]) -> None:
-    handled = assert_same(records_of(REGULAR), {}, sink)
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
+def test_regular_records_are_all_handled_natively(writer: tuple[str, dict[str, Any]]) -> None:
+    encoder, sink = writer
+    handled = assert_same(records_of(REGULAR), {}, sink, encoder=encoder)
     assert handled == len(REGULAR) or sink is MODES  # non-default modes' columns (the decimal): Python's
 
 
-@pytest.mark.parametrize("sink", WRITERS, ids=WRITER_IDS)
-def test_unusual_records_among_regular_ones(sink: dict[str, Any]) -> None:
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
+def test_unusual_records_among_regular_ones(writer: tuple[str, dict[str, Any]]) -> None:
+    encoder, sink = writer
     values = [v for bad in UNUSUAL for v in (REGULAR[1], bad)]
-    assert assert_same(records_of(values), {}, sink) >= len(UNUSUAL) or sink is MODES
+    assert assert_same(records_of(values), {}, sink, encoder=encoder) >= len(UNUSUAL) or sink is MODES
 
 
 #: Malformed bytes: a wrong union branch, enum symbol or length; truncations; trailing bytes.
@@ -406,11 +446,12 @@ def malformed() -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("sink", WRITERS, ids=WRITER_IDS)
-def test_malformed_records_among_good_ones(sink: dict[str, Any]) -> None:
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
+def test_malformed_records_among_good_ones(writer: tuple[str, dict[str, Any]]) -> None:
+    encoder, sink = writer
     bad = malformed()
     values = [v for b in bad for v in (REGULAR[0], b)]
-    assert assert_same(records_of(values), {}, sink) >= len(bad) or sink is MODES
+    assert assert_same(records_of(values), {}, sink, encoder=encoder) >= len(bad) or sink is MODES
 
 
 @settings(max_examples=200, deadline=None)
@@ -418,24 +459,28 @@ def test_malformed_records_among_good_ones(sink: dict[str, Any]) -> None:
     at=st.integers(0, len(REGULAR[1]) - 1),
     insert=st.binary(max_size=3) | st.sampled_from([b"\x00", b"\x01", b"\x02", b"\x19", b"\x7f", b"\x80", b"\xff"]),
     cut=st.integers(0, 3),
-    sink=st.sampled_from(WRITERS),
+    writer=st.sampled_from(WRITERS),
 )
-def test_mutated_records(at: int, insert: bytes, cut: int, sink: dict[str, Any]) -> None:
+def test_mutated_records(at: int, insert: bytes, cut: int, writer: tuple[str, dict[str, Any]]) -> None:
     good = REGULAR[1]
-    assert_same(records_of([good[:at] + insert + good[at + cut :], good]), {}, sink)
+    assert_same(records_of([good[:at] + insert + good[at + cut :], good]), {}, writer[1], encoder=writer[0])
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
-@pytest.mark.parametrize("sink", WRITERS, ids=WRITER_IDS)
+@pytest.mark.parametrize("writer", WRITERS, ids=WRITER_IDS)
 @pytest.mark.parametrize("transforms", TAKEN, ids=lambda t: t[0]["type"])
-def test_transforms(sink: dict[str, Any], transforms: list[dict[str, Any]], tz: str) -> None:
+def test_transforms(writer: tuple[str, dict[str, Any]], transforms: list[dict[str, Any]], tz: str) -> None:
+    encoder, sink = writer
+    if encoder == "canal-json" and transforms not in KEEPING:
+        pytest.skip("the Canal writer keeps rows as they are: Python's")
     other = [dts(objectName="other.t"), dts("UPDATE", objectName="other.t")]
     zone = {"source_timezone": tz}
-    assert_same(records_of(REGULAR + other), zone, {**sink, **zone}, transforms)
+    assert_same(records_of(REGULAR + other), zone, {**sink, **zone}, transforms, encoder)
 
 
-def test_max_message_bytes_is_the_decoders() -> None:
-    assert assert_same(records_of(REGULAR), {"max_message_bytes": 150}) < len(REGULAR)
+@pytest.mark.parametrize("encoder", PLANS)
+def test_max_message_bytes_is_the_decoders(encoder: str) -> None:
+    assert assert_same(records_of(REGULAR), {"max_message_bytes": 150}, encoder=encoder) < len(REGULAR)
 
 
 def test_corpus_dts_files(corpus: Path) -> None:
@@ -443,8 +488,8 @@ def test_corpus_dts_files(corpus: Path) -> None:
     values = [p.read_bytes() for p in files if p.suffix in (".avro", ".bin")]
     if not values:
         pytest.skip(f"no DTS Avro records in the corpus ({corpus / 'dts-avro'})")
-    for sink in WRITERS:
-        assert_same(records_of(values), {}, sink)
+    for encoder, sink in WRITERS:
+        assert_same(records_of(values), {}, sink, encoder=encoder)
 
 
 def test_values_from_typed_events() -> None:
@@ -478,14 +523,31 @@ def test_values_from_typed_events() -> None:
         for row in rows
     ]
     values = encoded(events, "UTC")
-    assert assert_same(records_of(values)) == len(values)
+    for encoder in PLANS:
+        assert assert_same(records_of(values), encoder=encoder) == len(values)
 
 
-def _keys(values: list[bytes]) -> list[Any]:
-    chain = make_chain({}, {}, [])
+def _keys(values: list[bytes], encoder: str) -> list[Any]:
+    chain = make_chain({}, {}, [], encoder)
     return [orjson.loads(r.key) if r.key else None for r in chain.process_batch(records_of(values)).outputs]
 
 
 def test_keys_are_the_python_keys() -> None:
     values = [dts(), dts(tags={"pk_uk_info": '{"PRIMARY":["v","id"]}'}), dts(tags={})]
-    assert _keys(values) == [{"id": 1}, {"v": "x", "id": 1}, None]
+    assert _keys(values, "debezium-json") == [{"id": 1}, {"v": "x", "id": 1}, None]
+    # Python's Canal encoder keys DTS rows by the key columns' union values as read
+    assert _keys(values, "canal-json") == [
+        {"id": [_NS + "Integer", {"precision": 11, "value": "1"}]},
+        {
+            "v": [_NS + "Character", {"charset": "utf8mb4", "value": "eA=="}],
+            "id": [_NS + "Integer", {"precision": 11, "value": "1"}],
+        },
+        None,
+    ]
+
+
+@pytest.mark.parametrize("key", [ROW, OTHER, *([v, *ROW[1:]] for _, v in VALUES if canal_plain(v))])
+def test_canal_keys_of_every_value_kind(key: list[Any]) -> None:
+    fields = [("id", code) for code, v in VALUES if v is key[0]] or [FIELDS[0]]
+    values = [dts(after=key, fields=[*fields, *FIELDS[1:]])]
+    assert assert_same(records_of(values), encoder="canal-json") == 1

@@ -31,8 +31,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   Debezium writer of the Canal reader's plans.
 * ``cloudcanal-json -> debezium-json`` and ``-> canal-json``: the Canal reader
   with CloudCanal's field names (``transforms/native_vendor.py``).
-* ``dts-avro -> debezium-json``: the DTS Avro reader (``transforms/native_dts_in.py``)
-  and the Debezium writer.
+* ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
+  (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -96,6 +96,7 @@ DEBEZIUM_TO_MAXWELL = "debezium-json -> maxwell-json"
 DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
 DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
 DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
+DTS_TO_CANAL = "dts-avro -> canal-json"
 
 
 def available() -> bool:
@@ -197,7 +198,7 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
-    if type(decoder) is DtsAvro and type(encoder) is DebeziumJsonCodec:
+    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson):
         from cdc_smt.transforms.native_dts_in import dts_in_plan
 
         return dts_in_plan(chain)
@@ -931,6 +932,7 @@ __all__ = [
     "OGG_TO_CANAL",
     "OGG_TO_DEBEZIUM",
     "DEBEZIUM_TO_DTS",
+    "DTS_TO_CANAL",
     "DTS_TO_DEBEZIUM",
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",

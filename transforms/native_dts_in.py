@@ -1,4 +1,4 @@
-"""The native planner's DTS Avro reader: dts-avro -> debezium-json.
+"""The native planner's DTS Avro reader: dts-avro -> debezium-json and -> canal-json.
 
 Without a schema catalog the DTS decoder types a record's columns from their MySQL type
 codes, refined by the values (``dts_avro.infer_column_type``), so the native reader
@@ -12,6 +12,13 @@ the layout's, and compiles it as the Canal reader's plans compile theirs: each c
 conversion from the Canal text the reader hands over to its Connect representation, the
 transforms followed column by column, the source block and schemas.
 
+To canal-json (:class:`DtsCanalTables`) each value is re-written as Canal text (the
+Canal writer's path from TiCDC's dialect), checked against what the Canal encoder writes
+for the probe's event with its values nulled; the key is what Python's Canal encoder
+writes for DTS events (the key columns' union values as read, written by the reader).
+A DTS record has no processing time: Python's Canal encoder writes the current time as
+``ts``, and so does the native writer.
+
 DTS has no snapshot reads (``INIT`` records carry no row: Python's). TIMESTAMPs reach
 the writer as their UTC wall clock, so outside ``source_timezone: UTC`` their columns
 are converted in Python.
@@ -24,7 +31,15 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms.model import Record
-from cdc_smt.transforms.native import DTS_TO_DEBEZIUM, NativePlan, _CanalTables, canal_debezium_plan
+from cdc_smt.transforms.native import (
+    DTS_TO_CANAL,
+    DTS_TO_DEBEZIUM,
+    NativePlan,
+    _CanalOutTables,
+    _CanalTables,
+    canal_debezium_plan,
+    row_keeping_plan,
+)
 
 #: ``Source.sourceType``'s symbols, by index (``schemas/dts-avro.avsc``).
 _SOURCE_TYPES = (
@@ -81,17 +96,24 @@ def probe_record(layout: Layout, operation: str) -> bytes:
     )
 
 
-class DtsDebeziumTables(_CanalTables):
-    """Compiles one DTS layout for the Debezium writer: the Canal reader's compiler
-    (``_CanalTables``) over the layout's probe records (``message["layout"]``)."""
+class _DtsProbe(_CanalTables):
+    """The Canal compilers over a DTS layout's probe records (``message["layout"]``)."""
 
     def compile(  # type: ignore[override]
         self, source_type: int, database: str, table: str, pk: list[str], columns: list[tuple[str, int, str]]
     ) -> Any:
-        """The Debezium writer's spec for the layout (``None``: Python's)."""
+        """The writer's spec for the layout (``None``: Python's)."""
         from cdc_smt.transforms.types import Kind
 
-        message = {"layout": (source_type, database, table, pk, columns)}
+        names = [n for n, _, _ in columns]
+        message = {
+            "layout": (source_type, database, table, pk, columns),
+            "data": [dict.fromkeys(names)],
+            "database": database,
+            "table": table,
+            "mysqlType": {n: t for n, _, t in columns},
+            "sqlType": None,
+        }
         try:
             (event,) = self._decode(message, "INSERT")
             schema = event.schema
@@ -100,14 +122,26 @@ class DtsDebeziumTables(_CanalTables):
             spec = self._compile(message, event, pk)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
-        if self.timezone != "UTC":  # the reader hands TIMESTAMPs over as UTC wall clocks
-            cols, *rest = spec
-            zoned = [c.mysql.kind is Kind.TIMESTAMP for c in schema.columns]
-            spec = ([(c[0], "python", None, *c[3:]) if z else c for c, z in zip(cols, zoned, strict=True)], *rest)
-        return spec
+        if spec is None or self.timezone == "UTC":
+            return spec
+        zoned = [c.mysql.kind is Kind.TIMESTAMP for c in schema.columns]  # handed over as UTC wall clocks
+        return self._python_columns(spec, zoned)
+
+    def _python_columns(self, spec: Any, columns: list[bool]) -> Any:
+        """``spec`` with the flagged columns converted in Python."""
+        raise NotImplementedError
 
     def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
         return self.decoder.decode(Record(value=probe_record(message["layout"], kind)))
+
+
+class DtsDebeziumTables(_DtsProbe):
+    """Compiles one DTS layout for the Debezium writer: the Canal reader's compiler
+    (``_CanalTables``) over the layout's probe records."""
+
+    def _python_columns(self, spec: Any, columns: list[bool]) -> Any:
+        cols, *rest = spec
+        return ([(c[0], "python", None, *c[3:]) if p else c for c, p in zip(cols, columns, strict=True)], *rest)
 
     def _op(self, message: dict[str, Any], kind: str, shape: Any, explicit: bool) -> tuple[int, Any]:
         if kind == "INIT":
@@ -115,9 +149,45 @@ class DtsDebeziumTables(_CanalTables):
         return super()._op(message, kind, shape, explicit)
 
 
+class DtsCanalTables(_DtsProbe, _CanalOutTables):
+    """Compiles one DTS layout for the Canal writer (every value re-written as Canal
+    text), checked against the Canal encoder's message for the probe's event with its
+    values nulled (the type maps of an all-null row)."""
+
+    @property
+    def retext(self) -> bool:
+        return True
+
+    def _python_columns(self, spec: Any, columns: list[bool]) -> Any:
+        names, pk, ops, texts = spec
+        return names, pk, ops, [(t[0], "python", None, *t[3:]) if p else t for t, p in zip(texts, columns, strict=True)]
+
+    def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
+        events = super()._decode(message, kind)
+        for event in events:
+            event.before = None if event.before is None else dict.fromkeys(event.before)
+            event.after = None if event.after is None else dict.fromkeys(event.after)
+        return events
+
+    def _op_canal(
+        self, message: dict[str, Any], kind: str, shape: Any, texts: list[Any] | None
+    ) -> tuple[int, int | None]:
+        if kind == "INIT":
+            return 1, None  # DTS has no snapshot reads: never used
+        return super()._op_canal(message, kind, shape, texts)
+
+
 def dts_in_plan(chain: Any) -> NativePlan | None:
-    """dts-avro -> debezium-json with the transforms the Canal plan runs, or ``None``."""
+    """dts-avro -> debezium-json with the transforms the Canal plan runs, or -> canal-json
+    (``batch: row``) with the transforms that keep rows as they are, or ``None``."""
+    from cdc_smt.transforms.formats.canal_json import CanalJson
+
+    if type(chain.encoder) is CanalJson:
+        if chain.encoder.batching:
+            return None  # Python groups a transaction's rows
+        names = (DTS_TO_CANAL, DTS_TO_CANAL)  # (no TiCDC dialect of DTS)
+        return row_keeping_plan(chain, DtsCanalTables, names, encoder="canal-json", reader="dts-avro")
     return canal_debezium_plan(chain, DtsDebeziumTables, DTS_TO_DEBEZIUM, reader="dts-avro")
 
 
-__all__ = ["DtsDebeziumTables", "dts_in_plan", "probe_record"]
+__all__ = ["DtsCanalTables", "DtsDebeziumTables", "dts_in_plan", "probe_record"]

@@ -33,7 +33,8 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use pyo3::prelude::*;
 
 use crate::canal::{self, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
-use crate::typed_in::Tables;
+use crate::json;
+use crate::typed_in::{now_ms, Tables};
 use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
 /// A cursor over a record's bytes; every read is ``None`` past the end or when malformed.
@@ -101,32 +102,24 @@ impl<'a> Cursor<'a> {
 enum Raw<'a> {
     /// ``null`` or ``EmptyObject`` ``NULL``.
     Null,
-    Integer(&'a str),
+    Integer(i32, &'a str),
     Character(&'a str, &'a [u8]),
     Decimal(&'a str, i32, i32),
-    Float(f64),
+    Float(f64, i32, i32),
     Timestamp(i64, i32),
     DateTime([Option<i32>; 7]),
     BinaryObject(&'a str, &'a [u8]),
-    TextObject(&'a str),
+    TextObject(&'a str, &'a str),
 }
 
 /// One value of an image, or ``None`` (Python's: ``NONE``, geometry, zoned timestamps, malformed).
 fn value<'a>(c: &mut Cursor<'a>) -> Option<Raw<'a>> {
     Some(match c.branch(13)? {
         0 => Raw::Null,
-        1 => {
-            c.int()?;
-            Raw::Integer(c.str()?)
-        }
+        1 => Raw::Integer(c.int()?, c.str()?),
         2 => Raw::Character(c.str()?, c.bytes()?),
         3 => Raw::Decimal(c.str()?, c.int()?, c.int()?),
-        4 => {
-            let v = c.double()?;
-            c.int()?;
-            c.int()?;
-            Raw::Float(v)
-        }
+        4 => Raw::Float(c.double()?, c.int()?, c.int()?),
         5 => Raw::Timestamp(c.long()?, c.int()?),
         6 => {
             let mut parts = [None; 7];
@@ -139,10 +132,7 @@ fn value<'a>(c: &mut Cursor<'a>) -> Option<Raw<'a>> {
             Raw::DateTime(parts)
         }
         10 => Raw::BinaryObject(c.str()?, c.bytes()?),
-        11 => {
-            c.str()?; // its type: Python takes the value as it is
-            Raw::TextObject(c.str()?)
-        }
+        11 => Raw::TextObject(c.str()?, c.str()?),
         12 => match c.branch(2)? {
             0 => Raw::Null,
             _ => return None, // NONE: a partial image, Python's
@@ -375,7 +365,7 @@ fn column_type(code: i32, values: &[Raw]) -> Option<(Cow<'static, str>, Class)> 
     if let Some(max) = signed_max(text) {
         let mut biggest = 0;
         for v in values {
-            if let Raw::Integer(t) = v {
+            if let Raw::Integer(_, t) = v {
                 biggest = biggest.max(canonical_int(t)?);
             }
         }
@@ -416,15 +406,15 @@ fn date_of(y: i32, m: i32, d: i32) -> Option<NaiveDate> {
 fn text<'a>(class: Class, v: &Raw<'a>) -> Option<Option<Cow<'a, str>>> {
     let out: Cow<'a, str> = match (class, *v) {
         (_, Raw::Null) => return Some(None),
-        (Class::Int, Raw::Integer(t)) => {
+        (Class::Int, Raw::Integer(_, t)) => {
             canonical_int(t)?;
             Cow::Borrowed(t)
         }
         (Class::Decimal, Raw::Decimal(t, _, _)) => Cow::Borrowed(t),
-        (Class::Double, Raw::Float(f)) if f.is_finite() => Cow::Owned(format!("{f:?}")),
+        (Class::Double, Raw::Float(f, _, _)) if f.is_finite() => Cow::Owned(format!("{f:?}")),
         (Class::Text, Raw::Character(charset, raw)) if utf8_charset(charset) => Cow::Borrowed(std::str::from_utf8(raw).ok()?),
         (Class::Text, Raw::BinaryObject(_, raw)) => Cow::Borrowed(std::str::from_utf8(raw).ok()?),
-        (Class::Text, Raw::TextObject(t)) => Cow::Borrowed(t),
+        (Class::Text, Raw::TextObject(_, t)) => Cow::Borrowed(t),
         (Class::Bytes, Raw::Character(charset, raw)) if charset.to_lowercase() == "binary" || utf8_charset(charset) => Cow::Owned(latin1(raw)),
         (Class::Bytes, Raw::BinaryObject(_, raw)) => Cow::Owned(latin1(raw)),
         (Class::Timestamp, Raw::Timestamp(seconds, micros)) if (seconds, micros) != (0, 0) => {
@@ -479,6 +469,9 @@ struct Event<'a> {
     columns: Vec<(&'a str, i32, Cow<'static, str>)>,
     before: Option<canal::Row<'a>>,
     after: Option<canal::Row<'a>>,
+    /// The row's values as read (the after-image, a delete's before-image): Python's Canal
+    /// key holds them as they are.
+    raws: Vec<Raw<'a>>,
     es: Option<i64>,
 }
 
@@ -548,6 +541,8 @@ fn event(value: &[u8]) -> Option<Event<'_>> {
         columns.push((*name, *code, type_text));
     }
     let [before, after] = rows;
+    let (has_before, has_after) = (r.before.is_some(), r.after.is_some());
+    let raws = if r.op == 2 { r.before } else { r.after }.unwrap_or_default();
     let seconds = r.seconds;
     let es = match r.born {
         Some(born) if born != 0 && seconds.checked_mul(1000).is_some_and(|ms| ms <= born && born < ms + 1000) => Some(born),
@@ -561,10 +556,100 @@ fn event(value: &[u8]) -> Option<Event<'_>> {
         table: unescape(table),
         pk: primary_key(r.pk_info)?,
         columns,
-        before: r.before.is_some().then_some(canal::Row(before)),
-        after: r.after.is_some().then_some(canal::Row(after)),
+        before: has_before.then_some(canal::Row(before)),
+        after: has_after.then_some(canal::Row(after)),
+        raws,
         es,
     })
+}
+
+/// A value as orjson writes the raw union value Python holds (``(record name, fields)``,
+/// bytes in base64 by ``json_default``).
+fn write_raw(out: &mut Vec<u8>, v: &Raw) {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    let int = |out: &mut Vec<u8>, n: Option<i32>| match n {
+        Some(n) => json::write_int(out, n),
+        None => out.extend_from_slice(b"null"),
+    };
+    let record = |out: &mut Vec<u8>, name: &str| {
+        out.extend_from_slice(b"[\"com.alibaba.dts.formats.avro.");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\",{");
+    };
+    let field = |out: &mut Vec<u8>, name: &str| {
+        json::write_str(out, name);
+        out.push(b':');
+    };
+    match *v {
+        Raw::Null => return out.extend_from_slice(b"null"),
+        Raw::Integer(precision, value) => {
+            record(out, "Integer");
+            field(out, "precision");
+            json::write_int(out, precision);
+            out.push(b',');
+            field(out, "value");
+            json::write_str(out, value);
+        }
+        Raw::Character(charset, value) => {
+            record(out, "Character");
+            field(out, "charset");
+            json::write_str(out, charset);
+            out.push(b',');
+            field(out, "value");
+            json::write_str(out, &STANDARD.encode(value));
+        }
+        Raw::Decimal(value, precision, scale) => {
+            record(out, "Decimal");
+            field(out, "value");
+            json::write_str(out, value);
+            out.extend_from_slice(b",\"precision\":");
+            json::write_int(out, precision);
+            out.extend_from_slice(b",\"scale\":");
+            json::write_int(out, scale);
+        }
+        Raw::Float(value, precision, scale) => {
+            record(out, "Float");
+            field(out, "value");
+            json::write_f64(out, value);
+            out.extend_from_slice(b",\"precision\":");
+            json::write_int(out, precision);
+            out.extend_from_slice(b",\"scale\":");
+            json::write_int(out, scale);
+        }
+        Raw::Timestamp(seconds, micros) => {
+            record(out, "Timestamp");
+            field(out, "timestamp");
+            json::write_int(out, seconds);
+            out.extend_from_slice(b",\"millis\":");
+            json::write_int(out, micros);
+        }
+        Raw::DateTime(parts) => {
+            record(out, "DateTime");
+            for (n, (name, part)) in ["year", "month", "day", "hour", "minute", "second", "millis"].iter().zip(parts).enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                field(out, name);
+                int(out, part);
+            }
+        }
+        Raw::BinaryObject(kind, value) => {
+            record(out, "BinaryObject");
+            field(out, "type");
+            json::write_str(out, kind);
+            out.extend_from_slice(b",\"value\":");
+            json::write_str(out, &STANDARD.encode(value));
+        }
+        Raw::TextObject(kind, value) => {
+            record(out, "TextObject");
+            field(out, "type");
+            json::write_str(out, kind);
+            out.extend_from_slice(b",\"value\":");
+            json::write_str(out, value);
+        }
+    }
+    out.extend_from_slice(b"}]");
 }
 
 /// A row borrowing ``r``'s texts.
@@ -573,6 +658,32 @@ fn borrowed<'b>(r: &'b canal::Row<'_>) -> canal::Row<'b> {
 }
 
 impl Event<'_> {
+    /// The key Python's Canal encoder writes (``key_values``: the key columns' values as
+    /// read), or ``None`` (Python's) for a repeated key name.
+    fn canal_key(&self) -> Option<Option<Vec<u8>>> {
+        if self.pk.is_empty() {
+            return Some(None);
+        }
+        let mut out = Vec::with_capacity(96);
+        out.push(b'{');
+        for (n, name) in self.pk.iter().enumerate() {
+            if self.pk[..n].contains(name) {
+                return None;
+            }
+            if n > 0 {
+                out.push(b',');
+            }
+            json::write_str(&mut out, name);
+            out.push(b':');
+            match self.columns.iter().position(|(c, _, _)| c == name).and_then(|i| self.raws.get(i)) {
+                Some(v) => write_raw(&mut out, v),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        out.push(b'}');
+        Some(Some(out))
+    }
+
     /// The Canal message the writers read: the row (the after-image, a delete's
     /// before-image) and an update's before-image as its ``old`` overlay.
     fn message(&self, ts: Option<i64>) -> canal::Message<'_> {
@@ -646,6 +757,20 @@ impl CanalToDebezium {
         let Some(table) = reader.table(py, &e, &self.encoder)? else { return Ok(false) };
         let start = out.len();
         let written = match (&*table, &self.encoder) {
+            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[e.op] {
+                canal_out::Entry::Write(variant) => match (e.canal_key(), now_ms()) {
+                    (Some(key), Some(ts)) => {
+                        let ok = canal_out::write(t, &e.message(Some(ts)), e.op, variant, false, out).is_ok();
+                        for record in &mut out[start..] {
+                            record.1 = key.clone();
+                        }
+                        ok
+                    }
+                    _ => false,
+                },
+                canal_out::Entry::Python => false,
+                canal_out::Entry::Dropped => true,
+            },
             (Table::Debezium(plan), Encoder::Debezium) => match &plan.ops[e.op] {
                 OpEntry::Plan(op_plan) => {
                     let m = e.message(None);

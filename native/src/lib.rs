@@ -64,6 +64,7 @@ const PLANS: &[&str] = &[
     "debezium-json -> ogg-json",
     "debezium-json -> dts-avro",
     "dts-avro -> debezium-json",
+    "dts-avro -> canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.

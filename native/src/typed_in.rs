@@ -305,7 +305,7 @@ impl Reader {
 }
 
 /// Python's ``int(time.time() * 1000)``: the Canal ``ts`` of an event without a processing time.
-fn now_ms() -> Option<i64> {
+pub(crate) fn now_ms() -> Option<i64> {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(since.as_millis()).ok()
 }
