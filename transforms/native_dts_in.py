@@ -71,29 +71,20 @@ def _sample(type_text: str) -> Any:
 
 def probe_record(layout: Layout, operation: str) -> bytes:
     """The layout's one-row probe record of ``operation`` (time 0), as the DTS encoder writes it."""
-    from cdc_smt.transforms.formats.dts_avro import escape_name, write_record
+    from cdc_smt.transforms.formats.dts_avro import empty_record, escape_name, write_record
 
     source_type, database, table, pk, columns = layout
     values = [_sample(type_text) for _, _, type_text in columns]
-    return write_record(
-        {
-            "version": 0,
-            "id": 0,
-            "sourceTimestamp": 0,
-            "sourcePosition": "",
-            "safeSourcePosition": "",
-            "sourceTxid": "",
-            "source": {"sourceType": _SOURCE_TYPES[source_type], "version": ""},
-            "operation": operation,
-            "objectName": f"{escape_name(database)}.{escape_name(table)}",
-            "processTimestamps": None,
-            "tags": {"pk_uk_info": orjson.dumps({"PRIMARY": pk}).decode()} if pk else {},
-            "fields": [{"name": name, "dataTypeNumber": code} for name, code, _ in columns],
-            "beforeImages": values if operation != "INSERT" else None,
-            "afterImages": values if operation != "DELETE" else None,
-            "bornTimestamp": None,
-        }
+    record = empty_record(operation, _SOURCE_TYPES[source_type])
+    record.update(
+        objectName=f"{escape_name(database)}.{escape_name(table)}",
+        tags={"pk_uk_info": orjson.dumps({"PRIMARY": pk}).decode()} if pk else {},
+        fields=[{"name": name, "dataTypeNumber": code} for name, code, _ in columns],
+        beforeImages=values if operation != "INSERT" else None,
+        afterImages=values if operation != "DELETE" else None,
+        bornTimestamp=None,
     )
+    return write_record(record)
 
 
 class _DtsProbe(_CanalTables):

@@ -34,8 +34,8 @@ use pyo3::prelude::*;
 
 use crate::canal::{self, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::json;
-use crate::typed_in::{now_ms, Tables};
-use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
+use crate::typed_in::{now_ms, write_canal_keyed, writer_table, Tables};
+use crate::{canal_out, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
 /// A cursor over a record's bytes; every read is ``None`` past the end or when malformed.
 struct Cursor<'a> {
@@ -503,6 +503,9 @@ fn unescape(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// One column of an image: its name and Canal text (``None``: NULL).
+type Cell<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
+
 /// A record's row event, or ``None`` (Python's).
 fn event(value: &[u8]) -> Option<Event<'_>> {
     let r = read(value)?;
@@ -525,7 +528,7 @@ fn event(value: &[u8]) -> Option<Event<'_>> {
     }
     let mut columns = Vec::with_capacity(n);
     let mut samples = Vec::with_capacity(2);
-    let mut rows: [Vec<(Cow<str>, Option<Cow<str>>)>; 2] = [Vec::new(), Vec::new()];
+    let mut rows: [Vec<Cell>; 2] = [Vec::new(), Vec::new()];
     for (i, (name, code)) in r.fields.iter().enumerate() {
         if r.fields[..i].iter().any(|(other, _)| other == name) {
             return None; // a repeated column: Python's dict keeps one
@@ -577,6 +580,12 @@ fn write_raw(out: &mut Vec<u8>, v: &Raw) {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\",{");
     };
+    let precision_scale = |out: &mut Vec<u8>, precision: i32, scale: i32| {
+        out.extend_from_slice(b",\"precision\":");
+        json::write_int(out, precision);
+        out.extend_from_slice(b",\"scale\":");
+        json::write_int(out, scale);
+    };
     let field = |out: &mut Vec<u8>, name: &str| {
         json::write_str(out, name);
         out.push(b':');
@@ -603,19 +612,13 @@ fn write_raw(out: &mut Vec<u8>, v: &Raw) {
             record(out, "Decimal");
             field(out, "value");
             json::write_str(out, value);
-            out.extend_from_slice(b",\"precision\":");
-            json::write_int(out, precision);
-            out.extend_from_slice(b",\"scale\":");
-            json::write_int(out, scale);
+            precision_scale(out, precision, scale);
         }
         Raw::Float(value, precision, scale) => {
             record(out, "Float");
             field(out, "value");
             json::write_f64(out, value);
-            out.extend_from_slice(b",\"precision\":");
-            json::write_int(out, precision);
-            out.extend_from_slice(b",\"scale\":");
-            json::write_int(out, scale);
+            precision_scale(out, precision, scale);
         }
         Raw::Timestamp(seconds, micros) => {
             record(out, "Timestamp");
@@ -732,15 +735,7 @@ impl Reader {
             },
             |layout| {
                 let columns: Vec<(&str, i32, &str)> = layout.columns.iter().map(|(n, c, t)| (n.as_str(), *c, t.as_ref())).collect();
-                let spec = compile.bind(py).call1((layout.source_type, &layout.database, &layout.table, layout.pk.clone(), columns))?;
-                if spec.is_none() {
-                    return Ok(None);
-                }
-                Ok(match encoder {
-                    Encoder::Debezium => Some(Table::Debezium(table_plan(&spec)?)),
-                    Encoder::Canal { transaction: false } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
-                    _ => None,
-                })
+                writer_table(&compile.bind(py).call1((layout.source_type, &layout.database, &layout.table, layout.pk.clone(), columns))?, encoder)
             },
         )
     }
@@ -757,19 +752,9 @@ impl CanalToDebezium {
         let Some(table) = reader.table(py, &e, &self.encoder)? else { return Ok(false) };
         let start = out.len();
         let written = match (&*table, &self.encoder) {
-            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[e.op] {
-                canal_out::Entry::Write(variant) => match (e.canal_key(), now_ms()) {
-                    (Some(key), Some(ts)) => {
-                        let ok = canal_out::write(t, &e.message(Some(ts)), e.op, variant, false, out).is_ok();
-                        for record in &mut out[start..] {
-                            record.1 = key.clone();
-                        }
-                        ok
-                    }
-                    _ => false,
-                },
-                canal_out::Entry::Python => false,
-                canal_out::Entry::Dropped => true,
+            (Table::Canal(t), Encoder::Canal { transaction: false }) => match (e.canal_key(), now_ms()) {
+                (Some(key), Some(ts)) => write_canal_keyed(t, &e.message(Some(ts)), e.op, key, out),
+                _ => matches!(t.ops[e.op], canal_out::Entry::Dropped),
             },
             (Table::Debezium(plan), Encoder::Debezium) => match &plan.ops[e.op] {
                 OpEntry::Plan(op_plan) => {

@@ -290,24 +290,47 @@ impl Reader {
             },
             |layout| {
                 let kinds: Vec<(&str, &str)> = layout.columns.iter().map(|(n, k)| (n.as_str(), k.name())).collect();
-                let spec = compile.bind(py).call1((&layout.database, &layout.table, layout.pk.clone(), kinds))?;
-                if spec.is_none() {
-                    return Ok(None);
-                }
-                Ok(match encoder {
-                    Encoder::Debezium => Some(Table::Debezium(table_plan(&spec)?)),
-                    Encoder::Canal { transaction: false } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
-                    _ => None,
-                })
+                writer_table(&compile.bind(py).call1((&layout.database, &layout.table, layout.pk.clone(), kinds))?, encoder)
             },
         )
     }
+}
+
+/// A layout's spec from the compiler as the table of the plan's writer (the Debezium writer,
+/// or the Canal writer re-writing each value as Canal text); ``None`` (no spec, another
+/// writer): Python's.
+pub(crate) fn writer_table(spec: &Bound<PyAny>, encoder: &Encoder) -> PyResult<Option<Table>> {
+    if spec.is_none() {
+        return Ok(None);
+    }
+    Ok(match encoder {
+        Encoder::Debezium => Some(Table::Debezium(table_plan(spec)?)),
+        Encoder::Canal { transaction: false } => canal_out::Table::from_spec(spec, None, None, true)?.map(Table::Canal),
+        _ => None,
+    })
 }
 
 /// Python's ``int(time.time() * 1000)``: the Canal ``ts`` of an event without a processing time.
 pub(crate) fn now_ms() -> Option<i64> {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(since.as_millis()).ok()
+}
+
+/// One row message through the Canal writer (``batch: row``) with the record key Python
+/// writes for it (the reader's, not the writer's Canal texts); ``false``: Python's.
+pub(crate) fn write_canal_keyed(t: &canal_out::Table, m: &canal::Message, op: usize, key: Option<Vec<u8>>, out: &mut Vec<Output>) -> bool {
+    match t.ops[op] {
+        canal_out::Entry::Write(variant) => {
+            let start = out.len();
+            let ok = canal_out::write(t, m, op, variant, false, out).is_ok();
+            for record in &mut out[start..] {
+                record.1 = key.clone();
+            }
+            ok
+        }
+        canal_out::Entry::Python => false,
+        canal_out::Entry::Dropped => true,
+    }
 }
 
 /// The raw key values as ``JsonCodec.encode_key`` writes them, or ``None`` (Python's)
@@ -347,19 +370,9 @@ impl CanalToDebezium {
                 OpEntry::Python => false,
                 OpEntry::Dropped => true,
             },
-            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[e.op] {
-                canal_out::Entry::Write(variant) => match (canal_key(&e), e.ts.or_else(now_ms)) {
-                    (Some(key), Some(ts)) => {
-                        let ok = canal_out::write(t, &e.message(Some(ts)), e.op, variant, false, out).is_ok();
-                        for record in &mut out[start..] {
-                            record.1 = key.clone();
-                        }
-                        ok
-                    }
-                    _ => false,
-                },
-                canal_out::Entry::Python => false,
-                canal_out::Entry::Dropped => true,
+            (Table::Canal(t), Encoder::Canal { transaction: false }) => match (canal_key(&e), e.ts.or_else(now_ms)) {
+                (Some(key), Some(ts)) => write_canal_keyed(t, &e.message(Some(ts)), e.op, key, out),
+                _ => matches!(t.ops[e.op], canal_out::Entry::Dropped),
             },
             _ => false,
         };
