@@ -187,7 +187,7 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro"),
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
-    Row("dts-avro", "canal-json"),
+    *with_python_twin(Row("dts-avro", "canal-json", floor="fastavro")),
     Row("maxwell-json", "canal-json"),
     Row("maxwell-json", "canal-json", python_path=True),
     Row("maxwell-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
@@ -244,6 +244,15 @@ ROWS: tuple[Row, ...] = (
         Row("dataworks-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema")
     ),
     *with_python_twin(Row("dataworks-json", "canal-json")),
+    *with_python_twin(
+        Row(
+            "dts-avro",
+            "debezium-json",
+            sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            floor="fastavro",
+        )
+    ),
 )
 
 

@@ -33,6 +33,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   with CloudCanal's field names (``transforms/native_vendor.py``).
 * ``dataworks-json -> debezium-json`` and ``-> canal-json``: the DataWorks reader,
   split updates paired within a batch (``transforms/native_vendor.py``).
+* ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
+  (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -98,6 +100,8 @@ DEBEZIUM_TO_OGG = "debezium-json -> ogg-json"
 DEBEZIUM_TO_DTS = "debezium-json -> dts-avro"
 DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
 DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
+DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
+DTS_TO_CANAL = "dts-avro -> canal-json"
 
 
 def available() -> bool:
@@ -200,6 +204,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
+    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson):
+        from cdc_smt.transforms.native_dts_in import dts_in_plan
+
+        return dts_in_plan(chain)
     if type(decoder) is CloudCanalJson and type(encoder) in (CanalJson, DebeziumJsonCodec):
         from cdc_smt.transforms import native_vendor
 
@@ -1073,6 +1081,8 @@ __all__ = [
     "OGG_TO_CANAL",
     "OGG_TO_DEBEZIUM",
     "DEBEZIUM_TO_DTS",
+    "DTS_TO_CANAL",
+    "DTS_TO_DEBEZIUM",
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",

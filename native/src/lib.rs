@@ -15,6 +15,7 @@ mod cloudcanal;
 mod connect_in;
 mod dataworks_in;
 mod debezium_in;
+mod dts_avro_in;
 mod dts_avro_out;
 mod json;
 mod kafka_batch;
@@ -67,6 +68,8 @@ const PLANS: &[&str] = &[
     "debezium-json -> dts-avro",
     "dataworks-json -> debezium-json",
     "dataworks-json -> canal-json",
+    "dts-avro -> debezium-json",
+    "dts-avro -> canal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -200,6 +203,8 @@ enum Reader {
     /// DataWorks messages (``dataworks_in``): tables keyed by the declared columns, split
     /// updates paired within a batch (the codec's pending half is Python's).
     DataWorks(Box<dataworks_in::Reader>),
+    /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
+    DtsAvro(Box<dts_avro_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -284,6 +289,7 @@ impl CanalToDebezium {
                 Some(codec) => Reader::DataWorks(Box::new(dataworks_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
                 None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
             },
+            "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -389,6 +395,9 @@ impl CanalToDebezium {
         if let Reader::DataWorks(r) = &mut self.reader {
             r.clear();
         }
+        if let Reader::DtsAvro(r) = &mut self.reader {
+            r.clear();
+        }
     }
 
     /// The DataWorks reader: the index of the last ``convert`` batch's record from which
@@ -455,7 +464,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
-            Reader::Canal | Reader::CloudCanal | Reader::Typed(_) => self.message(py, value, out),
+            Reader::Canal | Reader::CloudCanal | Reader::Typed(_) | Reader::DtsAvro(_) => self.message(py, value, out),
             Reader::DataWorks(_) => self.dataworks_message(py, value, out),
         }
     }
@@ -470,6 +479,9 @@ impl CanalToDebezium {
         }
         if let Reader::DataWorks(_) = self.reader {
             return self.dataworks_message(py, value, out);
+        }
+        if let Reader::DtsAvro(_) = self.reader {
+            return self.dts_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);

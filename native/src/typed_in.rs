@@ -315,6 +315,23 @@ pub(crate) fn now_ms() -> Option<i64> {
     i64::try_from(since.as_millis()).ok()
 }
 
+/// One row message through the Canal writer (``batch: row``) with the record key Python
+/// writes for it (the reader's, not the writer's Canal texts); ``false``: Python's.
+pub(crate) fn write_canal_keyed(t: &canal_out::Table, m: &canal::Message, op: usize, key: Option<Vec<u8>>, out: &mut Vec<Output>) -> bool {
+    match t.ops[op] {
+        canal_out::Entry::Write(variant) => {
+            let start = out.len();
+            let ok = canal_out::write(t, m, op, variant, false, out).is_ok();
+            for record in &mut out[start..] {
+                record.1 = key.clone();
+            }
+            ok
+        }
+        canal_out::Entry::Python => false,
+        canal_out::Entry::Dropped => true,
+    }
+}
+
 /// The raw key values as ``JsonCodec.encode_key`` writes them, or ``None`` (Python's)
 /// when a key value is a number Python keeps as a ``Decimal`` (not a double's shortest text).
 pub(crate) fn canal_key(pk: &[Cow<str>], row: &[(Cow<str>, Value)]) -> Option<Option<Vec<u8>>> {
@@ -365,19 +382,9 @@ impl CanalToDebezium {
                 OpEntry::Python => false,
                 OpEntry::Dropped => true,
             },
-            (Table::Canal(t), Encoder::Canal { transaction: false }) => match t.ops[op] {
-                canal_out::Entry::Write(variant) => match key() {
-                    Some(key) => {
-                        let ok = canal_out::write(t, m, op, variant, false, out).is_ok();
-                        for record in &mut out[start..] {
-                            record.1 = key.clone();
-                        }
-                        ok
-                    }
-                    None => false,
-                },
-                canal_out::Entry::Python => false,
-                canal_out::Entry::Dropped => true,
+            (Table::Canal(t), Encoder::Canal { transaction: false }) => match key() {
+                Some(key) => write_canal_keyed(t, m, op, key, out),
+                None => matches!(t.ops[op], canal_out::Entry::Dropped),
             },
             _ => false,
         };

@@ -721,23 +721,7 @@ class DtsAvro(Codec):
         out: dict[str, Any] = (
             dict(template)
             if template is not None
-            else {
-                "version": 0,
-                "id": 0,
-                "sourceTimestamp": 0,
-                "sourcePosition": "",
-                "safeSourcePosition": "",
-                "sourceTxid": "",
-                "source": {"sourceType": _SOURCE_BY_DB.get(src.db_type or "mysql", "OTHER"), "version": ""},
-                "operation": operation,
-                "objectName": None,
-                "processTimestamps": None,
-                "tags": {},
-                "fields": None,
-                "beforeImages": None,
-                "afterImages": None,
-                "bornTimestamp": 0,
-            }
+            else empty_record(operation, _SOURCE_BY_DB.get(src.db_type or "mysql", "OTHER"))
         )
         out["operation"] = operation
         if template is None:
@@ -828,6 +812,28 @@ class DtsAvro(Codec):
         except DecodeError:
             return False
         return True
+
+
+def empty_record(operation: str, source_type: str) -> dict[str, Any]:
+    """A record of ``operation`` with every other field at its zero value (id 0, time 0,
+    no object, no images, ``bornTimestamp`` 0): what the encoder fills in."""
+    return {
+        "version": 0,
+        "id": 0,
+        "sourceTimestamp": 0,
+        "sourcePosition": "",
+        "safeSourcePosition": "",
+        "sourceTxid": "",
+        "source": {"sourceType": source_type, "version": ""},
+        "operation": operation,
+        "objectName": None,
+        "processTimestamps": None,
+        "tags": {},
+        "fields": None,
+        "beforeImages": None,
+        "afterImages": None,
+        "bornTimestamp": 0,
+    }
 
 
 def _pk_from_tags(tags: dict[str, str]) -> tuple[str, ...]:
