@@ -213,35 +213,39 @@ impl Layout {
 
 const CACHE_SIZE: usize = 1024;
 
-/// Compiled tables by layout, the last one used looked at first (a layout repeats for
+/// Layouts looked at before the map: a table's messages alternate between a few (a
+/// nullable column's kind is null in some of them).
+const RECENT: usize = 4;
+
+/// Compiled tables by layout, the last ones used looked at first (a layout repeats for
 /// every message of a table); at most ``CACHE_SIZE`` of them.
 pub(crate) struct Tables<K> {
     compiled: HashMap<K, Option<Arc<Table>>>,
-    last: Option<(K, Option<Arc<Table>>)>,
+    /// The last layouts used, the latest first.
+    recent: Vec<(K, Option<Arc<Table>>)>,
 }
 
 impl<K: Clone + Eq + Hash> Tables<K> {
     pub fn new() -> Tables<K> {
-        Tables { compiled: HashMap::new(), last: None }
+        Tables { compiled: HashMap::new(), recent: Vec::with_capacity(RECENT) }
     }
 
     pub fn clear(&mut self) {
         self.compiled.clear();
-        self.last = None;
+        self.recent.clear();
     }
 
-    /// The table of the layout ``is_last`` recognises as the last one's, else of ``layout()``,
-    /// compiled by ``compile`` the first time (``None``: Python's).
+    /// The table of the layout ``is_recent`` recognises as a recent one's, else of
+    /// ``layout()``, compiled by ``compile`` the first time (``None``: Python's).
     pub fn get(
         &mut self,
-        is_last: impl FnOnce(&K) -> bool,
+        is_recent: impl Fn(&K) -> bool,
         layout: impl FnOnce() -> K,
         compile: impl FnOnce(&K) -> PyResult<Option<Table>>,
     ) -> PyResult<Option<Arc<Table>>> {
-        if let Some((key, table)) = &self.last {
-            if is_last(key) {
-                return Ok(table.clone());
-            }
+        if let Some(n) = self.recent.iter().position(|(key, _)| is_recent(key)) {
+            self.recent[..=n].rotate_right(1);
+            return Ok(self.recent[0].1.clone());
         }
         let key = layout();
         let table = match self.compiled.get(&key) {
@@ -255,7 +259,10 @@ impl<K: Clone + Eq + Hash> Tables<K> {
                 table
             }
         };
-        self.last = Some((key, table.clone()));
+        if self.recent.len() == RECENT {
+            self.recent.pop();
+        }
+        self.recent.insert(0, (key, table.clone()));
         Ok(table)
     }
 }
