@@ -36,10 +36,19 @@ enum SqlCode {
 struct Retext {
     /// ``"name":"type"`` (the ``mysqlType`` entry).
     mysql_type: Vec<u8>,
+    /// The length of its ``"name"`` part.
+    name_len: usize,
     op: TextOp,
     sql: SqlCode,
     /// ENUM labels (another dialect's text: CloudCanal's) to Canal's index text, instead of ``op``.
     labels: Option<HashMap<String, String>>,
+}
+
+impl Retext {
+    /// ``"name":``: the start of the column's entries.
+    fn name_entry(&self) -> &[u8] {
+        &self.mysql_type[..=self.name_len]
+    }
 }
 
 /// What becomes of one op's rows (c, u, d, r).
@@ -142,13 +151,14 @@ impl Table {
                     };
                     let mut entry = Vec::new();
                     json::write_str(&mut entry, name);
+                    let name_len = entry.len();
                     entry.push(b':');
                     json::write_str(&mut entry, &type_text);
                     let sql = match max {
                         Some(max) => SqlCode::Unsigned { signed: code, wide, max },
                         None => SqlCode::ByNull(null_code, code),
                     };
-                    out.push(Retext { mysql_type: entry, op, sql, labels: labels.get(i).cloned().flatten() });
+                    out.push(Retext { mysql_type: entry, name_len, op, sql, labels: labels.get(i).cloned().flatten() });
                 }
                 Some(out)
             }
@@ -489,12 +499,11 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
     let (buf, after) = (&s.buf, &s.after);
     let mut value = Vec::with_capacity(1024);
     value.extend_from_slice(b"{\"data\":[{");
-    for (n, ((name, _), (_, span))) in row.0.iter().zip(after.iter()).enumerate() {
+    for (n, (c, span)) in after.iter().enumerate() {
         if n > 0 {
             value.push(b',');
         }
-        json::write_str(&mut value, name);
-        value.push(b':');
+        value.extend_from_slice(columns[*c].name_entry()); // the row's name is the column's
         value.extend_from_slice(span_text(buf, *span));
     }
     value.extend_from_slice(b"}],\"database\":");
@@ -537,10 +546,7 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
             if n > 0 {
                 value.push(b',');
             }
-            let entry = &columns[c].mysql_type;
-            let name_end = name_len(entry);
-            value.extend_from_slice(&entry[..name_end]);
-            value.push(b':');
+            value.extend_from_slice(columns[c].name_entry());
             value.extend_from_slice(span_text(&s.obuf, was));
         }
         value.extend_from_slice(b"}]");
@@ -564,9 +570,7 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
         if n > 0 {
             value.push(b',');
         }
-        let entry = &columns[*c].mysql_type;
-        value.extend_from_slice(&entry[..name_len(entry)]);
-        value.push(b':');
+        value.extend_from_slice(columns[*c].name_entry());
         let code = match (&columns[*c].sql, span) {
             (SqlCode::ByNull(null, _), None) => *null,
             (SqlCode::ByNull(_, code), Some(_)) => *code,
@@ -593,17 +597,4 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
     value.push(b'}');
     out.push((Some(value), t.key(row), variant));
     Ok(())
-}
-
-/// The length of the ``"name"`` part of a ``"name":"type"`` entry.
-fn name_len(entry: &[u8]) -> usize {
-    let mut i = 1;
-    while i < entry.len() {
-        match entry[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    entry.len()
 }
