@@ -36,6 +36,7 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         match op {
             1 => {
                 after.clear();
+                after.reserve(1024);
                 t.image(row, &mut after, &mut spans)?;
                 value.extend_from_slice(b",\"before\":");
                 match old.get(i) {

@@ -160,11 +160,15 @@ impl Event<'_> {
             }
             columns.push((name.as_ref(), v.kind));
         }
+        // While the overlay names the row's columns in the row's order (GoldenGate's whole
+        // before-image), its names are as distinct as the row's: no search.
+        let mut aligned = true;
         for (n, (name, v)) in self.old.iter().flatten().enumerate() {
-            if self.old.as_ref()?[..n].iter().any(|(k, _)| k == name) {
+            aligned &= columns.get(n).is_some_and(|(c, _)| *c == name.as_ref());
+            if !aligned && self.old.as_ref()?[..n].iter().any(|(k, _)| k == name) {
                 return None;
             }
-            let slot = columns.iter_mut().find(|(c, _)| *c == name.as_ref())?;
+            let slot = if aligned { &mut columns[n] } else { columns.iter_mut().find(|(c, _)| *c == name.as_ref())? };
             if slot.1 == Kind::Null {
                 slot.1 = v.kind;
             } else if v.kind != Kind::Null && v.kind != slot.1 {
@@ -358,8 +362,11 @@ impl CanalToDebezium {
                 canal_out::Entry::Write(variant) => match (canal_key(&e), e.ts.or_else(now_ms)) {
                     (Some(key), Some(ts)) => {
                         let ok = canal_out::write(t, &e.message(Some(ts)), e.op, variant, false, out).is_ok();
-                        for record in &mut out[start..] {
-                            record.1 = key.clone();
+                        if let Some((last, others)) = out[start..].split_last_mut() {
+                            for record in others {
+                                record.1 = key.clone();
+                            }
+                            last.1 = key;
                         }
                         ok
                     }

@@ -167,6 +167,7 @@ impl Table {
     /// its column and the span of its value into ``spans``.
     pub fn image(&self, row: &Row, out: &mut Vec<u8>, spans: &mut Spans) -> Result<(), Fallback> {
         spans.clear();
+        spans.reserve(row.0.len());
         let narrow = self.columns.len() <= 64;
         let mut seen = 0u64;
         out.push(b'{');
