@@ -14,6 +14,7 @@
 //! per value, as Canal assigns codes), ``old`` holds the columns whose text changed, and
 //! the fields Canal has but the model lacks are Canal's defaults.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
@@ -21,7 +22,7 @@ use pyo3::prelude::*;
 use crate::canal::{Message, Row, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE};
 use crate::canal_text::TextOp;
 use crate::values::Fallback;
-use crate::{canon, json, Output};
+use crate::{canon, json, scratch, Output};
 
 /// A column's ``sqlType`` code as Canal assigns it from the value.
 enum SqlCode {
@@ -35,10 +36,19 @@ enum SqlCode {
 struct Retext {
     /// ``"name":"type"`` (the ``mysqlType`` entry).
     mysql_type: Vec<u8>,
+    /// The length of its ``"name"`` part.
+    name_len: usize,
     op: TextOp,
     sql: SqlCode,
     /// ENUM labels (another dialect's text: CloudCanal's) to Canal's index text, instead of ``op``.
     labels: Option<HashMap<String, String>>,
+}
+
+impl Retext {
+    /// ``"name":``: the start of the column's entries.
+    fn name_entry(&self) -> &[u8] {
+        &self.mysql_type[..=self.name_len]
+    }
 }
 
 /// What becomes of one op's rows (c, u, d, r).
@@ -141,13 +151,14 @@ impl Table {
                     };
                     let mut entry = Vec::new();
                     json::write_str(&mut entry, name);
+                    let name_len = entry.len();
                     entry.push(b':');
                     json::write_str(&mut entry, &type_text);
                     let sql = match max {
                         Some(max) => SqlCode::Unsigned { signed: code, wide, max },
                         None => SqlCode::ByNull(null_code, code),
                     };
-                    out.push(Retext { mysql_type: entry, op, sql, labels: labels.get(i).cloned().flatten() });
+                    out.push(Retext { mysql_type: entry, name_len, op, sql, labels: labels.get(i).cloned().flatten() });
                 }
                 Some(out)
             }
@@ -409,14 +420,40 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: boo
     Ok(())
 }
 
-/// A row's values as Canal text: per row entry, the span of its JSON value in ``buf``
-/// (``None``: null) and its column.
 /// Per row entry: its column and the span of its converted value (``None``: null).
 type Spans = Vec<(usize, Option<(usize, usize)>)>;
 
-fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Result<Spans, Fallback> {
-    let mut seen = vec![false; columns.len()];
-    let mut spans = Vec::with_capacity(row.0.len());
+/// What [`write_retext`] reuses from message to message: the row's and the before-image
+/// overlay's converted values and their spans, the columns seen, the changed columns.
+#[derive(Default)]
+struct RetextScratch {
+    buf: Vec<u8>,
+    after: Spans,
+    obuf: Vec<u8>,
+    overlay: Spans,
+    seen: Vec<bool>,
+    changed: Spans,
+}
+
+impl scratch::Scratch for RetextScratch {
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.after.clear();
+        self.obuf.clear();
+        self.overlay.clear();
+        self.changed.clear();
+    }
+}
+
+thread_local! {
+    static RETEXT: RefCell<RetextScratch> = RefCell::default();
+}
+
+/// A row's values as Canal text into ``buf``, per row entry its column and the span of its
+/// JSON value (``None``: null) into ``spans``.
+fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>, spans: &mut Spans, seen: &mut Vec<bool>) -> Result<(), Fallback> {
+    seen.clear();
+    seen.resize(columns.len(), false);
     for (n, (name, value)) in row.0.iter().enumerate() {
         let c = t.column(n, name.as_ref()).ok_or(Fallback)?;
         if std::mem::replace(&mut seen[c], true) {
@@ -435,37 +472,39 @@ fn retext_row(t: &Table, columns: &[Retext], row: &Row, buf: &mut Vec<u8>) -> Re
         };
         spans.push((c, span));
     }
-    Ok(spans)
+    Ok(())
+}
+
+/// A converted value's JSON text (``null`` for ``None``).
+fn span_text(buf: &[u8], span: Option<(usize, usize)>) -> &[u8] {
+    match span {
+        Some((a, b)) => &buf[a..b],
+        None => b"null",
+    }
 }
 
 /// One message of another dialect (one row: TiCDC's) as official Canal writes it.
 fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    scratch::with(&RETEXT, |s| write_retext_with(t, columns, m, op, variant, s, out))
+}
+
+fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: usize, s: &mut RetextScratch, out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let [row] = data else { return Err(Fallback) };
     let Some(ts) = m.ts else { return Err(Fallback) }; // Python writes the current time
     if row.0.is_empty() {
         return Err(Fallback);
     }
-    let mut buf = Vec::with_capacity(512);
-    let after = retext_row(t, columns, row, &mut buf)?;
-    let text = |span: Option<(usize, usize)>, buf: &Vec<u8>| -> Vec<u8> {
-        match span {
-            Some((a, b)) => buf[a..b].to_vec(),
-            None => b"null".to_vec(),
-        }
-    };
+    retext_row(t, columns, row, &mut s.buf, &mut s.after, &mut s.seen)?;
+    let (buf, after) = (&s.buf, &s.after);
     let mut value = Vec::with_capacity(1024);
     value.extend_from_slice(b"{\"data\":[{");
-    for (n, ((name, _), (_, span))) in row.0.iter().zip(&after).enumerate() {
+    for (n, (c, span)) in after.iter().enumerate() {
         if n > 0 {
             value.push(b',');
         }
-        json::write_str(&mut value, name);
-        value.push(b':');
-        match span {
-            Some((a, b)) => value.extend_from_slice(&buf[*a..*b]),
-            None => value.extend_from_slice(b"null"),
-        }
+        value.extend_from_slice(columns[*c].name_entry()); // the row's name is the column's
+        value.extend_from_slice(span_text(buf, *span));
     }
     value.extend_from_slice(b"}],\"database\":");
     json::write_str(&mut value, m.database.as_deref().unwrap_or(""));
@@ -480,41 +519,35 @@ fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: 
     }
     value.extend_from_slice(b"},\"old\":");
     // UPDATE: the before-image (``data`` overlaid with ``old``) in Canal text; ``old``
-    // holds the columns whose text differs from the after-image's.
+    // holds the columns whose text differs from the after-image's: the overlaid columns
+    // of the row whose text changed (in row order), then the overlay's other columns.
     let old = m.old.as_deref().unwrap_or(&[]);
-    let mut changed = Vec::new();
     if op == 1 && !old.is_empty() {
         let o = old.first().ok_or(Fallback)?;
-        let mut obuf = Vec::with_capacity(256);
-        let overlay = retext_row(t, columns, o, &mut obuf)?;
-        let mut before: Vec<(usize, Vec<u8>)> = after.iter().map(|(c, span)| (*c, text(*span, &buf))).collect();
-        for (c, span) in overlay {
-            let v = text(span, &obuf);
-            match before.iter_mut().find(|(bc, _)| *bc == c) {
-                Some(slot) => slot.1 = v,
-                None => before.push((c, v)),
+        retext_row(t, columns, o, &mut s.obuf, &mut s.overlay, &mut s.seen)?;
+        for &(c, now) in after.iter() {
+            if let Some(&(_, was)) = s.overlay.iter().find(|(oc, _)| *oc == c) {
+                if span_text(&s.obuf, was) != span_text(buf, now) {
+                    s.changed.push((c, was));
+                }
             }
         }
-        for (c, v) in before {
-            let now = after.iter().find(|(ac, _)| *ac == c).map(|(_, span)| text(*span, &buf));
-            if now.as_deref() != Some(v.as_slice()) {
-                changed.push((c, v));
+        for &(c, was) in s.overlay.iter() {
+            if !after.iter().any(|(ac, _)| *ac == c) {
+                s.changed.push((c, was));
             }
         }
     }
-    if changed.is_empty() {
+    if s.changed.is_empty() {
         value.extend_from_slice(b"null");
     } else {
         value.extend_from_slice(b"[{");
-        for (n, (c, v)) in changed.iter().enumerate() {
+        for (n, &(c, was)) in s.changed.iter().enumerate() {
             if n > 0 {
                 value.push(b',');
             }
-            let entry = &columns[*c].mysql_type;
-            let name_end = name_len(entry);
-            value.extend_from_slice(&entry[..name_end]);
-            value.push(b':');
-            value.extend_from_slice(v);
+            value.extend_from_slice(columns[c].name_entry());
+            value.extend_from_slice(span_text(&s.obuf, was));
         }
         value.extend_from_slice(b"}]");
     }
@@ -537,9 +570,7 @@ fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: 
         if n > 0 {
             value.push(b',');
         }
-        let entry = &columns[*c].mysql_type;
-        value.extend_from_slice(&entry[..name_len(entry)]);
-        value.push(b':');
+        value.extend_from_slice(columns[*c].name_entry());
         let code = match (&columns[*c].sql, span) {
             (SqlCode::ByNull(null, _), None) => *null,
             (SqlCode::ByNull(_, code), Some(_)) => *code,
@@ -566,17 +597,4 @@ fn write_retext(t: &Table, columns: &[Retext], m: &Message, op: usize, variant: 
     value.push(b'}');
     out.push((Some(value), t.key(row), variant));
     Ok(())
-}
-
-/// The length of the ``"name"`` part of a ``"name":"type"`` entry.
-fn name_len(entry: &[u8]) -> usize {
-    let mut i = 1;
-    while i < entry.len() {
-        match entry[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    entry.len()
 }

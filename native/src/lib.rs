@@ -24,6 +24,7 @@ mod maxwell_out;
 mod ogg_in;
 mod ogg_out;
 mod partition;
+mod scratch;
 mod ticdc_out;
 mod typed_in;
 mod typed_json;

@@ -22,42 +22,37 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
 pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, position: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
-    let mut head = Vec::with_capacity(128);
-    head.extend_from_slice(b"{\"database\":");
-    write_name(&mut head, m.database.as_deref());
-    head.extend_from_slice(b",\"table\":");
-    write_name(&mut head, m.table.as_deref());
-    head.extend_from_slice(b",\"type\":");
-    head.extend_from_slice(TYPES[op]);
-    if let Some(es) = m.es {
-        head.extend_from_slice(b",\"ts\":");
-        json::write_int(&mut head, es.div_euclid(1000));
-    }
-    head.extend_from_slice(position);
-    if !t.pk.is_empty() {
-        head.extend_from_slice(b",\"primary_key_columns\":");
-        t.pk_array(&mut head);
-    }
-    head.extend_from_slice(b",\"data\":");
     let mut spans = Vec::new();
+    // The changed columns of an UPDATE row (``"name":value,...``).
+    let mut changed = Vec::new();
+    // The fields up to ``"data":``, the same for every row (kept apart only for a second row).
+    let mut head = Vec::new();
     for (i, row) in data.iter().enumerate() {
-        let mut value = Vec::with_capacity(head.len() + 1024);
-        value.extend_from_slice(&head);
+        let mut value = Vec::with_capacity(1024);
+        if i == 0 {
+            write_head(t, m, op, position, &mut value);
+            if data.len() > 1 {
+                head.extend_from_slice(&value);
+            }
+        } else {
+            value.extend_from_slice(&head);
+        }
         t.image(row, &mut value, &mut spans)?;
         if let (1, Some(o)) = (op, old.get(i)) {
-            let mut changed = Vec::new();
+            changed.clear();
             t.before(row, o, &value, &spans, |name, v, is_changed| {
                 if is_changed {
-                    changed.push((name, v.to_vec()));
+                    if !changed.is_empty() {
+                        changed.push(b',');
+                    }
+                    json::write_str(&mut changed, name);
+                    changed.push(b':');
+                    changed.extend_from_slice(v);
                 }
             })?;
-            for (n, (name, v)) in changed.iter().enumerate() {
-                value.extend_from_slice(if n == 0 { b",\"old\":{" } else { b"," });
-                json::write_str(&mut value, name);
-                value.push(b':');
-                value.extend_from_slice(v);
-            }
             if !changed.is_empty() {
+                value.extend_from_slice(b",\"old\":{");
+                value.extend_from_slice(&changed);
                 value.push(b'}');
             }
         }
@@ -65,6 +60,26 @@ pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, po
         out.push((Some(value), t.key(row), variant));
     }
     Ok(())
+}
+
+/// The fields before the row's image, through ``"data":``.
+fn write_head(t: &Table, m: &Message, op: usize, position: &[u8], head: &mut Vec<u8>) {
+    head.extend_from_slice(b"{\"database\":");
+    write_name(head, m.database.as_deref());
+    head.extend_from_slice(b",\"table\":");
+    write_name(head, m.table.as_deref());
+    head.extend_from_slice(b",\"type\":");
+    head.extend_from_slice(TYPES[op]);
+    if let Some(es) = m.es {
+        head.extend_from_slice(b",\"ts\":");
+        json::write_int(head, es.div_euclid(1000));
+    }
+    head.extend_from_slice(position);
+    if !t.pk.is_empty() {
+        head.extend_from_slice(b",\"primary_key_columns\":");
+        t.pk_array(head);
+    }
+    head.extend_from_slice(b",\"data\":");
 }
 
 /// A database or table name as the Canal decoder keeps it (``""`` is no name: null).

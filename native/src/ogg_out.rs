@@ -19,36 +19,25 @@ const CODES: [&[u8]; 4] = [b"\"I\"", b"\"U\"", b"\"D\"", b"\"I\""];
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
-    let mut head = Vec::with_capacity(160);
-    head.extend_from_slice(b"{\"table\":");
-    match (m.database.as_deref().filter(|p| !p.is_empty()), m.table.as_deref().filter(|p| !p.is_empty())) {
-        (Some(db), Some(table)) => json::write_str(&mut head, &format!("{db}.{table}")),
-        (Some(one), None) | (None, Some(one)) => json::write_str(&mut head, one),
-        (None, None) => head.extend_from_slice(b"null"),
-    }
-    head.extend_from_slice(b",\"op_type\":");
-    head.extend_from_slice(CODES[op]);
-    if let Some(es) = m.es {
-        head.extend_from_slice(b",\"op_ts\":");
-        write_ts(&mut head, es, b' ')?;
-    }
-    if let Some(ts) = m.ts {
-        head.extend_from_slice(b",\"current_ts\":");
-        write_ts(&mut head, ts, b'T')?;
-    }
-    if !t.pk.is_empty() {
-        head.extend_from_slice(b",\"primary_keys\":");
-        t.pk_array(&mut head);
-    }
-    let mut after = Vec::with_capacity(1024);
+    // The fields before the images, the same for every row (kept apart only for a second row).
+    let mut head = Vec::new();
+    let mut after = Vec::new();
     let mut spans = Vec::new();
     for (i, row) in data.iter().enumerate() {
-        after.clear();
-        t.image(row, &mut after, &mut spans)?;
-        let mut value = Vec::with_capacity(head.len() + 2 * after.len() + 64);
-        value.extend_from_slice(&head);
+        let mut value = Vec::with_capacity(1024);
+        if i == 0 {
+            write_head(t, m, op, &mut value)?;
+            if data.len() > 1 {
+                head.extend_from_slice(&value);
+            }
+        } else {
+            value.extend_from_slice(&head);
+        }
         match op {
             1 => {
+                after.clear();
+                after.reserve(1024);
+                t.image(row, &mut after, &mut spans)?;
                 value.extend_from_slice(b",\"before\":");
                 match old.get(i) {
                     Some(o) => {
@@ -69,17 +58,50 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
                 value.extend_from_slice(b",\"after\":");
                 value.extend_from_slice(&after);
             }
+            // A row without a before-image of its own: written straight into the value.
             2 => {
                 value.extend_from_slice(b",\"before\":");
-                value.extend_from_slice(&after);
+                t.image(row, &mut value, &mut spans)?;
             }
             _ => {
                 value.extend_from_slice(b",\"after\":");
-                value.extend_from_slice(&after);
+                t.image(row, &mut value, &mut spans)?;
             }
         }
         value.push(b'}');
         out.push((Some(value), t.key(row), variant));
+    }
+    Ok(())
+}
+
+/// The fields before the images: ``table`` through ``primary_keys``.
+fn write_head(t: &Table, m: &Message, op: usize, head: &mut Vec<u8>) -> Result<(), Fallback> {
+    head.extend_from_slice(b"{\"table\":");
+    match (m.database.as_deref().filter(|p| !p.is_empty()), m.table.as_deref().filter(|p| !p.is_empty())) {
+        (Some(db), Some(table)) => {
+            // ``"db.table"``
+            head.push(b'"');
+            json::write_escaped(head, db);
+            head.push(b'.');
+            json::write_escaped(head, table);
+            head.push(b'"');
+        }
+        (Some(one), None) | (None, Some(one)) => json::write_str(head, one),
+        (None, None) => head.extend_from_slice(b"null"),
+    }
+    head.extend_from_slice(b",\"op_type\":");
+    head.extend_from_slice(CODES[op]);
+    if let Some(es) = m.es {
+        head.extend_from_slice(b",\"op_ts\":");
+        write_ts(head, es, b' ')?;
+    }
+    if let Some(ts) = m.ts {
+        head.extend_from_slice(b",\"current_ts\":");
+        write_ts(head, ts, b'T')?;
+    }
+    if !t.pk.is_empty() {
+        head.extend_from_slice(b",\"primary_keys\":");
+        t.pk_array(head);
     }
     Ok(())
 }

@@ -160,11 +160,15 @@ impl Event<'_> {
             }
             columns.push((name.as_ref(), v.kind));
         }
+        // While the overlay names the row's columns in the row's order (GoldenGate's whole
+        // before-image), its names are as distinct as the row's: no search.
+        let mut aligned = true;
         for (n, (name, v)) in self.old.iter().flatten().enumerate() {
-            if self.old.as_ref()?[..n].iter().any(|(k, _)| k == name) {
+            aligned &= columns.get(n).is_some_and(|(c, _)| *c == name.as_ref());
+            if !aligned && self.old.as_ref()?[..n].iter().any(|(k, _)| k == name) {
                 return None;
             }
-            let slot = columns.iter_mut().find(|(c, _)| *c == name.as_ref())?;
+            let slot = if aligned { &mut columns[n] } else { columns.iter_mut().find(|(c, _)| *c == name.as_ref())? };
             if slot.1 == Kind::Null {
                 slot.1 = v.kind;
             } else if v.kind != Kind::Null && v.kind != slot.1 {
@@ -213,35 +217,39 @@ impl Layout {
 
 const CACHE_SIZE: usize = 1024;
 
-/// Compiled tables by layout, the last one used looked at first (a layout repeats for
+/// Layouts looked at before the map: a table's messages alternate between a few (a
+/// nullable column's kind is null in some of them).
+const RECENT: usize = 4;
+
+/// Compiled tables by layout, the last ones used looked at first (a layout repeats for
 /// every message of a table); at most ``CACHE_SIZE`` of them.
 pub(crate) struct Tables<K> {
     compiled: HashMap<K, Option<Arc<Table>>>,
-    last: Option<(K, Option<Arc<Table>>)>,
+    /// The last layouts used, the latest first.
+    recent: Vec<(K, Option<Arc<Table>>)>,
 }
 
 impl<K: Clone + Eq + Hash> Tables<K> {
     pub fn new() -> Tables<K> {
-        Tables { compiled: HashMap::new(), last: None }
+        Tables { compiled: HashMap::new(), recent: Vec::with_capacity(RECENT) }
     }
 
     pub fn clear(&mut self) {
         self.compiled.clear();
-        self.last = None;
+        self.recent.clear();
     }
 
-    /// The table of the layout ``is_last`` recognises as the last one's, else of ``layout()``,
-    /// compiled by ``compile`` the first time (``None``: Python's).
+    /// The table of the layout ``is_recent`` recognises as a recent one's, else of
+    /// ``layout()``, compiled by ``compile`` the first time (``None``: Python's).
     pub fn get(
         &mut self,
-        is_last: impl FnOnce(&K) -> bool,
+        is_recent: impl Fn(&K) -> bool,
         layout: impl FnOnce() -> K,
         compile: impl FnOnce(&K) -> PyResult<Option<Table>>,
     ) -> PyResult<Option<Arc<Table>>> {
-        if let Some((key, table)) = &self.last {
-            if is_last(key) {
-                return Ok(table.clone());
-            }
+        if let Some(n) = self.recent.iter().position(|(key, _)| is_recent(key)) {
+            self.recent[..=n].rotate_right(1);
+            return Ok(self.recent[0].1.clone());
         }
         let key = layout();
         let table = match self.compiled.get(&key) {
@@ -255,7 +263,10 @@ impl<K: Clone + Eq + Hash> Tables<K> {
                 table
             }
         };
-        self.last = Some((key, table.clone()));
+        if self.recent.len() == RECENT {
+            self.recent.pop();
+        }
+        self.recent.insert(0, (key, table.clone()));
         Ok(table)
     }
 }
@@ -322,8 +333,11 @@ pub(crate) fn write_canal_keyed(t: &canal_out::Table, m: &canal::Message, op: us
         canal_out::Entry::Write(variant) => {
             let start = out.len();
             let ok = canal_out::write(t, m, op, variant, false, out).is_ok();
-            for record in &mut out[start..] {
-                record.1 = key.clone();
+            if let Some((last, others)) = out[start..].split_last_mut() {
+                for record in others {
+                    record.1 = key.clone();
+                }
+                last.1 = key; // moved, not cloned
             }
             ok
         }

@@ -8,6 +8,7 @@
 //! as Python compares the rendered values). Texts whose rendering is not certain are
 //! [`Fallback`]: the record goes to Python.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
@@ -17,7 +18,7 @@ use crate::canal::Row;
 use crate::canal_out::{entries, quoted_names, text_key, Entry};
 use crate::canal_text::TextOp;
 use crate::values::{plain_number, set_labels, Fallback, Op};
-use crate::{canon, json};
+use crate::{canon, json, scratch};
 
 /// How one column's Canal text becomes its typed JSON value.
 pub enum Conv {
@@ -51,6 +52,8 @@ enum Eq {
 
 struct Column {
     name: String,
+    /// ``"name":`` as written before each value.
+    key: Vec<u8>,
     conv: Conv,
     eq: Eq,
 }
@@ -100,7 +103,10 @@ impl Table {
             if index.insert(name.clone(), cols.len()).is_some() {
                 return Ok(None);
             }
-            cols.push(Column { name, conv, eq });
+            let mut key = Vec::with_capacity(name.len() + 3);
+            json::write_str(&mut key, &name);
+            key.push(b':');
+            cols.push(Column { name, key, conv, eq });
         }
         let entries = entries(ops)?;
         let pk = quoted_names(pk);
@@ -161,6 +167,7 @@ impl Table {
     /// its column and the span of its value into ``spans``.
     pub fn image(&self, row: &Row, out: &mut Vec<u8>, spans: &mut Spans) -> Result<(), Fallback> {
         spans.clear();
+        spans.reserve(row.0.len());
         let narrow = self.columns.len() <= 64;
         let mut seen = 0u64;
         out.push(b'{');
@@ -183,8 +190,7 @@ impl Table {
             if n > 0 {
                 out.push(b',');
             }
-            json::write_str(out, name);
-            out.push(b':');
+            out.extend_from_slice(&self.columns[c].key); // the row's name is the column's
             let start = out.len();
             self.value(c, value.as_deref(), out)?;
             spans.push((c, start, out.len()));
@@ -205,35 +211,38 @@ impl Table {
         spans: &Spans,
         mut visit: impl FnMut(&'r str, &[u8], bool),
     ) -> Result<(), Fallback> {
-        let mut rendered = Vec::with_capacity(64 * old.0.len());
-        // per old entry: column, name, span in ``rendered``, still to be visited
-        let mut overlay: Vec<(usize, &'r str, usize, usize, bool)> = Vec::with_capacity(old.0.len());
-        for (name, value) in &old.0 {
-            let c = *self.index.get(name.as_ref()).ok_or(Fallback)?;
-            if overlay.iter().any(|o| o.0 == c) {
-                return Err(Fallback);
-            }
-            let start = rendered.len();
-            self.value(c, value.as_deref(), &mut rendered)?;
-            overlay.push((c, name.as_ref(), start, rendered.len(), true));
-        }
-        for (&(c, a, b), (name, _)) in spans.iter().zip(&row.0) {
-            let now = &after[a..b];
-            match overlay.iter_mut().find(|o| o.0 == c) {
-                Some(o) => {
-                    o.4 = false;
-                    let v = &rendered[o.2..o.3];
-                    visit(name.as_ref(), v, !self.same(c, now, v)?);
+        scratch::with(&SCRATCH, |Scratch { rendered, overlay }| {
+            // per old entry: column, span in ``rendered``, still to be visited
+            for (n, (name, value)) in old.0.iter().enumerate() {
+                let c = match self.columns.get(n) {
+                    Some(col) if col.name == name.as_ref() => n,
+                    _ => *self.index.get(name.as_ref()).ok_or(Fallback)?,
+                };
+                if overlay.iter().any(|o| o.0 == c) {
+                    return Err(Fallback);
                 }
-                None => visit(name.as_ref(), now, false),
+                let start = rendered.len();
+                self.value(c, value.as_deref(), rendered)?;
+                overlay.push((c, start, rendered.len(), true));
             }
-        }
-        for (_, name, a, b, pending) in overlay {
-            if pending {
-                visit(name, &rendered[a..b], true);
+            for (&(c, a, b), (name, _)) in spans.iter().zip(&row.0) {
+                let now = &after[a..b];
+                match overlay.iter_mut().find(|o| o.0 == c) {
+                    Some(o) => {
+                        o.3 = false;
+                        let v = &rendered[o.1..o.2];
+                        visit(name.as_ref(), v, !self.same(c, now, v)?);
+                    }
+                    None => visit(name.as_ref(), now, false),
+                }
             }
-        }
-        Ok(())
+            for (&(_, a, b, pending), (name, _)) in overlay.iter().zip(&old.0) {
+                if pending {
+                    visit(name.as_ref(), &rendered[a..b], true);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Are two rendered values of column ``c`` the same to Python?
@@ -278,6 +287,25 @@ impl Table {
 
 /// Per row entry: its column and the span of its rendered value.
 pub type Spans = Vec<(usize, usize, usize)>;
+
+/// What [`Table::before`] reuses from message to message: a before-image's rendered
+/// values, and per entry its column, span and whether it is still to be visited.
+#[derive(Default)]
+struct Scratch {
+    rendered: Vec<u8>,
+    overlay: Vec<(usize, usize, usize, bool)>,
+}
+
+impl scratch::Scratch for Scratch {
+    fn clear(&mut self) {
+        self.rendered.clear();
+        self.overlay.clear();
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
 
 /// ``-?(0|[1-9][0-9]*)(\.[0-9]+)?`` within MySQL's DECIMAL (65 integer digits, 30 fraction
 /// digits): ``format(Decimal(text), "f")`` is the text itself.

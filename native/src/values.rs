@@ -13,6 +13,7 @@ use chrono::{LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use chrono_tz::Tz;
 use num_bigint::BigInt;
 
+use crate::canal_text::canonical_int;
 use crate::json::{write_f64, write_int, write_str};
 
 /// The record is not handled natively: Python processes it (and words any error).
@@ -60,6 +61,8 @@ impl Op {
     pub fn write(&self, out: &mut Vec<u8>, s: &str) -> Conv {
         match self {
             Op::Str => write_str(out, s),
+            // A canonical integer of at most 18 characters is its own JSON text.
+            Op::Int if s.len() <= 18 && canonical_int(s).is_ok() => out.extend_from_slice(s.as_bytes()),
             Op::Int => write_int(out, int_in_json_range(s)?),
             Op::Int64Wrap => {
                 let n = int_in_json_range(s)?;
