@@ -48,6 +48,8 @@ impl TextOp {
             ("date", _) => TextOp::Date,
             ("datetime", Some(fsp)) if fsp <= 6 => TextOp::DateTime(fsp),
             ("time", Some(fsp)) if fsp <= 6 => TextOp::Time(fsp),
+            // more fractional digits than MySQL has (a malformed type): Python's conversion decides
+            ("datetime" | "time", Some(_)) => TextOp::Python,
             ("bytes", _) => TextOp::Bytes,
             ("python", _) => TextOp::Python,
             _ => return None,
