@@ -890,8 +890,8 @@ class DebeziumJsonCodec(JsonCodec):
         extra_names = tuple(k for k in row if plan is None or k not in plan.table_schema.by_name)
         source = payload.get("source") or {}
         others = tuple((n, _inferred_type(v)) for n, v in payload.items() if n not in _ENVELOPE_FIELDS)
-        ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), others, extra_names)
-        ck += _inferred_types(row, extra_names)
+        extra = (extra_names, _inferred_types(row, extra_names))
+        ck = ("env", plan, self._struct_name(event, ""), tuple(source), tuple(payload), others, extra)
         hit = self._schema_bytes.get(ck)
         if hit is not None:
             return hit
