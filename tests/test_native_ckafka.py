@@ -50,12 +50,19 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
 
 
-def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = None) -> ChainResult:
-    """The chain as built and its Python twin agree; returns the Python result."""
+def run_chains(
+    fmt: str,
+    sink: str,
+    values: list[bytes | None],
+    catalog: SchemaCatalog | None = None,
+    source: dict[str, Any] | None = None,
+) -> ChainResult:
+    """``fmt`` -> ``sink`` as built (native when a plan exists) and its Python twin agree on
+    ``values``, each chain with its own copy of ``catalog``; returns the Python result."""
 
     def make() -> Chain:
         cat = None if catalog is None else SchemaCatalog.from_dict(catalog.to_dict())
-        return Chain(get_codec(FMT, SOURCE, catalog=cat), get_codec(sink, {}), [], "all")
+        return Chain(get_codec(fmt, source or {}, catalog=cat), get_codec(sink, {}), [], "all")
 
     fast, slow = make(), make()
     slow.native = None
@@ -64,6 +71,22 @@ def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = N
     assert outputs(native_result) == outputs(python_result)
     assert dead_letters(native_result) == dead_letters(python_result)
     return python_result
+
+
+def assert_batch_is_one_at_a_time(fmt: str, sink: str, values: list[bytes | None], source: dict[str, Any]) -> None:
+    """One batch of ``values`` gives what they give one record at a time (the catalog
+    carries over between batches as within one)."""
+    whole = run_chains(fmt, sink, values, source=source)
+    chain = Chain(get_codec(fmt, source), get_codec(sink, {}), [], "all")
+    chain.native = None
+    one_by_one: list[tuple] = []
+    for record in records_of(values):
+        one_by_one += outputs(chain.process_batch([record]))
+    assert outputs(whole) == one_by_one
+
+
+def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = None) -> ChainResult:
+    return run_chains(FMT, sink, values, catalog, SOURCE)
 
 
 def after(result: ChainResult, sink: str) -> list[dict[str, Any] | None]:
@@ -125,13 +148,7 @@ def test_a_batch_gives_what_one_record_at_a_time_gives(sink: str) -> None:
         orjson.dumps(dml("U", new=row(2, score="1"), old=row(2, score="18446744073709551615"), TABLE="scores")),
         orjson.dumps(dml("D", old=row(1), TABLE="scores")),
     ]
-    whole = run(sink, values)
-    chain = Chain(get_codec(FMT, SOURCE), get_codec(sink, {}), [], "all")
-    chain.native = None
-    one_by_one: list[tuple] = []
-    for record in records_of(values):
-        one_by_one += outputs(chain.process_batch([record]))
-    assert outputs(whole) == one_by_one
+    assert_batch_is_one_at_a_time(FMT, sink, values, SOURCE)
 
 
 @pytest.mark.parametrize("sink", SINKS)

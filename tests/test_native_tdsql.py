@@ -12,7 +12,6 @@ chain as built (native when a plan exists) against its Python twin, byte for byt
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ from cdc_smt.transforms.chain import Chain, ChainResult
 from cdc_smt.transforms.formats import get_codec
 from tests.messages import tdsql_message
 from tests.strategies import change_streams, table_schemas
-from tests.test_native import corpus_files, corpus_messages, dead_letters, outputs, records_of
+from tests.test_native import corpus_files, corpus_messages
+from tests.test_native_ckafka import assert_batch_is_one_at_a_time, fixed_clock, run_chains  # noqa: F401 - fixed_clock: autouse here too
 
 FMT = "tdsql-binlog-json"
 SINKS = ["canal-json", "debezium-json"]
@@ -41,26 +41,8 @@ def insert(*literals: str, code: int = 23, **fields: Any) -> bytes:
     return msg("insert", code, where=[], field=list(literals), **fields)
 
 
-@pytest.fixture(autouse=True)
-def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both paths see one clock: canal-json writes the time of encoding where a message has none."""
-    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
-
-
 def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = None, **source: Any) -> ChainResult:
-    """The chain as built and its Python twin agree; returns the Python result."""
-
-    def make() -> Chain:
-        cat = None if catalog is None else SchemaCatalog.from_dict(catalog.to_dict())
-        return Chain(get_codec(FMT, source, catalog=cat), get_codec(sink, {}), [], "all")
-
-    fast, slow = make(), make()
-    slow.native = None
-    records = records_of(values)
-    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
-    assert dead_letters(native_result) == dead_letters(python_result)
-    return python_result
+    return run_chains(FMT, sink, values, catalog, source)
 
 
 def dml_rows(result: ChainResult, sink: str) -> list[dict[str, Any]]:
@@ -118,13 +100,7 @@ def test_a_batch_gives_what_one_record_at_a_time_gives(sink: str) -> None:
         msg("delete", 25, where=["1", "1.00"], field=[]),
         msg("xid", 16, xid="7"),
     ]
-    whole = run(sink, values)
-    chain = Chain(get_codec(FMT, {}), get_codec(sink, {}), [], "all")
-    chain.native = None
-    one_by_one: list[tuple] = []
-    for record in records_of(values):
-        one_by_one += outputs(chain.process_batch([record]))
-    assert outputs(whole) == one_by_one
+    assert_batch_is_one_at_a_time(FMT, sink, values, {})
 
 
 @pytest.mark.parametrize("sink", SINKS)
