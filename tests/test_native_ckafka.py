@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -204,14 +205,18 @@ def test_malformed_messages_among_good_ones(sink: str) -> None:
 
 @pytest.mark.parametrize("sink", SINKS)
 def test_corpus_files(sink: str, corpus: Path) -> None:
-    files = corpus_files(corpus, FMT)
+    # the DDL messages first (their tables' schemas), then the DML
+    run_corpus(corpus, FMT, lambda stream: run(sink, sorted(stream, key=lambda m: b'"isDdl"' not in m)))
+
+
+def run_corpus(corpus: Path, fmt: str, run_stream: Callable[[list[bytes | None]], object]) -> None:
+    """``run_stream`` over the corpus's ``fmt`` messages as one stream, then file by file."""
+    files = corpus_files(corpus, fmt)
     if not files:
-        pytest.skip(f"the corpus has no {FMT} files")
-    # the DDL messages first (their tables' schemas), then the DML, as one stream and file by file
-    stream = [m for messages in corpus_messages(files) for m in messages]
-    run(sink, sorted(stream, key=lambda m: b'"isDdl"' not in m))
+        pytest.skip(f"the corpus has no {fmt} files")
+    run_stream([m for messages in corpus_messages(files) for m in messages])
     for messages in corpus_messages(files):
-        run(sink, list(messages))
+        run_stream(list(messages))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

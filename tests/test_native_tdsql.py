@@ -25,8 +25,7 @@ from cdc_smt.transforms.chain import Chain, ChainResult
 from cdc_smt.transforms.formats import get_codec
 from tests.messages import tdsql_message
 from tests.strategies import change_streams, table_schemas
-from tests.test_native import corpus_files, corpus_messages
-from tests.test_native_ckafka import assert_batch_is_one_at_a_time, fixed_clock, run_chains  # noqa: F401 - fixed_clock: autouse here too
+from tests.test_native_ckafka import assert_batch_is_one_at_a_time, fixed_clock, run_chains, run_corpus  # noqa: F401 - fixed_clock: autouse here too
 
 FMT = "tdsql-binlog-json"
 SINKS = ["canal-json", "debezium-json"]
@@ -143,13 +142,7 @@ def test_compressed_mariadb_events(sink: str) -> None:
 
 @pytest.mark.parametrize("sink", SINKS)
 def test_corpus_files(sink: str, corpus: Path) -> None:
-    files = corpus_files(corpus, FMT)
-    if not files:
-        pytest.skip(f"the corpus has no {FMT} files")
-    stream = [m for messages in corpus_messages(files) for m in messages]
-    run(sink, stream, unknown_table="positional")
-    for messages in corpus_messages(files):
-        run(sink, list(messages), unknown_table="positional")
+    run_corpus(corpus, FMT, lambda stream: run(sink, stream, unknown_table="positional"))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
