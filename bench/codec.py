@@ -93,6 +93,9 @@ class Row:
     sink_floor: bool = False
     #: ``"fastavro"``: the row's own floor is fastavro's read + write of its dts-avro messages.
     floor: str = ""
+    #: The source codec reads through a schema catalog of ``shop.orders`` (formats that type or
+    #: name rows from one: ckafka-json, tdsql-binlog-json), as a job's schema file would give it.
+    catalog: bool = False
 
     @property
     def label(self) -> str:
@@ -251,6 +254,20 @@ ROWS: tuple[Row, ...] = (
             sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
             note="typed, no schema",
             floor="fastavro",
+        )
+    ),
+    *with_python_twin(Row("ckafka-json", "canal-json", catalog=True, note="schema file")),
+    *with_python_twin(
+        Row("ckafka-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, catalog=True, note="schema file")
+    ),
+    *with_python_twin(Row("tdsql-binlog-json", "canal-json", catalog=True, note="schema file")),
+    *with_python_twin(
+        Row(
+            "tdsql-binlog-json",
+            "debezium-json",
+            sink_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            catalog=True,
+            note="schema file",
         )
     ),
 )
@@ -433,10 +450,12 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
         records = inputs.records(row.source, row.input_options)
         errors = 0
         native = False
+        catalog = orders_catalog() if row.catalog else None  # a schema file: DML does not change it
 
         def once() -> None:
             nonlocal errors, native
-            chain = Chain(get_codec(row.source, row.source_options), get_codec(row.sink, row.sink_options), [], "all")
+            source = get_codec(row.source, row.source_options, catalog=catalog)
+            chain = Chain(source, get_codec(row.sink, row.sink_options), [], "all")
             if row.python_path:
                 chain.native = None
             native = chain.native is not None
