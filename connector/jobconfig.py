@@ -165,6 +165,9 @@ class WorkerSettings:
     #: "Latency and throughput"): more throughput under a backlog, but measured (bench/latency.py)
     #: higher latency at 1,000-10,000 msgs/s, so off.
     fetch_ahead: bool = False
+    #: Run Faust's aiokafka consumer in a thread of its own (Faust's design) instead of on the
+    #: worker's loop (see docs/operations.md, "Latency and throughput").
+    consumer_thread: bool = False
 
     @property
     def exactly_once(self) -> bool:
