@@ -99,10 +99,11 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     async def rewind(self, assignment: Any, offsets: Mapping[Any, int]) -> dict[Any, int]:
         """Undo fetches whose records were not processed: seek each partition back to ``offsets[tp]``.
 
-        Runs in the consumer thread, so it is ordered with Faust's own seeks. Only while
-        the fetching assignment is still the current one and the position is still past
-        the offset: a new assignment starts from the committed offset anyway, and a
-        seek (to the committed offset) since the fetch already went back at least as far.
+        Runs where the consumer runs (its thread, or the worker's loop), so it is ordered
+        with Faust's own seeks. Only while the fetching assignment is still the current one
+        and the position is still past the offset: a new assignment starts from the committed
+        offset anyway, and a seek (to the committed offset) since the fetch already went back
+        at least as far.
         Returns the partitions sought back.
         """
         return await self.call_thread(seek_back, self._ensure_consumer(), assignment, offsets)
@@ -209,7 +210,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         super().__init__(*args, **kwargs)
 
     def _new_consumer_thread(self) -> CdcConsumerThread:
-        if self.app.consumer_thread:  # Faust's own design: a thread with a loop of its own
+        if getattr(self.app, "consumer_thread", False):  # CdcApp's setting: Faust's design, a thread of its own
             return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
         return LoopConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
@@ -309,7 +310,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         positions (the new assignment starts from the committed offsets, and Faust
         seeks to them before it resumes the flow), but records fetched after that
         reset and received while the flow is still suspended would be skipped for
-        good: so the fetch is undone, in the consumer thread, wherever no reset came
+        good: so the fetch is undone, where the consumer runs, wherever no reset came
         after it (:meth:`CdcConsumerThread.rewind`).
         """
         assignment = getattr(records, "assignment", None)
