@@ -114,9 +114,10 @@ class LoopConsumerThread(CdcConsumerThread):
 
     Faust runs its aiokafka consumer in a thread with a loop of its own, and
     every fetch, seek and commit crosses to it and back through mode's method
-    queues. Both threads share one interpreter lock: a fetch response waits
-    for the converting thread to give it up (the 5 ms switch interval), and
-    the records wait again for the worker's loop to wake. Here the service's
+    queues. Both threads share one interpreter lock: a fetch response can
+    wait for the converting thread to give it up (up to the 5 ms switch
+    interval), and the records wait again for the worker's loop to wake,
+    which costs CPU besides (measured: docs/operations.md). Here the service's
     tasks (aiokafka's fetcher, heartbeat and coordinator included) run on the
     worker's loop, a call into it is a plain ``await``, and the rebalance
     callbacks call the consumer directly. Group membership, the generation,
