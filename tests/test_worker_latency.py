@@ -94,7 +94,7 @@ def test_fetch_ahead_is_off_unless_the_job_turns_it_on() -> None:
         job(worker={"fetch_ahead": "sometimes"})
 
 
-def test_the_consumer_runs_on_the_workers_loop_unless_the_job_asks_for_a_thread(tmp_path) -> None:
+def test_the_consumer_runs_in_fausts_thread_unless_the_job_asks_for_the_workers_loop(tmp_path) -> None:
     async def consumer_of(settings: dict[str, Any]) -> tuple[type, bool]:
         app = build_app(job(worker={"data_dir": str(tmp_path), **settings}))
         thread = app.consumer._thread
@@ -104,10 +104,10 @@ def test_the_consumer_runs_on_the_workers_loop_unless_the_job_asks_for_a_thread(
             if thread.thread_loop is not asyncio.get_running_loop():
                 thread.thread_loop.close()  # the thread's own loop (never started here)
 
-    assert asyncio.run(consumer_of({})) == (LoopConsumerThread, True)
-    assert asyncio.run(consumer_of({"consumer_thread": False})) == (LoopConsumerThread, True)
+    assert asyncio.run(consumer_of({})) == (CdcConsumerThread, False)
     assert asyncio.run(consumer_of({"consumer_thread": True})) == (CdcConsumerThread, False)
-    assert job().worker.consumer_thread is False
+    assert asyncio.run(consumer_of({"consumer_thread": False})) == (LoopConsumerThread, True)
+    assert job().worker.consumer_thread is True
     with pytest.raises(ConfigError, match="consumer_thread"):
         job(worker={"consumer_thread": "yes"})
 
@@ -119,7 +119,7 @@ def test_a_call_into_the_loop_consumer_runs_in_the_callers_thread_and_task(tmp_p
         return threading.get_ident(), asyncio.current_task()
 
     async def seen() -> tuple[bool, bool]:
-        thread = build_app(job(worker={"data_dir": str(tmp_path)})).consumer._thread
+        thread = build_app(job(worker={"data_dir": str(tmp_path), "consumer_thread": False})).consumer._thread
         ident, task = await thread.call_thread(where)
         return ident == threading.get_ident(), task is asyncio.current_task()
 

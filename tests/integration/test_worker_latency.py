@@ -92,7 +92,7 @@ def test_a_backlog_is_converted_in_large_batches(kafka: KafkaCluster, names) -> 
 
 
 @pytest.mark.parametrize("consumer_thread", [False, True], ids=["loop", "thread"])
-def test_the_consumer_fetches_on_the_workers_loop_unless_the_job_asks_for_a_thread(
+def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
     kafka: KafkaCluster, names, consumer_thread: bool
 ) -> None:
     src, out = names("loop.canal"), names("loop.debezium")

@@ -70,12 +70,12 @@ def _ids(kafka: KafkaCluster, topic: str, n: int) -> Counter:
     return Counter(i for i, _, _ in debezium_rows(consume(kafka, topic, min_records=n, timeout=90, idle=2.0)))
 
 
-#: The consumer on the worker's loop (the default) with worker.fetch_ahead off and on, and in Faust's
-#: thread (worker.consumer_thread): a fetch pending across a kill or a rebalance loses nothing.
+#: The consumer in Faust's thread (the default) with worker.fetch_ahead off and on, and on the worker's
+#: loop (worker.consumer_thread: false): a fetch pending across a kill or a rebalance loses nothing.
 FETCH_PATHS = pytest.mark.parametrize(
     "fetch_path",
-    [{}, {"fetch_ahead": True}, {"consumer_thread": True}],
-    ids=["loop", "loop-fetch_ahead", "thread"],
+    [{}, {"fetch_ahead": True}, {"consumer_thread": False}],
+    ids=["thread", "thread-fetch_ahead", "loop"],
 )
 
 
