@@ -331,7 +331,8 @@ async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: 
 STAGES = ("fetched", "loop", "enqueued", "acked")
 #: Per fetch of the worker's loop (ms): *ask* from the loop's request to the consumer thread
 #: starting it, *wait* in the thread for records, *hand* from the thread's answer to the loop
-#: having it (the two thread hops, and the wait between).
+#: having it (the two thread hops, and the wait between; with the consumer on the worker's
+#: loop, the default, *ask* and *hand* are a coroutine call).
 HOPS = ("ask", "wait", "hand")
 #: Garbage-collector pauses by generation, timed by the probe too (ms each).
 GC_PAUSES = ("gc0", "gc1", "gc2")
@@ -500,12 +501,6 @@ class OpenBatches:
         return i
 
 
-#: Loop turns the raw pipe yields after a fetch: records handed over wake aiokafka's fetcher
-#: routine (one turn), which starts the next fetch task (two), which sends the request (three).
-#: Without them the next fetch starts only after the whole fetch is converted.
-FETCHER_TURNS = 3
-
-
 async def run_raw_pipe(job_path: str) -> None:
     """The worker's data path without Faust: one asyncio loop, a plain aiokafka consumer in the
     job's group with the worker's fetch settings, the worker's own :class:`Converter` (the
@@ -519,6 +514,7 @@ async def run_raw_pipe(job_path: str) -> None:
     from cdc_smt.connector.jobconfig import load_job
     from cdc_smt.connector.kafka.settings import consumer_kwargs, producer_kwargs
     from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
+    from cdc_smt.connector.worker.app import FETCHER_TURNS  # the worker's own loop yields as many
     from cdc_smt.connector.worker.pipeline import Converter
 
     job = load_job(job_path)

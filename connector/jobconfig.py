@@ -161,10 +161,14 @@ class WorkerSettings:
     #: exactly_once under a backlog: a partition's transaction commits after this long (caught up: at once).
     #: 500: measured (bench/worker.py) 0.6-0.75x at_least_once's throughput at 100, 0.88x at 500.
     transaction_interval_ms: int = 500
-    #: Ask the consumer thread for the next fetch while one converts (see docs/operations.md,
+    #: Ask for the next fetch while one converts (see docs/operations.md,
     #: "Latency and throughput"): more throughput under a backlog, but measured (bench/latency.py)
     #: higher latency at 1,000-10,000 msgs/s, so off.
     fetch_ahead: bool = False
+    #: Run Faust's aiokafka consumer in a thread of its own (Faust's design); false: on the worker's
+    #: own loop, no thread hop per fetch, less CPU, but measured (bench/latency.py, load 4-14) no lower
+    #: latency yet, so the thread stays the default (see docs/operations.md, "Latency and throughput").
+    consumer_thread: bool = True
 
     @property
     def exactly_once(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from typing import Any
 
 import pytest
@@ -12,7 +13,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.connector.kafka.settings import consumer_kwargs
 from cdc_smt.connector.worker.app import (
+    CdcConsumerThread,
     FetchedRecords,
+    LoopConsumerThread,
+    build_app,
     current_assignment,
     fetched_in_earlier_assignment,
     settle_heap,
@@ -88,3 +92,35 @@ def test_fetch_ahead_is_off_unless_the_job_turns_it_on() -> None:
     assert job(worker={"fetch_ahead": True}).worker.fetch_ahead is True
     with pytest.raises(ConfigError, match="fetch_ahead"):
         job(worker={"fetch_ahead": "sometimes"})
+
+
+def test_the_consumer_runs_in_fausts_thread_unless_the_job_asks_for_the_workers_loop(tmp_path) -> None:
+    async def consumer_of(settings: dict[str, Any]) -> tuple[type, bool]:
+        app = build_app(job(worker={"data_dir": str(tmp_path), **settings}))
+        thread = app.consumer._thread
+        try:
+            return type(thread), thread.thread_loop is asyncio.get_running_loop()
+        finally:
+            if thread.thread_loop is not asyncio.get_running_loop():
+                thread.thread_loop.close()  # the thread's own loop (never started here)
+
+    assert asyncio.run(consumer_of({})) == (CdcConsumerThread, False)
+    assert asyncio.run(consumer_of({"consumer_thread": True})) == (CdcConsumerThread, False)
+    assert asyncio.run(consumer_of({"consumer_thread": False})) == (LoopConsumerThread, True)
+    assert job().worker.consumer_thread is True
+    with pytest.raises(ConfigError, match="consumer_thread"):
+        job(worker={"consumer_thread": "yes"})
+
+
+def test_a_call_into_the_loop_consumer_runs_in_the_callers_thread_and_task(tmp_path) -> None:
+    """Faust's calls into its consumer (fetch, seek, commit) are plain awaits: no queue, no other thread."""
+
+    async def where() -> tuple[int, Any]:
+        return threading.get_ident(), asyncio.current_task()
+
+    async def seen() -> tuple[bool, bool]:
+        thread = build_app(job(worker={"data_dir": str(tmp_path), "consumer_thread": False})).consumer._thread
+        ident, task = await thread.call_thread(where)
+        return ident == threading.get_ident(), task is asyncio.current_task()
+
+    assert asyncio.run(seen()) == (True, True)

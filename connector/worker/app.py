@@ -9,9 +9,11 @@ path (Message -> Event -> Stream, per-message ack and task hops) costs around
 replaces the fetch loop so each fetched partition batch goes straight to
 :class:`~connector.worker.pipeline.Pipeline` (decode, chain, encode, batch
 produce), and supplies the commit offsets from the pipeline's ack tracking.
-Other topics (table changelogs) still take Faust's normal path. Its consumer
-thread also gets the fetch settings Faust does not expose (see
-:class:`CdcConsumerThread`).
+Other topics (table changelogs) still take Faust's normal path. Faust's
+consumer service runs in Faust's thread of its own, or with
+``worker.consumer_thread: false`` on the worker's own event loop
+(:class:`LoopConsumerThread`), and gets the fetch settings Faust does not
+expose (see :class:`CdcConsumerThread`).
 
 Delivery guarantee (``worker.processing_guarantee``): at-least-once by default;
 exactly-once commits each batch with its source offset in a Kafka transaction
@@ -40,6 +42,7 @@ from typing import Any
 
 import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from mode.utils.futures import maybe_async
 
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
@@ -53,6 +56,13 @@ log = logging.getLogger("cdc_smt.worker")
 #: Exit codes of :func:`run`.
 EXIT_OK = 0
 EXIT_FAILED = 1
+
+
+#: Loop turns after a fetch before its conversion, with the consumer on the worker's loop: the
+#: records handed over wake aiokafka's fetcher routine (one turn), which starts the next fetch
+#: task (two), which sends the request (three). Without them the next fetch leaves only after
+#: the whole fetch is converted, and what arrives meanwhile waits for it.
+FETCHER_TURNS = 3
 
 
 class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
@@ -90,13 +100,65 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     async def rewind(self, assignment: Any, offsets: Mapping[Any, int]) -> dict[Any, int]:
         """Undo fetches whose records were not processed: seek each partition back to ``offsets[tp]``.
 
-        Runs in the consumer thread, so it is ordered with Faust's own seeks. Only while
-        the fetching assignment is still the current one and the position is still past
-        the offset: a new assignment starts from the committed offset anyway, and a
-        seek (to the committed offset) since the fetch already went back at least as far.
+        Runs where the consumer runs (its thread, or the worker's loop), so it is ordered
+        with Faust's own seeks. Only while the fetching assignment is still the current one
+        and the position is still past the offset: a new assignment starts from the committed
+        offset anyway, and a seek (to the committed offset) since the fetch already went back
+        at least as far.
         Returns the partitions sought back.
         """
         return await self.call_thread(seek_back, self._ensure_consumer(), assignment, offsets)
+
+
+class LoopConsumerThread(CdcConsumerThread):
+    """Faust's consumer service on the worker's own event loop: no thread, no hop on the data path.
+
+    Faust runs its aiokafka consumer in a thread with a loop of its own, and
+    every fetch, seek and commit crosses to it and back through mode's method
+    queues. Both threads share one interpreter lock: a fetch response can
+    wait for the converting thread to give it up (up to the 5 ms switch
+    interval), and the records wait again for the worker's loop to wake,
+    which costs CPU besides (measured: docs/operations.md). Here the service's
+    tasks (aiokafka's fetcher, heartbeat and coordinator included) run on the
+    worker's loop, a call into it is a plain ``await``, and the rebalance
+    callbacks call the consumer directly. Group membership, the generation,
+    seeks, commits and shutdown stay Faust's, in the same order.
+    """
+
+    def __init__(self, consumer: Any, *, loop: asyncio.AbstractEventLoop | None = None, **kwargs: Any) -> None:
+        loop = loop or asyncio.get_event_loop_policy().get_event_loop()
+        super().__init__(consumer, loop=loop, thread_loop=loop, **kwargs)
+        self._serving: asyncio.Future | None = None
+
+    async def start(self) -> None:
+        """Serve as a task of this loop (mode would start a thread running a loop of its own)."""
+        assert not self._thread_started.is_set()
+        self._thread_started.set()
+        self._thread_running = self.parent_loop.create_future()
+        self._serving = asyncio.ensure_future(self._serve())
+        try:
+            if not self.should_stop:
+                await self._thread_running  # set once started; raises what start-up raised
+        finally:
+            self._thread_running = None
+
+    async def on_thread_started(self) -> None:
+        """No method queue: :meth:`call_thread` calls directly."""
+
+    async def call_thread(self, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await maybe_async(fun(*args, **kwargs))  # Faust calls coroutines and plain methods alike
+
+    async def cast_thread(self, fun: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        asyncio.ensure_future(maybe_async(fun(*args, **kwargs)))
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.consumer.on_partitions_revoked(revoked)
+
+    async def on_partitions_assigned(self, assigned: Any, generation_id: int = 0) -> None:
+        await self.consumer.on_partitions_assigned(assigned, generation_id)
+
+    async def _gather_remaining_tasks(self) -> None:
+        """mode cancels every task left on the thread's loop here: this loop is the worker's own."""
 
 
 def current_assignment(consumer: Any) -> Any:
@@ -150,7 +212,9 @@ class CdcConsumer(faust_aiokafka.Consumer):
         super().__init__(*args, **kwargs)
 
     def _new_consumer_thread(self) -> CdcConsumerThread:
-        return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
+        if getattr(self.app, "consumer_thread", True):  # CdcApp's setting: Faust's design, a thread of its own
+            return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
+        return LoopConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - exercised by the integration tests
         pipeline = self.pipeline
@@ -161,6 +225,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         get_read_offset = self._read_offset.__getitem__
         set_read_offset = self._read_offset.__setitem__
         fetch_ahead = pipeline.job.worker.fetch_ahead
+        turns = FETCHER_TURNS if isinstance(self._thread, LoopConsumerThread) else 1
         ahead: asyncio.Future | None = None  # the next fetch, asked for while this one converts
         try:
             while not (consumer_should_stop() or fetcher_should_stop()):
@@ -169,7 +234,8 @@ class CdcConsumer(faust_aiokafka.Consumer):
                 else:
                     next_fetch, ahead = ahead, None
                     records, active = await next_fetch
-                await asyncio.sleep(0)
+                for _ in range(turns):  # on this loop: let aiokafka ask for these partitions again first
+                    await asyncio.sleep(0)
                 if not records or self.should_stop:
                     continue
                 generation = self.app.consumer_generation_id
@@ -246,7 +312,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         positions (the new assignment starts from the committed offsets, and Faust
         seeks to them before it resumes the flow), but records fetched after that
         reset and received while the flow is still suspended would be skipped for
-        good: so the fetch is undone, in the consumer thread, wherever no reset came
+        good: so the fetch is undone, where the consumer runs, wherever no reset came
         after it (:meth:`CdcConsumerThread.rewind`).
         """
         assignment = getattr(records, "assignment", None)
@@ -335,6 +401,9 @@ class CdcTransport(faust_aiokafka.Transport):
 class CdcApp(faust.App):
     """A Faust app whose consumer is :class:`CdcConsumer`."""
 
+    #: ``worker.consumer_thread``: Faust's consumer in a thread of its own, not on the worker's loop.
+    consumer_thread: bool = True
+
     def _new_transport(self) -> Any:
         return CdcTransport(self.conf.broker_consumer, self)
 
@@ -369,7 +438,9 @@ def build_app(job: JobConfig, *, data_dir: str | None = None) -> CdcApp:
         broker_commit_every=2**62,  # commits are driven by acks and the interval, not by counts
         logging_config=None,
     )
-    return CdcApp(job.id, **settings)
+    app = CdcApp(job.id, **settings)
+    app.consumer_thread = w.consumer_thread
+    return app
 
 
 class _HostWorker(faust.Worker):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 
 import orjson
 import pytest
+from mode.threads import WorkerThread
 
 from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import load_job
@@ -87,3 +89,33 @@ def test_a_backlog_is_converted_in_large_batches(kafka: KafkaCluster, names) -> 
     assert stats.batches < len(records) // 100
     got = debezium_rows(asyncio.run(K.consume_all(kafka.bootstrap, out)))
     assert [(i, v) for i, v, _ in got] == [(i, v) for v in range(2) for i in range(1, 3001)]
+
+
+@pytest.mark.parametrize("consumer_thread", [False, True], ids=["loop", "thread"])
+def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
+    kafka: KafkaCluster, names, consumer_thread: bool
+) -> None:
+    src, out = names("loop.canal"), names("loop.debezium")
+    records = row_changes(rows=200, updates=1)
+    produce(kafka, src, records, partitions=2)
+    sizes = partition_sizes(records, 2)
+    worker = {"create_topics": {"partitions": 2}, "consumer_thread": consumer_thread}
+    job = job_doc(kafka, names("loop"), src, out, worker=worker)
+    seen: dict[str, object] = {}
+
+    def done(rt: WorkerRuntime) -> bool:
+        if not all_acked(src, sizes)(rt):
+            return False
+        aiokafka_consumer = rt.app.consumer._thread._consumer
+        seen["fetcher_loop"] = aiokafka_consumer._fetcher._fetch_task.get_loop()
+        seen["worker_loop"] = asyncio.get_running_loop()
+        seen["threads"] = [t for t in threading.enumerate() if isinstance(t, WorkerThread)]
+        return True
+
+    runtime, code, reached = run_worker(job, done)
+    assert reached and code == EXIT_OK
+    assert (seen["fetcher_loop"] is seen["worker_loop"]) is not consumer_thread
+    assert bool(seen["threads"]) is consumer_thread  # mode's consumer thread only when asked for
+    assert not any(isinstance(t, WorkerThread) and t.is_alive() for t in threading.enumerate())  # stopped
+    got = debezium_rows(asyncio.run(K.consume_all(kafka.bootstrap, out)))
+    assert sorted((i, v) for i, v, _ in got) == sorted((i, v) for v in range(2) for i in range(1, 201))

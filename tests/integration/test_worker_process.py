@@ -70,17 +70,22 @@ def _ids(kafka: KafkaCluster, topic: str, n: int) -> Counter:
     return Counter(i for i, _, _ in debezium_rows(consume(kafka, topic, min_records=n, timeout=90, idle=2.0)))
 
 
-#: worker.fetch_ahead off (the default) and on: a fetch pending across a kill or a rebalance loses nothing.
-FETCH_AHEAD = pytest.mark.parametrize("fetch_ahead", [False, True], ids=["fetch", "fetch_ahead"])
+#: The consumer in Faust's thread (the default) with worker.fetch_ahead off and on, and on the worker's
+#: loop (worker.consumer_thread: false): a fetch pending across a kill or a rebalance loses nothing.
+FETCH_PATHS = pytest.mark.parametrize(
+    "fetch_path",
+    [{}, {"fetch_ahead": True}, {"consumer_thread": False}],
+    ids=["thread", "thread-fetch_ahead", "loop"],
+)
 
 
-@FETCH_AHEAD
+@FETCH_PATHS
 def test_sigkill_mid_stream_then_restart_loses_nothing(
-    kafka: KafkaCluster, names, workers, record_property, fetch_ahead: bool
+    kafka: KafkaCluster, names, workers, record_property, fetch_path: dict[str, bool]
 ) -> None:
     src, out, group = names("crash.canal"), names("crash.debezium"), names("crash")
     _create(kafka, src)
-    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 200, "fetch_ahead": fetch_ahead}
+    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 200, **fetch_path}
     job = job_doc(kafka, group, src, out, worker=worker)
     # Production outpaces conversion, so at the kill there is a backlog and work in flight.
     feed = Feed(kafka, src, chunks=4, per_chunk=10000, pause=0.1)
@@ -153,13 +158,13 @@ def _seen_output(kafka: KafkaCluster, topic: str) -> bool:
         return False
 
 
-@FETCH_AHEAD
+@FETCH_PATHS
 def test_two_workers_share_the_partitions_and_the_output_is_complete(
-    kafka: KafkaCluster, names, workers, record_property, fetch_ahead: bool
+    kafka: KafkaCluster, names, workers, record_property, fetch_path: dict[str, bool]
 ) -> None:
     src, out, group = names("pair.canal"), names("pair.debezium"), names("pair")
     _create(kafka, src)
-    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 300, "fetch_ahead": fetch_ahead}
+    worker = {"create_topics": True, "batch_size": 200, "commit_interval_ms": 300, **fetch_path}
     job = job_doc(kafka, group, src, out, worker=worker)
     feed = Feed(kafka, src, chunks=8, per_chunk=3000, pause=0.6)
     a = workers(job, "a").start()
