@@ -18,7 +18,6 @@ the rest byte for byte.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.formats.dts_avro import _NS, write_record
 from cdc_smt.transforms.model import ChangeEvent, Record
 from tests.strategies import change_streams
-from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, dead_letters, records_of
-from tests.test_native_maxwell_in import _timed_outputs
+from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, records_of
+from tests.test_native_maxwell_in import assert_timed_agreement
 
 pytestmark = NATIVE_SUITE
 
@@ -96,16 +95,7 @@ def assert_same(
     fast = make_chain(source or {}, sink or {}, transforms or [], encoder)
     slow = make_chain(source or {}, sink or {}, transforms or [], encoder)
     assert fast.native is not None and fast.native.name == PLANS[encoder]
-    slow.native = None
-    start = int(time.time() * 1000)
-    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    end = int(time.time() * 1000)
-    assert _timed_outputs(native_result, start, end) == _timed_outputs(python_result, start, end)
-    assert dead_letters(native_result) == dead_letters(python_result)
-    assert [t.missing_counts for t in fast.transforms] == [t.missing_counts for t in slow.transforms]
-    fast.native.plan.clear()
-    counts = fast.native.convert_values([r.value for r in records])[0]
-    return sum(n >= 0 for n in counts)
+    return assert_timed_agreement(fast, slow, records)
 
 
 def encoded(events: list[ChangeEvent], tz: str) -> list[bytes]:

@@ -122,6 +122,14 @@ def assert_same(
     fast = make_chain(decoder, encoder, source or {}, sink or {}, transforms or [])
     slow = make_chain(decoder, encoder, source or {}, sink or {}, transforms or [])
     assert fast.native is not None and fast.native.name == PLANS[(decoder, encoder)]
+    return assert_timed_agreement(fast, slow, records)
+
+
+def assert_timed_agreement(fast: Chain, slow: Chain, records: list[Record]) -> int:
+    """``fast`` (its native plan) and ``slow`` (run on the Python path) give the same records
+    (Canal's current-time ``ts`` compared by the run's time window: the plan writes it too),
+    dead letters and missing-column counts; returns how many records the plan handled itself."""
+    assert fast.native is not None
     slow.native = None
     start = int(time.time() * 1000)
     native_result, python_result = fast.process_batch(records), slow.process_batch(records)
