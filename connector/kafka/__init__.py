@@ -21,7 +21,7 @@ from cdc_smt.connector.kafka.admin import (
     partition_counts,
     wait_until_ready,
 )
-from cdc_smt.connector.kafka.consume import consume_all
+from cdc_smt.connector.kafka.consume import consume_all, stop_consumer
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.offsets import committed_offsets
 from cdc_smt.connector.kafka.partitioner import murmur2, partition_for
@@ -53,6 +53,7 @@ __all__ = [
     "committed_offsets",
     "connection_json",
     "consume_all",
+    "stop_consumer",
     "create_topics",
     "faust_client_settings",
     "jaas_config",

@@ -11,6 +11,30 @@ from cdc_smt.connector.kafka.settings import Conn, client_kwargs
 from cdc_smt.transforms.model import Record
 
 
+async def stop_consumer(consumer: Any) -> None:
+    """``consumer.stop()``, completed when aiokafka's own stop breaks off.
+
+    aiokafka's ``Fetcher.close`` cancels each pending fetch task and awaits it; a
+    fetch sleeping in its retry back-off (the broker went away) re-raises that
+    cancellation out of ``stop()`` (aio-libs/aiokafka#647), which then skips the
+    other pending fetches and the client's connections. In the worker that killed
+    Faust's consumer thread with a traceback and held its shutdown for a minute.
+    A cancellation of the caller itself still propagates.
+    """
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        fetcher = getattr(consumer, "_fetcher", None)
+        pending = list(getattr(fetcher, "_pending_tasks", ()))
+        for fetch in pending:
+            fetch.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await consumer._client.close()  # noqa: SLF001 - the step aiokafka's stop() skipped
+
+
 def to_record(msg: Any) -> Record:
     """An aiokafka ``ConsumerRecord`` as the model's :class:`Record` (null header values as empty bytes)."""
     return Record(
@@ -81,7 +105,7 @@ async def consume_all(
                 break
         return [r for p in sorted(out) for r in out[p]]
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
-__all__ = ["consume_all", "to_record"]
+__all__ = ["consume_all", "stop_consumer", "to_record"]

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from cdc_smt.connector.kafka.consume import stop_consumer
 from cdc_smt.connector.kafka.partitioner import partition_for
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs
 from cdc_smt.transforms.model import Record
@@ -80,7 +81,7 @@ async def read_markers(conn: Conn, topic: str, key: str, *, timeout: float = 60.
                 )
             await asyncio.sleep(0)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 __all__ = ["COMMIT_TOPIC_CONFIG", "marker_record", "read_markers"]

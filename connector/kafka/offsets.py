@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cdc_smt.connector.kafka.consume import stop_consumer
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs
 
 
@@ -29,7 +30,7 @@ async def committed_offsets(conn: Conn, group: str, topics: Sequence[str]) -> di
                     out[(topic, p)] = off
         return out
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 __all__ = ["committed_offsets"]

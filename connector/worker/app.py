@@ -97,6 +97,13 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         # No await since aiokafka handed the records over: they belong to this assignment.
         return FetchedRecords(records, current_assignment(consumer))
 
+    async def on_thread_stop(self) -> None:
+        """Faust's, with the aiokafka consumer stopped by :func:`K.stop_consumer`: a broker
+        gone at shutdown must not kill the thread (and hold the worker's exit a minute)."""
+        await super(faust_aiokafka.AIOKafkaConsumerThread, self).on_thread_stop()  # the method queue
+        if self._consumer is not None:
+            await K.stop_consumer(self._consumer)
+
     async def rewind(self, assignment: Any, offsets: Mapping[Any, int]) -> dict[Any, int]:
         """Undo fetches whose records were not processed: seek each partition back to ``offsets[tp]``.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
+import threading
 
 import orjson
 
@@ -34,6 +35,24 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(out, default=str).decode()
 
 
+def log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    """A thread's uncaught exception as one error line, not Python's traceback on stderr
+    (a library's thread, e.g. Faust's consumer thread, failing at shutdown); the traceback
+    only when debugging."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    logger = logging.getLogger("cdc_smt.worker")
+    debugging = logger.isEnabledFor(logging.DEBUG)
+    logger.error(
+        "thread %s failed: %s: %s",
+        name,
+        args.exc_type.__name__,
+        args.exc_value,
+        exc_info=args.exc_value if debugging else None,
+    )
+
+
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -53,6 +72,7 @@ def setup(log_format: str = "text", level: int = logging.WARNING, worker_level: 
     logging.getLogger("cdc_smt").setLevel(min(level, worker_level))
     # Faust logs app/service life-cycle under the module that defined the app class.
     logging.getLogger("cdc_smt.connector.worker.app").setLevel(max(level, logging.WARNING))
+    threading.excepthook = log_thread_exception
 
 
-__all__ = ["JsonFormatter", "setup"]
+__all__ = ["JsonFormatter", "log_thread_exception", "setup"]

@@ -10,6 +10,8 @@ with an error and a restarted worker still loses nothing.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import signal
 import time
 from collections import defaultdict
@@ -162,3 +164,42 @@ def test_an_outage_past_the_producer_timeout_stops_the_worker_and_a_restart_lose
     source = consume(apache, src, min_records=len(records), timeout=120)
     output = consume(apache, out, min_records=len(records), timeout=120, idle=2.0)
     assert tables("debezium-json", output) == tables("canal-json", source)
+
+
+def test_a_consumer_stopped_while_the_broker_is_away_stops_without_raising(
+    apache: KafkaCluster, names, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiokafka's own ``stop()`` re-raises the cancellation of a fetch sleeping in its retry
+    back-off (aio-libs/aiokafka#647): in the worker that killed Faust's consumer thread with a
+    traceback and held its exit for a minute. ``K.stop_consumer`` completes the stop."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from cdc_smt.connector import kafka as K
+
+    topic = names("stop-while-away")
+    produce(apache, topic, row_changes(rows=10, updates=0), partitions=1)
+
+    async def run() -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=apache.bootstrap, enable_auto_commit=False, retry_backoff_ms=60_000
+        )
+        await consumer.start()
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        while not (await consumer.getmany(timeout_ms=500)).get(tp):
+            pass
+        apache.server.stop(kill=True)
+        deadline = time.monotonic() + 30
+        # The fetch in flight fails and its task sleeps out the 60 s back-off.
+        while not any("Failed fetch messages" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "no fetch failed after the broker went away"
+            await asyncio.sleep(0.1)
+        assert consumer._fetcher._pending_tasks, "no fetch task pending in its back-off"  # noqa: SLF001
+        await asyncio.wait_for(K.stop_consumer(consumer), 20)
+
+    caplog.set_level(logging.ERROR, logger="aiokafka")
+    try:
+        asyncio.run(run())
+    finally:
+        apache.server.start()
