@@ -246,7 +246,12 @@ def _canal_plan(chain: Any) -> NativePlan | None:
     """canal-json or ticdc-canal-json -> canal-json: the Canal writer copies each row's
     values (or re-writes TiCDC's as Canal text) and the message's fields, so only
     transforms that leave rows and their tables as they are (filter by table/op, route,
-    drop_tombstones, the header transforms) qualify."""
+    drop_tombstones, the header transforms) qualify; the row-changing ones from canal-json
+    are ``native_rowxf``'s."""
+    from cdc_smt.transforms import native_rowxf
+
+    if native_rowxf.changes_rows(chain.transforms):
+        return native_rowxf.canal_plan(chain)
     return row_keeping_plan(
         chain,
         _CanalOutTables,
