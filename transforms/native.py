@@ -18,7 +18,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``ticdc-canal-json -> debezium-json``: the same, for TiCDC's dialect.
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
-  they are (:func:`_keeps_rows`).
+  they are (:func:`_keeps_rows`), or from canal-json the row-changing ones too
+  (``transforms/native_rowxf.py``).
 * ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro

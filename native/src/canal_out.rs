@@ -32,6 +32,27 @@ pub(crate) enum SqlCode {
     Unsigned { signed: i64, wide: i64, max: u64 },
 }
 
+impl SqlCode {
+    /// The code of a written value (``span`` into ``buf``; ``None``: null); an unsigned
+    /// integer's value is a canonical integer (``TextOp::Int``), quoted.
+    pub(crate) fn of(&self, buf: &[u8], span: Option<(usize, usize)>) -> Result<i64, Fallback> {
+        Ok(match (self, span) {
+            (SqlCode::ByNull(null, _), None) => *null,
+            (SqlCode::ByNull(_, code), Some(_)) => *code,
+            (SqlCode::Unsigned { signed, .. }, None) => *signed,
+            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
+                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
+                match digits.parse::<u128>() {
+                    Ok(v) if v > *max as u128 => *wide,
+                    Ok(_) => *signed,
+                    Err(_) if digits.starts_with('-') => *signed,
+                    Err(_) => return Err(Fallback),
+                }
+            }
+        })
+    }
+}
+
 /// One column written from another dialect's text.
 struct Retext {
     /// ``"name":"type"`` (the ``mysqlType`` entry).
@@ -604,22 +625,7 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
             value.push(b',');
         }
         value.extend_from_slice(columns[*c].name_entry());
-        let code = match (&columns[*c].sql, span) {
-            (SqlCode::ByNull(null, _), None) => *null,
-            (SqlCode::ByNull(_, code), Some(_)) => *code,
-            (SqlCode::Unsigned { signed, .. }, None) => *signed,
-            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
-                // the value is a canonical integer (TextOp::Int), quoted
-                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
-                match digits.parse::<u128>() {
-                    Ok(v) if v > *max as u128 => *wide,
-                    Ok(_) => *signed,
-                    Err(_) if digits.starts_with('-') => *signed,
-                    Err(_) => return Err(Fallback),
-                }
-            }
-        };
-        json::write_int(&mut value, code);
+        json::write_int(&mut value, columns[*c].sql.of(buf, *span)?);
     }
     value.extend_from_slice(b"},\"table\":");
     json::write_str(&mut value, m.table.as_deref().unwrap_or(""));

@@ -206,24 +206,6 @@ impl Shape {
         }
         Ok(Some((start, buf.len())))
     }
-
-    /// A column's ``sqlType`` code for its written value.
-    fn code(&self, c: usize, buf: &[u8], span: Option<(usize, usize)>) -> Result<i64, Fallback> {
-        Ok(match (&self.columns[c].sql, span) {
-            (SqlCode::ByNull(null, _), None) => *null,
-            (SqlCode::ByNull(_, code), Some(_)) => *code,
-            (SqlCode::Unsigned { signed, .. }, None) => *signed,
-            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
-                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
-                match digits.parse::<u128>() {
-                    Ok(v) if v > *max as u128 => *wide,
-                    Ok(_) => *signed,
-                    Err(_) if digits.starts_with('-') => *signed,
-                    Err(_) => return Err(Fallback),
-                }
-            }
-        })
-    }
 }
 
 /// Per column of a row: its position in the row and its written value's span (``None``: null).
@@ -308,7 +290,7 @@ fn write_row(t: &Table, s: &Shape, m: &Message, op: usize, i: usize, row: &Row, 
             mysql_type.extend_from_slice(&s.columns[c].mysql_type);
             sql_type.extend_from_slice(name);
             sql_type.push(b':');
-            json::write_int(&mut sql_type, s.code(c, &sc.buf, span)?);
+            json::write_int(&mut sql_type, s.columns[c].sql.of(&sc.buf, span)?);
         }
     }
     for (j, (name, kind, type_entry)) in s.added.iter().enumerate() {
