@@ -18,7 +18,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``ticdc-canal-json -> debezium-json``: the same, for TiCDC's dialect.
 * ``canal-json -> canal-json`` and ``ticdc-canal-json -> canal-json``: the
   Canal writer (:class:`_CanalOutTables`); only transforms that keep rows as
-  they are (:func:`_keeps_rows`).
+  they are (:func:`_keeps_rows`), or from canal-json the row-changing ones too
+  (``transforms/native_rowxf.py``).
 * ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
@@ -246,7 +247,12 @@ def _canal_plan(chain: Any) -> NativePlan | None:
     """canal-json or ticdc-canal-json -> canal-json: the Canal writer copies each row's
     values (or re-writes TiCDC's as Canal text) and the message's fields, so only
     transforms that leave rows and their tables as they are (filter by table/op, route,
-    drop_tombstones, the header transforms) qualify."""
+    drop_tombstones, the header transforms) qualify; the row-changing ones from canal-json
+    are ``native_rowxf``'s."""
+    from cdc_smt.transforms import native_rowxf
+
+    if native_rowxf.changes_rows(chain.transforms):
+        return native_rowxf.canal_plan(chain)
     return row_keeping_plan(
         chain,
         _CanalOutTables,

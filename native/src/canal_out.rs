@@ -25,11 +25,32 @@ use crate::values::Fallback;
 use crate::{canon, json, scratch, Output};
 
 /// A column's ``sqlType`` code as Canal assigns it from the value.
-enum SqlCode {
+pub(crate) enum SqlCode {
     /// By NULL-ness: (NULL, any other value).
     ByNull(i64, i64),
     /// Unsigned integers: the signed range's code, the wider one above ``max``.
     Unsigned { signed: i64, wide: i64, max: u64 },
+}
+
+impl SqlCode {
+    /// The code of a written value (``span`` into ``buf``; ``None``: null); an unsigned
+    /// integer's value is a canonical integer (``TextOp::Int``), quoted.
+    pub(crate) fn of(&self, buf: &[u8], span: Option<(usize, usize)>) -> Result<i64, Fallback> {
+        Ok(match (self, span) {
+            (SqlCode::ByNull(null, _), None) => *null,
+            (SqlCode::ByNull(_, code), Some(_)) => *code,
+            (SqlCode::Unsigned { signed, .. }, None) => *signed,
+            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
+                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
+                match digits.parse::<u128>() {
+                    Ok(v) if v > *max as u128 => *wide,
+                    Ok(_) => *signed,
+                    Err(_) if digits.starts_with('-') => *signed,
+                    Err(_) => return Err(Fallback),
+                }
+            }
+        })
+    }
 }
 
 /// One column written from another dialect's text.
@@ -98,11 +119,13 @@ pub struct Table {
     /// Key fields: (name as a JSON string, name).
     pk: Vec<(Vec<u8>, String)>,
     /// ``mysqlType`` and ``sqlType`` as the Python path re-writes them.
-    mysql_type: Vec<u8>,
-    sql_type: Vec<u8>,
+    pub(crate) mysql_type: Vec<u8>,
+    pub(crate) sql_type: Vec<u8>,
     /// Per column: how a value of another dialect becomes Canal text (``None``: the same dialect).
     retext: Option<Vec<Retext>>,
     pub ops: [Entry; 4],
+    /// The chain's row-changing transforms (``canal_shape``; ``None``: rows copied).
+    shape: Option<Box<crate::canal_shape::Shape>>,
 }
 
 /// ``type`` of each op (c, u, d, r).
@@ -114,7 +137,8 @@ impl Table {
     /// the type maps are not ones this module copies.
     /// With ``retext`` (another dialect), a fourth item lists per column
     /// ``(type, op, arg, null_code, code, wide_code, unsigned_max)``, an optional fifth
-    /// per column ENUM ``labels`` (or ``None``).
+    /// per column ENUM ``labels`` (or ``None``); an optional seventh the rows' shape
+    /// (``canal_shape::Shape::from_spec``).
     pub fn from_spec(spec: &Bound<PyAny>, mysql_type: Option<&str>, sql_type: Option<&str>, retext: bool) -> PyResult<Option<Table>> {
         let spec = spec.downcast::<pyo3::types::PyTuple>()?;
         #[allow(clippy::type_complexity)]
@@ -171,13 +195,17 @@ impl Table {
         }
         let entries = entries(ops)?;
         let pk = quoted_names(pk);
-        Ok(Some(Table { index, names: columns, pk, mysql_type, sql_type, retext, ops: entries }))
+        let shape = match spec.get_item(6) {
+            Ok(item) if !item.is_none() => Some(Box::new(crate::canal_shape::Shape::from_spec(&item)?)),
+            _ => None,
+        };
+        Ok(Some(Table { index, names: columns, pk, mysql_type, sql_type, retext, ops: entries, shape }))
     }
 
     /// The column of a row's ``n``-th entry ``name``: its expected position first (rows
     /// usually keep the layout's order), the name lookup otherwise.
     #[inline]
-    fn column(&self, n: usize, name: &str) -> Option<usize> {
+    pub(crate) fn column(&self, n: usize, name: &str) -> Option<usize> {
         match self.names.get(n) {
             Some(expected) if expected == name => Some(n),
             _ => self.index.get(name).copied(),
@@ -265,15 +293,27 @@ fn write_old(out: &mut Vec<u8>, row: &Row) -> Result<(), Fallback> {
     Ok(())
 }
 
+/// What a writer writes instead of the message's own fields (``None``: the message's).
+pub(crate) struct Fields<'a> {
+    pub database: Option<&'a [u8]>,
+    pub table: Option<&'a [u8]>,
+    pub pk_names: Option<&'a [u8]>,
+    pub mysql_type: &'a [u8],
+    pub sql_type: &'a [u8],
+}
+
 /// The fields after ``data`` up to ``mysqlType``, and those after ``old`` (the same for
 /// every row of a message).
-fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>), Fallback> {
+pub(crate) fn message_fields(f: &Fields, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>), Fallback> {
     let seen = m.seen;
     let Some(ts) = m.ts else { return Err(Fallback) }; // Python writes the current time
-    let mut head = Vec::with_capacity(t.mysql_type.len() + 96);
+    let mut head = Vec::with_capacity(f.mysql_type.len() + 96);
     if seen & FIELD_DATABASE != 0 {
         head.extend_from_slice(b",\"database\":");
-        write_opt_str(&mut head, m.database.as_deref());
+        match f.database {
+            Some(written) => head.extend_from_slice(written),
+            None => write_opt_str(&mut head, m.database.as_deref()),
+        }
     }
     if seen & FIELD_ES != 0 {
         head.extend_from_slice(b",\"es\":");
@@ -291,14 +331,15 @@ fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>
         canon::write(&mut head, is_ddl.get()).map_err(|_| Fallback)?;
     }
     head.extend_from_slice(b",\"mysqlType\":");
-    head.extend_from_slice(&t.mysql_type);
+    head.extend_from_slice(f.mysql_type);
 
-    let mut tail = Vec::with_capacity(t.sql_type.len() + 96);
+    let mut tail = Vec::with_capacity(f.sql_type.len() + 96);
     if seen & FIELD_PK_NAMES != 0 {
         tail.extend_from_slice(b",\"pkNames\":");
-        match &m.pk_names {
-            None => tail.extend_from_slice(b"null"),
-            Some(names) => {
+        match (f.pk_names, &m.pk_names) {
+            (Some(written), _) => tail.extend_from_slice(written),
+            (None, None) => tail.extend_from_slice(b"null"),
+            (None, Some(names)) => {
                 tail.push(b'[');
                 for (n, name) in names.iter().enumerate() {
                     if n > 0 {
@@ -315,10 +356,13 @@ fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>
         canon::write(&mut tail, sql.get()).map_err(|_| Fallback)?;
     }
     tail.extend_from_slice(b",\"sqlType\":");
-    tail.extend_from_slice(&t.sql_type);
+    tail.extend_from_slice(f.sql_type);
     if seen & FIELD_TABLE != 0 {
         tail.extend_from_slice(b",\"table\":");
-        write_opt_str(&mut tail, m.table.as_deref());
+        match f.table {
+            Some(written) => tail.extend_from_slice(written),
+            None => write_opt_str(&mut tail, m.table.as_deref()),
+        }
     }
     tail.extend_from_slice(b",\"ts\":");
     json::write_int(&mut tail, ts);
@@ -327,6 +371,18 @@ fn message_fields(t: &Table, m: &Message, op: usize) -> Result<(Vec<u8>, Vec<u8>
     write_extra(&mut tail, m)?;
     tail.push(b'}');
     Ok((head, tail))
+}
+
+/// ``old`` of a message whose rows have no changed columns: as the input has it (``[]``
+/// stays ``[]``, rows become ``null``, absent stays absent).
+pub(crate) fn fixed_old(m: &Message) -> &'static [u8] {
+    if m.seen & FIELD_OLD == 0 {
+        b""
+    } else if m.old.as_ref().is_some_and(|o| o.is_empty()) {
+        b",\"old\":[]"
+    } else {
+        b",\"old\":null"
+    }
 }
 
 /// ``,"field":value`` of each field the message has that the model lacks, in message
@@ -350,6 +406,9 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: boo
     if let Some(columns) = &t.retext {
         return write_retext(t, columns, m, op, variant, out);
     }
+    if let Some(shape) = &t.shape {
+        return crate::canal_shape::write(t, shape, m, op, variant, transaction, out);
+    }
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
     // ``old`` per row (UPDATE with changed columns), else the input's own (null for a
@@ -358,14 +417,9 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, transaction: boo
     if op == 2 && !old.is_empty() {
         return Err(Fallback); // TiCDC before v5.4 repeated DELETE rows in old: Python
     }
-    let fixed_old: &[u8] = if m.seen & FIELD_OLD == 0 {
-        b""
-    } else if m.old.is_some() && old.is_empty() {
-        b",\"old\":[]"
-    } else {
-        b",\"old\":null"
-    };
-    let (head, tail) = message_fields(t, m, op)?;
+    let fixed_old = fixed_old(m);
+    let fields = Fields { database: None, table: None, pk_names: None, mysql_type: &t.mysql_type, sql_type: &t.sql_type };
+    let (head, tail) = message_fields(&fields, m, op)?;
     let mut seen = Vec::new();
     if transaction && data.len() > 1 {
         let mut value = Vec::with_capacity(head.len() + tail.len() + 256 * data.len());
@@ -571,22 +625,7 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
             value.push(b',');
         }
         value.extend_from_slice(columns[*c].name_entry());
-        let code = match (&columns[*c].sql, span) {
-            (SqlCode::ByNull(null, _), None) => *null,
-            (SqlCode::ByNull(_, code), Some(_)) => *code,
-            (SqlCode::Unsigned { signed, .. }, None) => *signed,
-            (SqlCode::Unsigned { signed, wide, max }, Some((a, b))) => {
-                // the value is a canonical integer (TextOp::Int), quoted
-                let digits = std::str::from_utf8(&buf[a + 1..b - 1]).map_err(|_| Fallback)?;
-                match digits.parse::<u128>() {
-                    Ok(v) if v > *max as u128 => *wide,
-                    Ok(_) => *signed,
-                    Err(_) if digits.starts_with('-') => *signed,
-                    Err(_) => return Err(Fallback),
-                }
-            }
-        };
-        json::write_int(&mut value, code);
+        json::write_int(&mut value, columns[*c].sql.of(buf, *span)?);
     }
     value.extend_from_slice(b"},\"table\":");
     json::write_str(&mut value, m.table.as_deref().unwrap_or(""));

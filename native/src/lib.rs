@@ -9,6 +9,7 @@
 mod arrow;
 mod canal;
 mod canal_out;
+mod canal_shape;
 mod canal_text;
 mod canon;
 mod cloudcanal;
@@ -747,7 +748,7 @@ fn write_image(
 }
 
 /// ``"<hex sha256(salt + text)>"``.
-fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
+pub(crate) fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
     use sha2::{Digest, Sha256};
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut h = Sha256::new();

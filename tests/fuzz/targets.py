@@ -305,6 +305,25 @@ _UNWRAP = {
     "add_headers": ["op"],
 }
 
+#: The row-changing transforms the Canal writer runs natively (``canal_shape.rs``), per
+#: table of the workload: masks and renames, an added constant and per-row metadata.
+_ROW_CHANGING = (
+    {
+        "type": "mask_field",
+        "fields": ["email", "name"],
+        "mode": "hash",
+        "salt": "fuzz",
+        "predicate": {"type": "table_matches", "pattern": r"shop\.customers"},
+    },
+    {
+        "type": "replace_field",
+        "exclude": ["weight"],
+        "renames": {"qty": "quantity", "id": "order_id"},
+        "predicate": {"type": "table_matches", "pattern": r"shop\.orders"},
+    },
+    {"type": "insert_field", "static": {"_src": "fuzz"}, "metadata": {"_es": "source_ts_ms", "_row": "row_index"}},
+)
+
 #: One differential target per native plan family (reader -> writer), with the option
 #: variants that change what the writer writes (the Connect schema part).
 NATIVE_TARGETS: dict[str, NativeTarget] = {
@@ -323,6 +342,16 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:canal-json>canal-json": NativeTarget("canal-json", "canal-json"),
     "native:canal-json>canal-json+transaction": NativeTarget(
         "canal-json", "canal-json", sink_options=(("batch", "transaction"),)
+    ),
+    "native:canal-json>canal-json+rowxf": NativeTarget("canal-json", "canal-json", transforms=_ROW_CHANGING),
+    "native:canal-json>canal-json+keys": NativeTarget(
+        "canal-json",
+        "canal-json",
+        transforms=(
+            {"type": "merge_shards", "pattern": r"(shop)\.(\w+)", "database": "$1_all"},
+            {"type": "value_to_key", "fields": ["id"]},
+            {"type": "mask_field", "fields": ["id"], "mode": "null"},
+        ),
     ),
     "native:ticdc-canal-json>canal-json": NativeTarget("ticdc-canal-json", "canal-json"),
     "native:canal-json>maxwell-json": NativeTarget("canal-json", "maxwell-json"),
