@@ -102,6 +102,8 @@ DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
 DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
 DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 DTS_TO_CANAL = "dts-avro -> canal-json"
+CANAL_TO_CLOUDCANAL = "canal-json -> cloudcanal-json"
+TICDC_TO_CLOUDCANAL = "ticdc-canal-json -> cloudcanal-json"
 
 
 def available() -> bool:
@@ -191,6 +193,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CloudCanalJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        return native_vendor_out.cloudcanal_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1064,6 +1070,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_CANAL",
+    "CANAL_TO_CLOUDCANAL",
     "CANAL_TO_MAXWELL",
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
@@ -1086,6 +1093,7 @@ __all__ = [
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
+    "TICDC_TO_CLOUDCANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",

@@ -543,6 +543,7 @@ impl Reader {
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        Encoder::CloudCanal => None, // no CloudCanal writer from Debezium yet: Python's
                     }
                     .map(Arc::new)
                 };

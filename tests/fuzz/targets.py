@@ -329,6 +329,8 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:ticdc-canal-json>maxwell-json": NativeTarget("ticdc-canal-json", "maxwell-json"),
     "native:canal-json>ogg-json": NativeTarget("canal-json", "ogg-json"),
     "native:ticdc-canal-json>ogg-json": NativeTarget("ticdc-canal-json", "ogg-json"),
+    "native:canal-json>cloudcanal-json": NativeTarget("canal-json", "cloudcanal-json"),
+    "native:ticdc-canal-json>cloudcanal-json": NativeTarget("ticdc-canal-json", "cloudcanal-json"),
     "native:canal-json>dts-avro": NativeTarget("canal-json", "dts-avro"),
     "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
     "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),
