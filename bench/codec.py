@@ -239,6 +239,15 @@ ROWS: tuple[Row, ...] = (
     *with_python_twin(
         Row(
             "debezium-json",
+            "cloudcanal-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
+    *with_python_twin(
+        Row(
+            "debezium-json",
             "dts-avro",
             input_options=DEBEZIUM_TYPED_NO_SCHEMA,
             note="typed, no schema",
@@ -702,6 +711,7 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "cloudcanal-json -> debezium-json (no schema)": ("cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "cloudcanal-json -> canal-json": ("cloudcanal-json", "canal-json", {}),
     "canal-json -> cloudcanal-json": ("canal-json", "cloudcanal-json", {}),
+    "debezium-json -> cloudcanal-json": ("debezium-json", "cloudcanal-json", {}),
     "maxwell-json -> debezium-json (no schema)": ("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": ("ogg-json", "canal-json", {}),
     "debezium-json -> maxwell-json": ("debezium-json", "maxwell-json", {}),

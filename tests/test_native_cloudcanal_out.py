@@ -44,6 +44,8 @@ from tests.test_native import (
     records_of,
 )
 from tests.test_native_canal_out import TICDC_BASE, TICDC_TEXTS, UNUSUAL, keeping_messages
+from tests.test_native_debezium import INPUTS, KEY, ROW, SOURCE, debezium_records, event, good, keyed
+from tests.test_native_debezium import MALFORMED as DEBEZIUM_MALFORMED
 from tests.test_native_maxwell import CHANGING, KEEPING, OLD_PAIRS
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
@@ -65,9 +67,20 @@ def assert_same(
     worker's ``convert_values``); returns how many records the plan handled."""
     decoder = "ticdc-canal-json" if ticdc else "canal-json"
     plan = native.TICDC_TO_CLOUDCANAL if ticdc else native.CANAL_TO_CLOUDCANAL
-    count = assert_plan_agrees(decoder, OUT, plan, records, source, sink, transforms)
-    assert_worker_agrees(decoder, records, source, sink, transforms)
-    return count
+    return assert_both_agree(decoder, plan, records, source, sink, transforms)
+
+
+def assert_both_agree(
+    decoder: str,
+    plan: str,
+    records: list[Record],
+    source: dict[str, Any] | None = None,
+    sink: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
+) -> int:
+    """:func:`assert_same` for any reader: ``decoder`` and the ``plan`` it makes."""
+    assert_plan_agrees(decoder, OUT, plan, records, source, sink, transforms)
+    return assert_worker_agrees(decoder, records, source, sink, transforms)
 
 
 def assert_worker_agrees(
@@ -76,8 +89,9 @@ def assert_worker_agrees(
     source: dict[str, Any] | None,
     sink: dict[str, Any] | None,
     transforms: list[dict[str, Any]] | None,
-) -> None:
-    """``convert_values`` writes, for each record it handles, what Python writes for it alone."""
+) -> int:
+    """``convert_values`` writes, for each record it handles, what Python writes for it alone
+    (with the records' keys for a reader that needs them); returns how many it handled."""
 
     def make() -> Chain:
         codecs = get_codec(decoder, source or {}), get_codec(OUT, sink or {})
@@ -87,7 +101,8 @@ def assert_worker_agrees(
     slow.native = None
     plan = fast.native
     assert plan is not None
-    counts, values, keys, variants = plan.convert_values([r.value for r in records])
+    keys_in = [r.key for r in records] if plan.needs_keys else None
+    counts, values, keys, variants = plan.convert_values([r.value for r in records], keys_in)
     start = 0
     for record, n in zip(records, counts, strict=True):
         if n < 0:
@@ -96,6 +111,7 @@ def assert_worker_agrees(
         native_out = [(values[i], keys[i], plan.variants[variants[i]][0]) for i in range(start, start + n)]
         assert native_out == [(r.value, r.key, r.topic) for r in python]
         start += n
+    return sum(n >= 0 for n in counts)
 
 
 def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
@@ -315,3 +331,109 @@ def test_ticdc_corpus_files(corpus: Path) -> None:
     assert values
     assert assert_same(records_of(values), ticdc=True) > 0
     assert_same(records_of(values), {}, {}, CHAINS["headers"], ticdc=True)
+
+
+# ---------------------------------------------------------------------------
+# from debezium-json
+# ---------------------------------------------------------------------------
+
+
+def assert_debezium(
+    records: list[Record],
+    source: dict[str, Any] | None = None,
+    sink: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
+) -> int:
+    return assert_both_agree("debezium-json", native.DEBEZIUM_TO_CLOUDCANAL, records, source, sink, transforms)
+
+
+def debezium_chain(transforms: list[dict[str, Any]]) -> Chain:
+    return Chain(get_codec("debezium-json"), get_codec(OUT), build_transforms(transforms), "all")
+
+
+def test_the_debezium_plan_is_chosen_only_for_what_it_writes() -> None:
+    plan = debezium_chain([]).native
+    assert plan is not None and plan.name == native.DEBEZIUM_TO_CLOUDCANAL and plan.needs_keys
+    assert native.DEBEZIUM_TO_CLOUDCANAL in native.plans_of(OUT)
+    for name in KEEPING:
+        assert debezium_chain(CHAINS[name]).native is not None, name
+    for name in CHANGING:
+        assert debezium_chain(CHAINS[name]).native is None, name
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=st.sampled_from(INPUTS),
+    tz=st.sampled_from(ZONES),
+    sink_tz=st.sampled_from([None, "UTC"]),
+    transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
+)
+def test_debezium_random_streams_are_byte_identical(
+    stream: list[ChangeEvent],
+    options: dict[str, Any],
+    tz: str,
+    sink_tz: str | None,
+    transforms: list[dict[str, Any]],
+) -> None:
+    records = debezium_records(stream, tz, options)
+    assert_debezium(records, {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms)
+
+
+def test_debezium_streams_are_mostly_handled_natively() -> None:
+    total = count = 0
+    zone = {"source_timezone": "Asia/Shanghai"}
+    for seed in range(30):
+        records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
+        total += len(records)
+        count += assert_debezium(records, zone, zone)
+    assert count >= total * 0.6, (count, total)
+
+
+def test_debezium_regular_events_are_all_handled() -> None:
+    values = [(v, k) for v, k in good() if v is not None]
+    assert assert_debezium(keyed(values)) == len(values)
+    pairs = [
+        ({**ROW, "d": -0.0}, {**ROW, "d": 0.0}),
+        ({**ROW, "b": False}, ROW),
+        ({**ROW, "n": None, "v": None}, {**ROW, "n": "x", "v": "y"}),
+        ({**ROW, "id": 2}, ROW),
+    ]
+    updates = [(event("u", before=b, after=a), KEY) for b, a in pairs]
+    assert assert_debezium(keyed(updates)) == len(updates)
+
+
+def test_debezium_keys_sources_and_malformed_events() -> None:
+    values = [(bad, KEY) for bad in DEBEZIUM_MALFORMED] + good()
+    values += [(event("c", after=ROW), key) for key in (None, b"", b'{"v":"x"}', b'{"d":1}', b'{"b":1}', b"{}")]
+    values += [
+        (event("c", after=ROW, source={**SOURCE, "schema": "public"}), KEY),  # CloudCanal's schema: the source's
+        (event("c", after=ROW, source={**SOURCE, "db": ""}), KEY),
+        (event("c", after=ROW, source={**SOURCE, "schema": ""}), KEY),
+        (event("c", after=ROW, ts_ms=None), KEY),
+        (event("c", after={**ROW, "d": 1e300}), KEY),
+    ]
+    assert_debezium(keyed(values))
+
+
+@pytest.mark.parametrize("name", KEEPING)
+def test_debezium_chains_that_keep_rows(name: str) -> None:
+    values = [
+        (event(op, before=ROW if op in "ud" else None, after=None if op == "d" else ROW, source=source), KEY)
+        for op in "cudr"
+        for source in (SOURCE, {**SOURCE, "table": "orders"}, {**SOURCE, "db": "other"})
+    ]
+    assert assert_debezium(keyed(values), {}, {}, CHAINS[name]) == len(values)
+
+
+def test_debezium_corpus_files(corpus: Path) -> None:
+    values = [v for messages in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages]
+    assert values
+    for key in (None, b'{"id":101}'):
+        records = keyed([(v, key) for v in values])
+        assert_debezium(records)
+        assert_debezium(records, {}, {}, CHAINS["headers"])
+    schemaless = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
+    chain = debezium_chain([])
+    counts = chain.native.convert_values(schemaless, [None] * len(schemaless))[0]
+    assert sum(n >= 0 for n in counts) >= len(schemaless) // 2

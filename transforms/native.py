@@ -104,6 +104,7 @@ DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 DTS_TO_CANAL = "dts-avro -> canal-json"
 CANAL_TO_CLOUDCANAL = "canal-json -> cloudcanal-json"
 TICDC_TO_CLOUDCANAL = "ticdc-canal-json -> cloudcanal-json"
+DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
 
 
 def available() -> bool:
@@ -197,6 +198,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_vendor_out
 
         return native_vendor_out.cloudcanal_plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is CloudCanalJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        return native_vendor_out.debezium_cloudcanal_plan(chain, _native)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1081,6 +1086,7 @@ __all__ = [
     "DATAWORKS_TO_CANAL",
     "DATAWORKS_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
+    "DEBEZIUM_TO_CLOUDCANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "DEBEZIUM_TO_TICDC",
     "MAXWELL_TO_CANAL",

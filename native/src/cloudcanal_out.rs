@@ -50,6 +50,8 @@ pub struct Table {
     key: Vec<(Vec<u8>, String, Op)>,
     /// ``pks`` as written.
     pks: Vec<u8>,
+    /// ``schema`` as written when the table's source has one (Debezium's), else the database.
+    schema: Option<Vec<u8>>,
     pub ops: [Entry; 4],
 }
 
@@ -59,11 +61,23 @@ const ACTIONS: [&[u8]; 4] = [b"\"INSERT\"", b"\"UPDATE\"", b"\"DELETE\"", b"\"IN
 impl Table {
     /// A table's spec from Python: ``(columns, key, ops)``: a column ``(name, conv, arg,
     /// dbValType, jdbcType)``, a key field ``(name, op, arg)`` (``int``, ``str``, ``enum``
-    /// or ``python``), ``ops`` four ``(what, variant)``: 0 dropped, 1 Python, 2 written.
+    /// or ``python``), ``ops`` four ``(what, variant)``: 0 dropped, 1 Python, 2 written;
+    /// an optional fourth item, the table's ``schema`` (``None``: the database's name).
     /// ``None``: a repeated column.
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<Option<Table>> {
+        let spec = spec.downcast::<pyo3::types::PyTuple>()?;
         #[allow(clippy::type_complexity)]
-        let (columns, key, ops): (Vec<(String, String, PyObject, String, i64)>, Vec<(String, String, PyObject)>, Vec<(u8, Option<usize>)>) = spec.extract()?;
+        let (columns, key, ops): (Vec<(String, String, PyObject, String, i64)>, Vec<(String, String, PyObject)>, Vec<(u8, Option<usize>)>) =
+            spec.get_slice(0, 3).extract()?;
+        let schema: Option<String> = match spec.get_item(3) {
+            Ok(item) => item.extract()?,
+            Err(_) => None,
+        };
+        let schema = schema.map(|name| {
+            let mut quoted = Vec::new();
+            json::write_str(&mut quoted, &name);
+            quoted
+        });
         let py = spec.py();
         let mut index = HashMap::with_capacity(columns.len());
         let mut cols = Vec::with_capacity(columns.len());
@@ -110,7 +124,7 @@ impl Table {
             key_fields.push((quoted, name, op));
         }
         pks.push(b']');
-        Ok(Some(Table { index, columns: cols, key: key_fields, pks, ops: entries(ops)? }))
+        Ok(Some(Table { index, columns: cols, key: key_fields, pks, schema, ops: entries(ops)? }))
     }
 
     /// Does every row name only this table's columns (what Python reads without error)?
@@ -271,7 +285,10 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         value.extend_from_slice(b"},\"pks\":");
         value.extend_from_slice(&t.pks);
         value.extend_from_slice(b",\"schema\":");
-        write_name(&mut value, m.database.as_deref());
+        match &t.schema {
+            Some(schema) => value.extend_from_slice(schema),
+            None => write_name(&mut value, m.database.as_deref()),
+        }
         value.extend_from_slice(b",\"sendTs\":");
         json::write_int(&mut value, ts);
         value.extend_from_slice(b",\"sql\":\"\",\"table\":");

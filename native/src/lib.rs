@@ -74,6 +74,7 @@ const PLANS: &[&str] = &[
     "dts-avro -> canal-json",
     "canal-json -> cloudcanal-json",
     "ticdc-canal-json -> cloudcanal-json",
+    "debezium-json -> cloudcanal-json",
 ];
 
 /// What the chain's transforms do to one column's values.

@@ -352,6 +352,7 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
+    "native:debezium-json>cloudcanal-json": NativeTarget("debezium-json", "cloudcanal-json"),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
     "native:debezium-json>debezium-json+schema": NativeTarget(
