@@ -263,26 +263,16 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         t.image(cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, v.as_deref())), &mut value, &mut seen)?;
         value.extend_from_slice(b"],\"db\":");
         write_name(&mut value, m.database.as_deref());
-        value.extend_from_slice(b",\"dbValType\":{");
-        for (n, &c) in cols.iter().enumerate() {
-            if n > 0 {
-                value.push(b',');
-            }
-            value.extend_from_slice(&t.columns[c].db_val_type);
-        }
-        value.extend_from_slice(b"},\"isDdl\":false,\"entryType\":\"ROWDATA\",\"execTs\":");
+        value.extend_from_slice(b",\"dbValType\":");
+        write_map(&mut value, &cols, |c| &t.columns[c].db_val_type);
+        value.extend_from_slice(b",\"isDdl\":false,\"entryType\":\"ROWDATA\",\"execTs\":");
         match m.es {
             Some(es) => json::write_int(&mut value, es),
             None => value.extend_from_slice(b"null"),
         }
-        value.extend_from_slice(b",\"jdbcType\":{");
-        for (n, &c) in cols.iter().enumerate() {
-            if n > 0 {
-                value.push(b',');
-            }
-            value.extend_from_slice(&t.columns[c].jdbc_type);
-        }
-        value.extend_from_slice(b"},\"pks\":");
+        value.extend_from_slice(b",\"jdbcType\":");
+        write_map(&mut value, &cols, |c| &t.columns[c].jdbc_type);
+        value.extend_from_slice(b",\"pks\":");
         value.extend_from_slice(&t.pks);
         value.extend_from_slice(b",\"schema\":");
         match &t.schema {
@@ -297,4 +287,16 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         out.push((Some(value), t.key(row)?, variant));
     }
     Ok(())
+}
+
+/// ``{entry,...}``: the row's columns' ``"name":value`` entries of a type map.
+fn write_map<'t>(out: &mut Vec<u8>, cols: &[usize], entry: impl Fn(usize) -> &'t [u8]) {
+    out.push(b'{');
+    for (n, &c) in cols.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(entry(c));
+    }
+    out.push(b'}');
 }
