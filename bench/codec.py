@@ -215,6 +215,8 @@ ROWS: tuple[Row, ...] = (
     Row("ogg-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema", python_path=True),
     Row("cloudcanal-json", "canal-json"),
     Row("cloudcanal-json", "canal-json", python_path=True),
+    *with_python_twin(Row("canal-json", "cloudcanal-json", sink_floor=True)),
+    *with_python_twin(Row("ticdc-canal-json", "cloudcanal-json", sink_floor=True)),
     *with_python_twin(Row("debezium-json", "canal-json", input_options={"schemas_enable": True}, note="with schema")),
     *with_python_twin(
         Row(
@@ -229,6 +231,15 @@ ROWS: tuple[Row, ...] = (
         Row(
             "debezium-json",
             "ogg-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "cloudcanal-json",
             input_options=DEBEZIUM_TYPED_NO_SCHEMA,
             note="typed, no schema",
             sink_floor=True,
@@ -699,6 +710,8 @@ RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "debezium-json -> debezium-json": ("debezium-json", "debezium-json", {}),
     "cloudcanal-json -> debezium-json (no schema)": ("cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "cloudcanal-json -> canal-json": ("cloudcanal-json", "canal-json", {}),
+    "canal-json -> cloudcanal-json": ("canal-json", "cloudcanal-json", {}),
+    "debezium-json -> cloudcanal-json": ("debezium-json", "cloudcanal-json", {}),
     "maxwell-json -> debezium-json (no schema)": ("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": ("ogg-json", "canal-json", {}),
     "debezium-json -> maxwell-json": ("debezium-json", "maxwell-json", {}),

@@ -103,6 +103,9 @@ DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
 DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
 DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 DTS_TO_CANAL = "dts-avro -> canal-json"
+CANAL_TO_CLOUDCANAL = "canal-json -> cloudcanal-json"
+TICDC_TO_CLOUDCANAL = "ticdc-canal-json -> cloudcanal-json"
+DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
 
 
 def available() -> bool:
@@ -192,6 +195,14 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_maxwell
 
         return native_maxwell.plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is CloudCanalJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        return native_vendor_out.cloudcanal_plan(chain)
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is CloudCanalJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        return native_vendor_out.debezium_cloudcanal_plan(chain, _native)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1070,6 +1081,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_CANAL",
+    "CANAL_TO_CLOUDCANAL",
     "CANAL_TO_MAXWELL",
     "CANAL_TO_OGG",
     "CANAL_TO_DEBEZIUM",
@@ -1080,6 +1092,7 @@ __all__ = [
     "DATAWORKS_TO_CANAL",
     "DATAWORKS_TO_DEBEZIUM",
     "DEBEZIUM_TO_CANAL",
+    "DEBEZIUM_TO_CLOUDCANAL",
     "DEBEZIUM_TO_DEBEZIUM",
     "DEBEZIUM_TO_TICDC",
     "MAXWELL_TO_CANAL",
@@ -1092,6 +1105,7 @@ __all__ = [
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
+    "TICDC_TO_CLOUDCANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",
     "TICDC_TO_DEBEZIUM",

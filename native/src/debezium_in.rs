@@ -377,6 +377,8 @@ enum Table {
     Typed(typed_json::Table),
     /// DTS Avro records (each value converted from its text).
     DtsAvro(dts_avro_out::Table),
+    /// CloudCanal's JSON (``cloudcanal_out``; every value re-written as MySQL's text).
+    CloudCanal(crate::cloudcanal_out::Table),
 }
 
 impl Table {
@@ -393,6 +395,7 @@ impl Table {
             Table::Debezium(d) => entry(&d.ops[op]),
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
+            Table::CloudCanal(t) => entry(&t.ops[op]),
             Table::DtsAvro(t) => match &t.ops[op] {
                 dts_avro_out::Entry::Write(variant, _) => Ok(*variant),
                 dts_avro_out::Entry::Python => Err(false),
@@ -543,6 +546,7 @@ impl Reader {
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        Encoder::CloudCanal => crate::cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
                 };
@@ -659,6 +663,7 @@ impl Reader {
         let written = match (&*compiled, encoder) {
             (Table::Canal(t, _), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
+            (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
                 None => return Ok(false),

@@ -13,6 +13,7 @@ mod canal_shape;
 mod canal_text;
 mod canon;
 mod cloudcanal;
+mod cloudcanal_out;
 mod connect_in;
 mod dataworks_in;
 mod debezium_in;
@@ -72,6 +73,9 @@ const PLANS: &[&str] = &[
     "dataworks-json -> canal-json",
     "dts-avro -> debezium-json",
     "dts-avro -> canal-json",
+    "canal-json -> cloudcanal-json",
+    "ticdc-canal-json -> cloudcanal-json",
+    "debezium-json -> cloudcanal-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -188,6 +192,8 @@ enum Encoder {
     DtsAvro(dts_avro_out::Ids),
     /// TiCDC's Canal-JSON (``ticdc_out``).
     Ticdc,
+    /// CloudCanal's JSON (``cloudcanal_out``).
+    CloudCanal,
 }
 
 /// The plan's reader: the decoder side of the seam (what differs per input dialect lives
@@ -218,6 +224,7 @@ enum Table {
     Typed(typed_json::Table),
     DtsAvro(dts_avro_out::Table),
     Ticdc(ticdc_out::Table),
+    CloudCanal(cloudcanal_out::Table),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -279,6 +286,7 @@ impl CanalToDebezium {
             ("ogg-json", _) => Encoder::Ogg,
             ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
             ("ticdc-canal-json", _) => Encoder::Ticdc,
+            ("cloudcanal-json", _) => Encoder::CloudCanal,
             (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         let reader = match reader {
@@ -448,6 +456,7 @@ impl CanalToDebezium {
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
+                        Encoder::CloudCanal => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
                 };
@@ -534,7 +543,14 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_), _) => return Ok(false),
+            (Table::CloudCanal(t), Encoder::CloudCanal) => {
+                return Ok(match t.ops[op] {
+                    canal_out::Entry::Write(variant) => cloudcanal_out::write(t, &m, op, variant, out).is_ok(),
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => t.knows(data),
+                });
+            }
+            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {

@@ -358,6 +358,8 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:ticdc-canal-json>maxwell-json": NativeTarget("ticdc-canal-json", "maxwell-json"),
     "native:canal-json>ogg-json": NativeTarget("canal-json", "ogg-json"),
     "native:ticdc-canal-json>ogg-json": NativeTarget("ticdc-canal-json", "ogg-json"),
+    "native:canal-json>cloudcanal-json": NativeTarget("canal-json", "cloudcanal-json"),
+    "native:ticdc-canal-json>cloudcanal-json": NativeTarget("ticdc-canal-json", "cloudcanal-json"),
     "native:canal-json>dts-avro": NativeTarget("canal-json", "dts-avro"),
     "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
     "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),
@@ -379,6 +381,7 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>maxwell-json": NativeTarget("debezium-json", "maxwell-json"),
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
+    "native:debezium-json>cloudcanal-json": NativeTarget("debezium-json", "cloudcanal-json"),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
     "native:debezium-json>debezium-json+schema": NativeTarget(
