@@ -14,7 +14,11 @@ bytes each) and converts them to Debezium JSON (typed, no schema part):
 3. **Spark-native baseline**: the same files through ``spark.read.text`` ->
    ``from_json`` -> ``to_json`` -> ``write.text`` (a JSON rewrite with no CDC
    semantics at all: the ceiling of the JVM path), in the same run;
-4. **Kafka -> Kafka** on one broker (``--broker``: Apache Kafka from the
+4. **files -> Kafka**: the same files into a topic through both Kafka sinks (cdc-smt's
+   producer in the tasks, ``sink.type: kafka``, and Spark's ``format("kafka")`` writer,
+   ``spark-kafka``); on the native core the converted records reach either sink as
+   Arrow columns;
+5. **Kafka -> Kafka** on one broker (``--broker``: Apache Kafka from the
    test tooling's cache, or the embedded Tansu; ``--partitions`` source
    partitions), after producing the input (timed separately), through both
    Kafka sources and both Kafka sinks of the backfill on the same input in the
@@ -24,6 +28,11 @@ bytes each) and converts them to Debezium JSON (typed, no schema part):
    ``format("kafka")`` writer (``sink.type: spark-kafka``); plus Spark's own
    ``format("kafka")`` read -> write copy of the same records (no conversion at
    all: the ceiling of the JVM path).
+
+``--task-cpu N`` measures instead the CPU time of one task in this process (no
+Spark): ``N`` messages as rows of Spark's Kafka source through the task into
+each Kafka sink (on the broker of ``--broker``), the steadier figure on a shared
+machine.
 
 Rates are wall-clock over the whole ``run()`` (planning, every micro-batch,
 commits), with the Spark session already up. Parallel efficiency = rate /
@@ -157,9 +166,10 @@ def start_broker(kind: str) -> Any:
 
 
 def kafka_runs(
-    spark: Any, work: Path, messages: list[bytes], args: argparse.Namespace, spark_kafka: bool
+    spark: Any, work: Path, messages: list[bytes], args: argparse.Namespace, spark_kafka: bool, src: Path
 ) -> list[tuple[str, float]]:
-    """Produce once; then each Kafka source of the backfill (and Spark's own copy) over the same records."""
+    """The files (``src``) into Kafka through each Kafka sink; then produce once and run each Kafka
+    source of the backfill (and Spark's own copy) over the same records."""
     from cdc_smt.connector import kafka
     from cdc_smt.transforms.model import Record
 
@@ -168,10 +178,26 @@ def kafka_runs(
     where = f"{args.partitions} partitions, {'Apache Kafka' if args.broker == 'apache' else 'embedded Tansu'}"
     try:
         bs = broker.bootstrap
-        outs = ("py", "sk", "pysk", "sksk", "copy")
+        outs = ("py", "sk", "pysk", "sksk", "copy", "fk", "fsk")
         topics = {"bk.in": args.partitions, **{f"{v}.out": args.partitions for v in outs}}
         topics.update({f"{v}.dlq": 1 for v in outs})
         asyncio.run(kafka.create_topics(bs, topics))
+        sinks = [("fk", "kafka", "cdc-smt's producer")]
+        if spark_kafka:
+            sinks.append(("fsk", "spark-kafka", 'Spark\'s format("kafka") writer'))
+        for name, sink_type, label in sinks:
+            backfill = {
+                "source": {"type": "jsonl", "path": str(src)},
+                "sink": {"type": sink_type},
+                "checkpoint": str(work / f"{name}-ckpt"),
+            }
+            if sink_type == "spark-kafka":
+                backfill["spark_conf"] = {"spark.jars": spark.conf.get("spark.jars")}
+            doc = job_doc(name, backfill, bs)
+            del doc["source"]["topics"]  # files in
+            seconds, progress = run_job(spark, work, doc)
+            assert progress.totals.records == len(messages), progress.totals
+            rows.append((f"files -> Kafka (backfill, JSON Lines -> {label}; {where})", len(messages) / seconds))
         records = [Record(value=v, key=b'{"id":%d}' % i) for i, v in enumerate(messages)]
         started = time.perf_counter()
         asyncio.run(kafka.produce_records(bs, "bk.in", records))
@@ -217,6 +243,50 @@ def spark_kafka_copy(spark: Any, bootstrap: str, source: str, sink: str) -> floa
     return time.perf_counter() - started
 
 
+def task_cpu(messages: list[bytes], kind: str) -> list[tuple[str, float]]:
+    """CPU seconds of one task (``run_task``, ``run_rows_task``) over ``messages`` as Kafka rows."""
+    import pyarrow as pa
+
+    from cdc_smt.connector import kafka
+    from cdc_smt.connector.kafka import connection_json
+    from cdc_smt.connector.spark.datasource import KAFKA_ARROW
+    from cdc_smt.connector.spark.kafkasink import run_rows_task
+    from cdc_smt.connector.spark.process import TaskPlan, run_task
+    from cdc_smt.connector.spark.settings import SinkSpec, load
+
+    rows = [
+        {"key": b'{"id":%d}' % i, "value": v, "topic": "bk.in", "partition": 0, "offset": i,
+         "timestamp": 1_700_000_000_000_000 + i, "timestampType": 0, "headers": None}
+        for i, v in enumerate(messages)
+    ]  # fmt: skip
+    batches = pa.Table.from_pylist(rows, schema=KAFKA_ARROW).to_batches(max_chunksize=10_000)
+    del rows
+    broker = start_broker(kind)
+    out: list[tuple[str, float]] = []
+    try:
+        asyncio.run(kafka.create_topics(broker.bootstrap, {"cpu.out": 4, "cpu.dlq": 1}))
+        work = Path(tempfile.mkdtemp(prefix="cdc-smt-bench-task-"))
+        path = work / "job.yaml"
+        path.write_text(yaml.safe_dump(job_doc("cpu", {"checkpoint": str(work / "ckpt")}, broker.bootstrap)))
+        job, _ = load(path)
+        for label, sink, body in (
+            ("cdc-smt's producer", "kafka", run_task),
+            ("Spark's writer rows", "spark-kafka", run_rows_task),
+        ):
+            plan = TaskPlan(job=job, batch_id=0, sink=SinkSpec(sink), dead_letters=SinkSpec("kafka"),
+                            connection=connection_json(job.kafka))  # fmt: skip
+            started = time.process_time()
+            for _ in body(plan, iter(batches)):
+                pass
+            out.append((f"one task, Kafka rows -> {label}", time.process_time() - started))
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        broker.stop()
+        if hasattr(broker, "close"):
+            broker.close()
+    return out
+
+
 def cores_of(master: str) -> int:
     m = re.fullmatch(r"local\[(\d+|\*)\]", master)
     if not m:
@@ -245,7 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="leave out files -> files with CDC_SMT_NATIVE=0 in the executors",
     )
+    p.add_argument("--task-cpu", type=int, metavar="N", help="only the CPU time of one task over N messages")
     args = p.parse_args(argv)
+    if args.task_cpu:
+        core = "native core" if native_core.enabled() else "Python path"
+        for label, seconds in task_cpu(canal_messages(args.task_cpu), args.broker):
+            print(f"{label} ({core}): {seconds:.2f} CPU s, {args.task_cpu / seconds:,.0f} msgs per CPU s")
+        return 0
 
     from cdc_smt.connector.spark.backfill import spark_session
 
@@ -294,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if python_rate is not None:
             ratios.append(f"  with CDC_SMT_NATIVE=0: {python_rate / native_rate:.2f}x")
         if not args.skip_kafka:
-            rows.extend(kafka_runs(spark, work, messages, args, spark_kafka))
+            rows.extend(kafka_runs(spark, work, messages, args, spark_kafka, src))
         spark.stop()
     finally:
         if not args.keep:

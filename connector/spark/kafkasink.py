@@ -30,10 +30,12 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_smt.connector.spark.kafkaio import KafkaSession
 from cdc_smt.connector.spark.process import (
     CHUNK,
+    HEADERS_TYPE,
     SUMMARY_SCHEMA,
     Task,
     TaskPlan,
@@ -45,7 +47,6 @@ from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
 
 SINK_TYPE = "spark-kafka"
-HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 #: The Kafka columns of an output row (prefixed: the summary has topic and partition columns of its own).
 RECORD_FIELDS = [
     ("out_topic", pa.string()),
@@ -84,6 +85,24 @@ class KafkaRows:
         self._pending.append((record, source_partition))
         if len(self._pending) >= CHUNK:
             self._pack()
+
+    def extend_arrow(self, records: pa.RecordBatch) -> None:
+        """Converted records (``process.KAFKA_OUTPUT_SCHEMA``) as output rows, after those queued by
+        ``add``: partitioned as ``add`` partitions, without a Python object per record."""
+        from cdc_smt.connector.spark.sinks import arrow_partitions
+
+        self._pack()
+        topics = records.column("topic")
+        self._look_up({t for t in pc.unique(topics).to_pylist() if t is not None})
+        n = records.num_rows
+        arrays = [pa.nulls(n, f.type) for f in SUMMARY_SCHEMA] + [
+            topics,
+            records.column("key").cast(pa.binary()),
+            records.column("value").cast(pa.binary()),
+            records.column("headers"),
+            arrow_partitions(records, self._counts.__getitem__),
+        ]
+        self._ready.append(pa.RecordBatch.from_arrays(arrays, schema=OUTPUT_SCHEMA))
 
     def take(self) -> list[pa.RecordBatch]:
         self._pack()

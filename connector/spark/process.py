@@ -10,13 +10,16 @@ Per record it does what the worker does (:class:`connector.worker.pipeline.Conve
 ``sink.topic`` with ``{source_topic}``; the source timestamp is kept; Kafka
 partitions follow the key (see :mod:`connector.spark.sinks`).
 
-With file sinks and a chain the native core has a plan for, a task hands the
-rows to Rust as Arrow arrays (``_native.convert_arrow``: JSON Lines read by
-``split_lines``, row batches' own ``value`` column) and writes each run of
-converted rows as one array, so no Python object is made per row; a message the
-plan leaves to Python goes through ``chain.process`` in its place, so dead
-letters, stream state and output order are the Python path's. Kafka sinks and
-``CDC_SMT_NATIVE=0`` keep one ``chain.process`` per record.
+With a chain the native core has a plan for, a task hands the rows to Rust as
+Arrow arrays (``_native.convert_arrow``: JSON Lines read by ``split_lines``, row
+batches' own ``value`` column, and their ``key`` column for plans that read keys)
+and hands each run of converted rows to the sink as arrays: a file sink writes
+them as one array, a Kafka sink gets topics, keys, values, headers, source
+timestamps and partitions as columns (:data:`KAFKA_OUTPUT_SCHEMA`), so no
+Python object is made per row on the way. A message the plan leaves to Python
+goes through ``chain.process`` in its place, so dead letters, stream state and
+output order are the Python path's. ``CDC_SMT_NATIVE=0`` keeps one
+``chain.process`` per record.
 
 State across micro-batches. A task sees only its slice, so before the first
 record of a Kafka slice at offset ``s`` the chain is warmed up, outputs
@@ -61,6 +64,22 @@ CHUNK = 10_000
 BLOCK_BYTES = 8 << 20
 #: Marks the one-line reason a task stopped, so the driver can show it without the JVM trace.
 HALT_MARK = "CDC-SMT-HALT:"
+
+#: Kafka headers as Arrow holds them (Spark's Kafka columns use the same type).
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+#: Converted records handed to a Kafka sink on the Arrow path (``extend_arrow``), in order:
+#: output topic, key, value (null: tombstone), headers, and the source record's timestamp
+#: (epoch ms) and partition (keyless records go to it, modulo the output's partition count).
+KAFKA_OUTPUT_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("key", pa.large_binary()),
+        ("value", pa.large_binary()),
+        ("headers", HEADERS_TYPE),
+        ("timestamp", pa.int64()),
+        ("source_partition", pa.int32()),
+    ]
+)
 
 SUMMARY_SCHEMA = pa.schema(
     [
@@ -169,6 +188,53 @@ def _timestamps_ms(column: Any) -> list[int | None]:
 
     micros = column.cast(pa.int64())
     return pc.divide(micros, 1000).to_pylist()  # integer division on int64
+
+
+@dataclass(frozen=True)
+class SourceRows:
+    """What the Arrow path needs of a run of input rows besides their values: their keys (the
+    plans that read keys; Kafka sinks partition keyless records by the rest), source timestamps
+    (epoch ms), source partitions, and headers (``None``: no row has any)."""
+
+    keys: pa.Array
+    timestamps: pa.Array
+    partitions: pa.Array
+    headers: list[list[tuple[str, bytes]]] | None = None
+
+    @classmethod
+    def bare(cls, n: int) -> SourceRows:
+        """Rows with nothing but a value (JSON Lines): no key, timestamp, partition or header."""
+        return cls(pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int32()))
+
+    @classmethod
+    def of_records(cls, records: Sequence[Record]) -> SourceRows:
+        headers = [r.headers for r in records] if any(r.headers for r in records) else None
+        return cls(
+            pa.array([r.key for r in records], pa.binary()),
+            pa.array([r.timestamp for r in records], pa.int64()),
+            pa.array([r.partition for r in records], pa.int32()),
+            headers,
+        )
+
+    @classmethod
+    def of_batch(cls, batch: pa.RecordBatch) -> SourceRows:
+        """A batch of rows (Kafka columns)."""
+        col = {n: batch.column(i) for i, n in enumerate(batch.schema.names)}
+        return cls(
+            col["key"],
+            pc.divide(col["timestamp"].cast(pa.int64()), 1000),  # Spark's microseconds, as _timestamps_ms
+            col["partition"].cast(pa.int32()),
+            _headers(col["headers"]),
+        )
+
+    def slice(self, start: int, length: int) -> SourceRows:
+        headers = self.headers[start : start + length] if self.headers is not None else None
+        return SourceRows(
+            self.keys.slice(start, length),
+            self.timestamps.slice(start, length),
+            self.partitions.slice(start, length),
+            headers if headers is None or any(headers) else None,
+        )
 
 
 def _headers(column: Any) -> list[list[tuple[str, bytes]]] | None:
@@ -349,7 +415,7 @@ class Task:
     def _feed_file(self, path: str, binary: bool) -> None:
         from cdc_smt.connector.framing import read_records
 
-        if not binary and _arrow_extension() is not None and not self.plan.sink.is_kafka:
+        if not binary and _arrow_extension() is not None:
             for values, lines in _line_arrays(path):
                 self.feed_lines(path, values, lines)
             return
@@ -383,16 +449,18 @@ class Task:
                 for record, pos in zip(run, positions[start:stop], strict=True):
                     self._feed_one(st, record, pos)
             else:
-                self._feed_arrow(st, values, np.asarray(positions[start:stop], dtype=np.int64), run.__getitem__)
+                at = np.asarray(positions[start:stop], dtype=np.int64)
+                self._feed_arrow(st, values, at, run.__getitem__, SourceRows.of_records(run))
             start = stop
 
     def feed_batch(self, batch: pa.RecordBatch) -> None:
         """An input batch of rows (Kafka columns; file rows add ``file`` and ``position``), in order:
         each run of one stream's rows goes to the native plan as the batch's own ``value`` array."""
         values = batch.column(batch.schema.get_field_index("value"))
-        if self.plan.sink.is_kafka or _arrow_extension() is None or values.type not in (pa.binary(), pa.large_binary()):
+        if _arrow_extension() is None or values.type not in (pa.binary(), pa.large_binary()):
             self.feed(*batch_records(batch))
             return
+        source = SourceRows.of_batch(batch)
         files = "file" in batch.schema.names
         key_columns = [
             batch.column(batch.schema.get_field_index(n)) for n in (["file"] if files else ["topic", "partition"])
@@ -411,7 +479,7 @@ class Task:
                 self.feed(*batch_records(rows))
                 continue
             pos = positions.slice(start, stop - start).to_numpy(zero_copy_only=False)
-            self._feed_arrow(st, values.slice(start, stop - start), pos, record_at)
+            self._feed_arrow(st, values.slice(start, stop - start), pos, record_at, source.slice(start, stop - start))
 
     def feed_lines(self, path: str, values: pa.Array, lines: pa.Array) -> None:
         """A block of a JSON Lines file (messages and their line numbers as Arrow arrays), in order;
@@ -422,7 +490,7 @@ class Task:
         record_at = _line_record(values)
         st = self.stream(path, record_at(0), int(pos[0]))
         if self._arrow_plan(st) is not None:
-            self._feed_arrow(st, values, pos, record_at)
+            self._feed_arrow(st, values, pos, record_at, SourceRows.bare(len(values)))
             return
         for value, line in zip(values.to_pylist(), pos.tolist(), strict=True):
             self._feed_one(st, Record(value=value), line)
@@ -446,31 +514,40 @@ class Task:
 
     # -- the native plan over Arrow arrays ----------------------------------------------
     def _arrow_plan(self, st: Stream) -> Any:
-        """The stream's native plan when its outputs go to files as Arrow arrays, else ``None``."""
-        if st.committed or self.plan.sink.is_kafka or st.chain.native is None or _arrow_extension() is None:
-            return None
-        if st.chain.native.needs_keys:  # the Arrow path passes values only: such plans run per batch
+        """The stream's native plan when the task can hand it Arrow arrays, else ``None``."""
+        if st.committed or st.chain.native is None or _arrow_extension() is None:
             return None
         return st.chain.native
 
     def _arrow_values(self, st: Stream, records: Sequence[Record]) -> pa.Array | None:
         """The records' values as a binary array when the stream takes the Arrow path."""
-        if self._arrow_plan(st) is None or not all(r.value is None or type(r.value) is bytes for r in records):
+        if self._arrow_plan(st) is None or not all(
+            (r.value is None or type(r.value) is bytes) and (r.key is None or type(r.key) is bytes) for r in records
+        ):
             return None
         return pa.array([r.value for r in records], pa.binary())
 
     def _feed_arrow(
-        self, st: Stream, values: pa.Array, positions: np.ndarray, record_at: Callable[[int], Record]
+        self,
+        st: Stream,
+        values: pa.Array,
+        positions: np.ndarray,
+        record_at: Callable[[int], Record],
+        source: SourceRows,
     ) -> None:
         """Rows of one stream through its native plan in one call; runs of handled rows go to the
         sink as Arrow arrays, a row the plan leaves to Python goes through ``_feed_one`` in its place."""
         native, ext = self._arrow_plan(st), _arrow_extension()
         assert native is not None and ext is not None  # the caller checked (_arrow_plan)
-        counts, out_values, _keys, variants = (pa.array(a) for a in ext.convert_arrow(native.plan, values))
-        topics = pa.array([topic or self.sink_topic(st.source_topic) for topic, _ in native.variants], pa.string())
+        keys_in = source.keys if native.needs_keys else None
+        counts, out_values, out_keys, variants = (pa.array(a) for a in ext.convert_arrow(native.plan, values, keys_in))
+        outputs = NativeOutputs(out_values, out_keys, variants, np.empty(0, np.int64))
         n = len(values)
         per_row = counts.to_numpy()
-        ends = np.cumsum(np.maximum(per_row, 0))  # outputs up to and including each row
+        handled = np.maximum(per_row, 0)
+        ends = np.cumsum(handled)  # outputs up to and including each row
+        if self.plan.sink.is_kafka:  # each output's input row: its timestamp, partition and headers
+            outputs = outputs.with_rows(np.repeat(np.arange(n, dtype=np.int64), handled))
         breaks = set(np.flatnonzero(per_row < 0).tolist())
         if st.final_offset is not None:  # the row to flush after ends a run
             breaks.update((np.flatnonzero(positions == st.final_offset) + 1).tolist())
@@ -478,12 +555,9 @@ class Task:
         for stop in sorted({*breaks, n}):
             if stop > start:
                 first_out = int(ends[start - 1]) if start else 0
-                last = record_at(stop - 1)
-                self._native_run(
-                    st, positions[start], positions[stop - 1], stop - start, last,
-                    out_values.slice(first_out, int(ends[stop - 1]) - first_out),
-                    variants.slice(first_out, int(ends[stop - 1]) - first_out), topics,
-                )  # fmt: skip
+                run = outputs.slice(first_out, int(ends[stop - 1]) - first_out)
+                self._native_run(st, native, positions[start], positions[stop - 1], stop - start, record_at(stop - 1),
+                                 run, source)  # fmt: skip
             if stop < n and per_row[stop] < 0:
                 self._feed_one(st, record_at(stop), int(positions[stop]))
                 start = stop + 1
@@ -491,28 +565,35 @@ class Task:
                 start = stop
 
     def _native_run(
-        self, st: Stream, first: int, last: int, rows: int, record: Record, values: pa.Array, variants: pa.Array,
-        topics: pa.Array,
+        self, st: Stream, native: Any, first: int, last: int, rows: int, record: Record, outputs: NativeOutputs,
+        source: SourceRows,
     ) -> None:  # fmt: skip
         """Book ``rows`` converted rows (positions ``first``..``last``, the last one ``record``) and
-        write their outputs: each output topic's values in order, as one array."""
+        hand their outputs to the sink as arrays."""
         if st.first < 0:
             st.first = int(first)
         st.last = int(last)
         st.records += rows
         st.last_timestamp = record.timestamp
         st.last_partition = record.partition or 0
-        if len(values):
-            out_topics = pc.take(topics, variants)
-            names = pc.unique(out_topics)
-            if len(names) == 1:
-                st.outputs.extend(names[0].as_py(), values)
+        if len(outputs.values):
+            topics = pc.take(self._variant_topics(st, native), outputs.variants)
+            if self.plan.sink.is_kafka:
+                st.outputs.extend_arrow(kafka_outputs(outputs, topics, native.variants, source))
             else:
-                for name in names.to_pylist():
-                    st.outputs.extend(name, values.filter(pc.equal(out_topics, name)))
-            st.written += len(values)
+                names = pc.unique(topics)
+                if len(names) == 1:
+                    st.outputs.extend(names[0].as_py(), outputs.values)
+                else:
+                    for name in names.to_pylist():
+                        st.outputs.extend(name, outputs.values.filter(pc.equal(topics, name)))
+            st.written += len(outputs.values)
         if st.final_offset is not None and last == st.final_offset:
             self._flush(st, record, int(last))
+
+    def _variant_topics(self, st: Stream, native: Any) -> pa.Array:
+        """Each variant's output topic (a transform's, else the sink's for the stream's source topic)."""
+        return pa.array([topic or self.sink_topic(st.source_topic) for topic, _ in native.variants], pa.string())
 
     def _emit(self, st: Stream, result: ChainResult, record: Record, pos: int) -> None:
         ts, sp = record.timestamp, record.partition or 0
@@ -635,6 +716,64 @@ def run_task(plan: TaskPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     yield from Task(plan).run(batches)
 
 
+@dataclass(frozen=True)
+class NativeOutputs:
+    """``convert_arrow``'s output records (values, keys, variants) and, for Kafka sinks, the
+    index of each one's input row (``rows``, into the arrays handed to the plan)."""
+
+    values: pa.Array
+    keys: pa.Array
+    variants: pa.Array
+    rows: np.ndarray
+
+    def with_rows(self, rows: np.ndarray) -> NativeOutputs:
+        return NativeOutputs(self.values, self.keys, self.variants, rows)
+
+    def slice(self, start: int, length: int) -> NativeOutputs:
+        rows = self.rows[start : start + length] if len(self.rows) else self.rows
+        return NativeOutputs(
+            self.values.slice(start, length), self.keys.slice(start, length), self.variants.slice(start, length), rows
+        )
+
+
+def kafka_outputs(
+    outputs: NativeOutputs, topics: pa.Array, variants: Sequence[Any], source: SourceRows
+) -> pa.RecordBatch:
+    """Converted records as a Kafka sink takes them (:data:`KAFKA_OUTPUT_SCHEMA`): what the per-row
+    path's ``_emit`` sets on each output record (its topic, the source timestamp and partition,
+    the source headers with the variant's header edits), as columns."""
+    rows = pa.array(outputs.rows, pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [
+            topics,
+            outputs.keys.cast(pa.large_binary()),
+            outputs.values.cast(pa.large_binary()),
+            _output_headers(outputs, variants, source),
+            pc.take(source.timestamps, rows),
+            pc.take(source.partitions, rows),
+        ],
+        schema=KAFKA_OUTPUT_SCHEMA,
+    )
+
+
+def _output_headers(outputs: NativeOutputs, variants: Sequence[Any], source: SourceRows) -> pa.Array:
+    """Each output's headers: its source row's with its variant's edits (as ``NativePlan.run``)."""
+    from cdc_smt.transforms.native import edit_headers
+
+    def arrow(headers: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+        return [{"key": k, "value": v} for k, v in headers]
+
+    if source.headers is None:  # the common case: one header list per variant, no Python object per record
+        per_variant = pa.array([arrow(edit_headers([], edits) if edits else []) for _, edits in variants], HEADERS_TYPE)
+        return pc.take(per_variant, outputs.variants)
+    edits_of = [edits for _, edits in variants]
+    out = []
+    for row, variant in zip(outputs.rows.tolist(), outputs.variants.to_pylist(), strict=True):
+        headers, edits = source.headers[row], edits_of[variant]
+        out.append(arrow(edit_headers(headers, edits) if edits else list(headers)))
+    return pa.array(out, HEADERS_TYPE)
+
+
 def _arrow_extension() -> Any:
     """The native core when it is on and has the Arrow entry points, else ``None`` (today's path)."""
     from cdc_smt.transforms import native
@@ -744,4 +883,14 @@ def _relative(path: str, root: str | None) -> str:
     return rel.replace("/", "__")
 
 
-__all__ = ["BackfillHalted", "HALT_MARK", "SUMMARY_DDL", "TaskPlan", "run_task", "stream_name"]
+__all__ = [
+    "BackfillHalted",
+    "HALT_MARK",
+    "HEADERS_TYPE",
+    "KAFKA_OUTPUT_SCHEMA",
+    "SUMMARY_DDL",
+    "TaskPlan",
+    "kafka_outputs",
+    "run_task",
+    "stream_name",
+]

@@ -359,6 +359,32 @@ def dead_letter_entry(dl: DeadLetter, where: dict[str, Any]) -> dict[str, Any]:
 # -- Kafka ---------------------------------------------------------------------------------------
 
 
+def arrow_partitions(records: Any, partitions_of: Any) -> Any:
+    """The output partition of each record of an Arrow batch (``process.KAFKA_OUTPUT_SCHEMA``), as
+    :func:`connector.kafka.partition_for` chooses it: murmur2 of the key (hashed by the native core,
+    no Python object per record), a keyless record its source partition modulo the count.
+    ``partitions_of(topic)``: the topic's partition count. An int32 array."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import cdc_smt._native as ext
+
+    topics, keys = records.column("topic"), records.column("key")
+    source = pc.fill_null(records.column("source_partition"), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    names = pc.unique(topics).to_pylist()
+    out = np.empty(records.num_rows, np.int32)
+    for name in names:
+        n = partitions_of(name)
+        if len(names) == 1:
+            rows = np.arange(records.num_rows)
+        else:
+            rows = np.flatnonzero(pc.equal(topics, name).to_numpy(zero_copy_only=False))
+        keyed = pa.array(ext.key_partitions(pc.take(keys, pa.array(rows)), n)).to_numpy()
+        out[rows] = np.where(keyed < 0, source[rows] % n, keyed)
+    return pa.array(out, pa.int32())
+
+
 @dataclass(frozen=True)
 class Transactional:
     """What an exactly-once :class:`KafkaOutput` needs: whose transaction, which batch, where markers go."""
@@ -501,6 +527,17 @@ class KafkaOutput:
         if len(self._pending) >= KAFKA_CHUNK:
             self.flush()
 
+    def extend_arrow(self, records: Any) -> None:
+        """``add`` of each converted record of an Arrow batch (``process.KAFKA_OUTPUT_SCHEMA``), in order."""
+        pending = self._pending
+        columns = records.to_pydict()
+        for topic, key, value, headers, timestamp, source_partition in zip(*columns.values(), strict=True):
+            pairs = [(h["key"], h["value"]) for h in headers] if headers else []
+            record = Record(value=value, key=key, topic=topic, timestamp=timestamp, headers=pairs)
+            pending.append((record, source_partition or 0))
+        if len(pending) >= KAFKA_CHUNK:
+            self.flush()
+
     def flush(self) -> None:
         if self._pending:
             pending, self._pending = self._pending, []
@@ -543,6 +580,7 @@ class KafkaOutput:
 
 __all__ = [
     "DeadLetterFiles",
+    "arrow_partitions",
     "ExactlyOnce",
     "FileOutput",
     "KafkaOutput",

@@ -18,6 +18,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
+use crate::partition::murmur2_of;
 use crate::CanalToDebezium;
 
 /// One exported Arrow array: ``pyarrow.array(obj)`` imports it (``__arrow_c_array__``).
@@ -104,14 +105,27 @@ impl Values {
     }
 }
 
-/// ``convert_arrow(plan, values)``: ``plan.convert`` over a binary (or large_binary) Arrow
-/// array. Returns ``(counts, values, keys, variants)`` as Arrow arrays (int32,
-/// large_binary, large_binary, int32): per input the number of output records (``-1``:
-/// not handled, Python's), then the output records in order. A null input (a tombstone)
-/// is not handled, as in ``convert``.
+/// ``convert_arrow(plan, values, keys=None)``: ``plan.convert`` over a binary (or
+/// large_binary) Arrow array. Returns ``(counts, values, keys, variants)`` as Arrow arrays
+/// (int32, large_binary, large_binary, int32): per input the number of output records
+/// (``-1``: not handled, Python's), then the output records in order. A null input (a
+/// tombstone) is not handled, as in ``convert``. ``keys``: the records' keys as a binary
+/// array of the same length (null: a record without a key), for plans that ``needs_keys``
+/// (the Debezium reader takes the primary key from them); without it such a plan handles
+/// nothing, as ``convert`` without keys.
 #[pyfunction]
-pub(crate) fn convert_arrow<'py>(py: Python<'py>, plan: &Bound<'py, CanalToDebezium>, values: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (plan, values, keys=None))]
+pub(crate) fn convert_arrow<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, CanalToDebezium>,
+    values: &Bound<'py, PyAny>,
+    keys: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let input = Values::of(import(values)?)?;
+    let keys = keys.filter(|k| !k.is_none()).map(|k| import(k).and_then(Values::of)).transpose()?;
+    if keys.as_ref().is_some_and(|k| k.len() != input.len()) {
+        return Err(PyValueError::new_err("one key per value"));
+    }
     let mut plan = plan.borrow_mut();
     let n = input.len();
     let mut counts = Int32Builder::with_capacity(n);
@@ -123,7 +137,10 @@ pub(crate) fn convert_arrow<'py>(py: Python<'py>, plan: &Bound<'py, CanalToDebez
         records.clear();
         let handled = match input.get(i) {
             // A panic (a bug) must not reach Python: the record goes to the Python path.
-            Some(value) => match catch_unwind(AssertUnwindSafe(|| plan.message(py, value, &mut records))) {
+            Some(value) => match catch_unwind(AssertUnwindSafe(|| match &keys {
+                Some(k) => plan.message_keyed(py, value, Some(k.get(i)), &mut records),
+                None => plan.message(py, value, &mut records),
+            })) {
                 Ok(handled) => handled?,
                 Err(_) => false,
             },
@@ -147,6 +164,26 @@ pub(crate) fn convert_arrow<'py>(py: Python<'py>, plan: &Bound<'py, CanalToDebez
         export(out_variants.finish().into_data()),
     ];
     PyTuple::new(py, arrays.into_iter().map(|a| Bound::new(py, a)).collect::<PyResult<Vec<_>>>()?)
+}
+
+/// ``key_partitions(keys, n)``: Kafka's default partition of each key of a binary Arrow
+/// array for a topic of ``n`` partitions (``(murmur2(key) & 0x7fffffff) % n``, as
+/// ``connector.kafka.partitioner.partition_for``), ``-1`` for a null key (the caller
+/// places keyless records by their source partition). An int32 Arrow array.
+#[pyfunction]
+pub(crate) fn key_partitions(keys: &Bound<'_, PyAny>, n: u32) -> PyResult<ArrowArray> {
+    if n == 0 {
+        return Err(PyValueError::new_err("a topic has at least one partition"));
+    }
+    let keys = Values::of(import(keys)?)?;
+    let mut out = Int32Builder::with_capacity(keys.len());
+    for i in 0..keys.len() {
+        out.append_value(match keys.get(i) {
+            Some(k) => ((murmur2_of(k) & 0x7fff_ffff) % n) as i32,
+            None => -1,
+        });
+    }
+    Ok(export(out.finish().into_data()))
 }
 
 const WHITESPACE: &[u8] = b" \t\n\r\x0b\x0c";

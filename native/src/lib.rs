@@ -931,5 +931,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::ArrowArray>()?;
     m.add_function(wrap_pyfunction!(arrow::convert_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::split_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::key_partitions, m)?)?;
     Ok(())
 }
