@@ -102,6 +102,7 @@ DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
 DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
 DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 DTS_TO_CANAL = "dts-avro -> canal-json"
+DTS_TO_DTS = "dts-avro -> dts-avro"
 
 
 def available() -> bool:
@@ -204,7 +205,7 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
-    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson):
+    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson, DtsAvro):
         from cdc_smt.transforms.native_dts_in import dts_in_plan
 
         return dts_in_plan(chain)
@@ -1082,6 +1083,7 @@ __all__ = [
     "OGG_TO_DEBEZIUM",
     "DEBEZIUM_TO_DTS",
     "DTS_TO_CANAL",
+    "DTS_TO_DTS",
     "DTS_TO_DEBEZIUM",
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
