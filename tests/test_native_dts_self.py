@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,8 +26,9 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import ChangeEvent, Record
+from cdc_smt.transforms.native_dts import _long
 from tests.strategies import change_streams
-from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, dead_letters, outputs
+from tests.test_native import NATIVE_SUITE, ZONES, corpus_files, dead_letters, outputs, records_of
 from tests.test_native_dts_in import (
     KEEPING,
     OTHER,
@@ -51,18 +53,10 @@ def make_chain(source: dict[str, Any], sink: dict[str, Any], transforms: list[di
 
 
 def keyed(values: list[bytes | None]) -> list[Record]:
-    """Records with coordinates, headers and keys (some without one): all carried alike."""
+    """``records_of`` with keys of their own (some without one): all carried alike."""
     return [
-        Record(
-            value=v,
-            key=None if i % 3 == 0 else f"key-{i}".encode(),
-            topic="in",
-            partition=0,
-            offset=i,
-            timestamp=1_700_000_000_000 + i,
-            headers=[("h", str(i).encode())] if i % 2 else [],
-        )
-        for i, v in enumerate(values)
+        msgspec.structs.replace(r, key=None if i % 3 == 0 else f"key-{i}".encode())
+        for i, r in enumerate(records_of(values))
     ]
 
 
@@ -164,27 +158,17 @@ def test_malformed_records_among_good_ones() -> None:
     assert assert_same(keyed([v for b in bad for v in (REGULAR[0], b)])) >= len(bad)
 
 
-def _varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def _padded(n: int) -> bytes:
     """``n`` as a varint one byte longer than needed (fastavro reads it; writes it minimal)."""
-    minimal = bytearray(_varint(n))
+    minimal = bytearray(_long(n))
     minimal[-1] |= 0x80
     return bytes(minimal) + b"\x00"
 
 
 def test_non_canonical_encodings_are_written_as_fastavro_writes_them() -> None:
     good = dts("UPDATE")
-    version, rest = _varint(0), good[1:]
-    ident = _varint(42)
+    version, rest = _long(0), good[1:]
+    ident = _long(42)
     assert rest.startswith(ident)
     values = [
         _padded(0) + rest,  # a padded version

@@ -97,6 +97,20 @@ impl<'a> Cursor<'a> {
         }
         usize::try_from(n.unsigned_abs()).ok()
     }
+
+    /// An array (or map) read in its blocks, ``item`` by ``item``.
+    fn items<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        loop {
+            let n = self.block()?;
+            if n == 0 {
+                return Some(out);
+            }
+            for _ in 0..n {
+                out.push(item(self)?);
+            }
+        }
+    }
 }
 
 /// One image value, as the union branch it was written in.
@@ -149,18 +163,7 @@ fn image<'a>(c: &mut Cursor<'a>) -> Option<Option<Vec<Raw<'a>>>> {
     match c.branch(3)? {
         0 => Some(None),
         1 => None,
-        _ => {
-            let mut out = Vec::new();
-            loop {
-                let n = c.block()?;
-                if n == 0 {
-                    return Some(Some(out));
-                }
-                for _ in 0..n {
-                    out.push(value(c)?);
-                }
-            }
-        }
+        _ => Some(Some(c.items(value)?)),
     }
 }
 
@@ -211,47 +214,13 @@ pub(crate) fn read(value: &[u8]) -> Option<Record<'_>> {
     };
     let process = match c.branch(2)? {
         0 => None,
-        _ => {
-            let mut out = Vec::new();
-            loop {
-                let n = c.block()?;
-                if n == 0 {
-                    break Some(out);
-                }
-                for _ in 0..n {
-                    out.push(c.long()?);
-                }
-            }
-        }
+        _ => Some(c.items(Cursor::long)?),
     };
-    let mut pk_info = None;
-    let mut tags = Vec::new();
-    loop {
-        let n = c.block()?;
-        if n == 0 {
-            break;
-        }
-        for _ in 0..n {
-            let (k, v) = (c.str()?, c.str()?);
-            if k == "pk_uk_info" {
-                pk_info = Some(v); // the last one, as Python's dict keeps it
-            }
-            tags.push((k, v));
-        }
-    }
+    let tags = c.items(|c| Some((c.str()?, c.str()?)))?;
+    // the last one, as Python's dict keeps it
+    let pk_info = tags.iter().rev().find(|(k, _)| *k == "pk_uk_info").map(|(_, v)| *v);
     let fields = match c.branch(3)? {
-        2 => {
-            let mut out = Vec::new();
-            loop {
-                let n = c.block()?;
-                if n == 0 {
-                    break out;
-                }
-                for _ in 0..n {
-                    out.push((c.str()?, c.int()?));
-                }
-            }
-        }
+        2 => c.items(|c| Some((c.str()?, c.int()?)))?,
         _ => return None,
     };
     let before = image(c)?;
