@@ -19,9 +19,10 @@ of the messages it writes ("speed vs floor" is the row's rate over its floor's; 
 core's targets: at least 0.5x, canal-json -> debezium-json 1.0x).
 
 ``--rss N`` instead converts ``N`` messages (default 1M when given without a
-number) through each native plan, in a child process per plan, generating the
-input chunk by chunk, and prints the peak RSS after 10 %, 50 % and 100 % of
-them: flat when the plan keeps nothing per message.
+number) through each native plan (``--rows`` selects them as it selects the
+rows), in a child process per plan, generating the input chunk by chunk, and
+prints the peak RSS after 10 %, 50 % and 100 % of them: flat when the plan
+keeps nothing per message.
 
 Rows whose codecs are not registered print as ``missing``. To benchmark more
 conversions, add a :class:`Row` to :data:`ROWS`.
@@ -191,6 +192,7 @@ ROWS: tuple[Row, ...] = (
     Row("canal-json", "dts-avro", floor="fastavro", python_path=True),
     Row("ticdc-canal-json", "dts-avro", floor="fastavro"),
     *with_python_twin(Row("dts-avro", "canal-json", floor="fastavro")),
+    *with_python_twin(Row("dts-avro", "dts-avro", floor="fastavro")),
     Row("maxwell-json", "canal-json"),
     Row("maxwell-json", "canal-json", python_path=True),
     Row("maxwell-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema"),
@@ -694,31 +696,67 @@ def format_table(results: list[FormatResult]) -> str:
     return "\n".join(lines)
 
 
-#: The native plans ``--rss`` measures: name -> (source, sink, sink options).
-RSS_PLANS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "canal-json -> debezium-json (no schema)": ("canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "canal-json -> debezium-json (with schema)": ("canal-json", "debezium-json", {"schemas_enable": True}),
-    "ticdc-canal-json -> debezium-json (no schema)": ("ticdc-canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "canal-json -> canal-json": ("canal-json", "canal-json", {}),
-    "ticdc-canal-json -> canal-json": ("ticdc-canal-json", "canal-json", {}),
-    "canal-json -> ticdc-canal-json": ("canal-json", "ticdc-canal-json", {}),
-    "ticdc-canal-json -> ticdc-canal-json": ("ticdc-canal-json", "ticdc-canal-json", {}),
-    "debezium-json -> ticdc-canal-json": ("debezium-json", "ticdc-canal-json", {}),
-    "canal-json -> maxwell-json": ("canal-json", "maxwell-json", {}),
-    "canal-json -> ogg-json": ("canal-json", "ogg-json", {}),
-    "debezium-json -> canal-json": ("debezium-json", "canal-json", {}),
-    "debezium-json -> debezium-json": ("debezium-json", "debezium-json", {}),
-    "cloudcanal-json -> debezium-json (no schema)": ("cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "cloudcanal-json -> canal-json": ("cloudcanal-json", "canal-json", {}),
-    "canal-json -> cloudcanal-json": ("canal-json", "cloudcanal-json", {}),
-    "debezium-json -> cloudcanal-json": ("debezium-json", "cloudcanal-json", {}),
-    "maxwell-json -> debezium-json (no schema)": ("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "ogg-json -> canal-json": ("ogg-json", "canal-json", {}),
-    "debezium-json -> maxwell-json": ("debezium-json", "maxwell-json", {}),
-    "debezium-json -> dts-avro": ("debezium-json", "dts-avro", {}),
-    "dataworks-json -> debezium-json (no schema)": ("dataworks-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
-    "dataworks-json -> canal-json": ("dataworks-json", "canal-json", {}),
+@dataclass(frozen=True)
+class RssPlan:
+    """One native plan ``--rss`` measures: the codecs, their options and the chain's transforms."""
+
+    source: str
+    sink: str
+    sink_options: Mapping[str, Any] = field(default_factory=dict)
+    #: The options the generated Canal messages are written into ``source`` with.
+    input_options: Mapping[str, Any] = field(default_factory=dict)
+    transforms: tuple[Mapping[str, Any], ...] = ()
+
+
+#: ``unwrap`` as a job flattening Debezium events would configure it.
+_UNWRAP = {"type": "unwrap", "delete_handling": "rewrite", "add_fields": ["op", "table", "source_ts_ms"]}
+
+#: The native plans ``--rss`` measures, by name (``--rows`` selects among them as among the rows).
+RSS_PLANS: dict[str, RssPlan] = {
+    "canal-json -> debezium-json (no schema)": RssPlan("canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "canal-json -> debezium-json (with schema)": RssPlan("canal-json", "debezium-json", {"schemas_enable": True}),
+    "ticdc-canal-json -> debezium-json (no schema)": RssPlan(
+        "ticdc-canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA
+    ),
+    "canal-json -> canal-json": RssPlan("canal-json", "canal-json"),
+    "ticdc-canal-json -> canal-json": RssPlan("ticdc-canal-json", "canal-json"),
+    "canal-json -> ticdc-canal-json": RssPlan("canal-json", "ticdc-canal-json"),
+    "ticdc-canal-json -> ticdc-canal-json": RssPlan("ticdc-canal-json", "ticdc-canal-json"),
+    "debezium-json -> ticdc-canal-json": RssPlan("debezium-json", "ticdc-canal-json"),
+    "canal-json -> maxwell-json": RssPlan("canal-json", "maxwell-json"),
+    "canal-json -> ogg-json": RssPlan("canal-json", "ogg-json"),
+    "debezium-json -> canal-json": RssPlan("debezium-json", "canal-json"),
+    "debezium-json -> debezium-json": RssPlan("debezium-json", "debezium-json"),
+    "cloudcanal-json -> debezium-json (no schema)": RssPlan(
+        "cloudcanal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA
+    ),
+    "cloudcanal-json -> canal-json": RssPlan("cloudcanal-json", "canal-json"),
+    "canal-json -> cloudcanal-json": RssPlan("canal-json", "cloudcanal-json"),
+    "debezium-json -> cloudcanal-json": RssPlan("debezium-json", "cloudcanal-json"),
+    "maxwell-json -> debezium-json (no schema)": RssPlan("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "ogg-json -> canal-json": RssPlan("ogg-json", "canal-json"),
+    "debezium-json -> maxwell-json": RssPlan("debezium-json", "maxwell-json"),
+    "debezium-json -> dts-avro": RssPlan("debezium-json", "dts-avro"),
+    "dataworks-json -> debezium-json (no schema)": RssPlan("dataworks-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "dataworks-json -> canal-json": RssPlan("dataworks-json", "canal-json"),
+    "dts-avro -> debezium-json (no schema)": RssPlan("dts-avro", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
+    "dts-avro -> canal-json": RssPlan("dts-avro", "canal-json"),
+    "dts-avro -> dts-avro": RssPlan("dts-avro", "dts-avro"),
+    "debezium-json -> canal-json (with schema)": RssPlan(
+        "debezium-json", "canal-json", input_options={"schemas_enable": True}
+    ),
+    "canal-json -> debezium-json (no schema, unwrap)": RssPlan(
+        "canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA, transforms=(_UNWRAP,)
+    ),
 }
+
+
+def selected(label: str, rows: str | None) -> bool:
+    """Does ``--rows`` (comma-separated texts, ``->`` or ``→``) select the row or plan ``label``?"""
+    if rows is None:
+        return True
+    label = label.replace("→", "->")
+    return any(t.strip().replace("→", "->") in label for t in rows.split(","))
 
 
 def rss_child(plan: str, count: int) -> int:
@@ -726,15 +764,22 @@ def rss_child(plan: str, count: int) -> int:
     (MiB) after 10 %, 50 % and 100 % of them as JSON."""
     import resource
 
-    source, sink, sink_options = RSS_PLANS[plan]
-    chain = Chain(get_codec(source), get_codec(sink, sink_options), [], "all")
+    from cdc_smt.transforms.config import build_transforms
+
+    p = RSS_PLANS[plan]
+    configs = [dict(t) for t in p.transforms]
+    chain = Chain(get_codec(p.source), get_codec(p.sink, p.sink_options), build_transforms(configs), "all")
     if chain.native is None:
         print(orjson.dumps({"error": "no native plan"}).decode())
         return 1
-    to_source = Chain(get_codec(SOURCE_FORMAT), get_codec(source), [], "all") if source != SOURCE_FORMAT else None
+    to_source = (
+        Chain(get_codec(SOURCE_FORMAT), get_codec(p.source, p.input_options), [], "all")
+        if p.source != SOURCE_FORMAT
+        else None
+    )
     marks = {count // 10: "10%", count // 2: "50%", count: "100%"}
     peaks: dict[str, float] = {}
-    done = errors = 0
+    done = errors = python = 0  # python: of the first chunk
     chunk: list[Record] = []
     for value in iter_canal_messages(count):
         chunk.append(Record(value=value))
@@ -744,25 +789,32 @@ def rss_child(plan: str, count: int) -> int:
                 if to_source is None
                 else [Record(value=r.value, key=r.key) for r in to_source.process_batch(chunk).outputs]
             )
+            if not done:  # how many the plan leaves to Python (a fresh chain: the measured one keeps its state)
+                probe = Chain(get_codec(p.source), get_codec(p.sink, p.sink_options), build_transforms(configs), "all")
+                keys = [r.key for r in records] if chain.native.needs_keys else None
+                python = (
+                    probe.native.convert_values([r.value for r in records], keys)[0].count(-1) if probe.native else 0
+                )
             errors += len(chain.process_batch(records).dead_letters)
             done += len(chunk)
             chunk = []
             for mark, name in marks.items():
                 if done >= mark and name not in peaks:
                     peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(orjson.dumps({"peaks": peaks, "errors": errors, "messages": done}).decode())
+    print(orjson.dumps({"peaks": peaks, "errors": errors, "python": python, "messages": done}).decode())
     return 0
 
 
-def rss_report(count: int) -> int:
-    """Each native plan in a child process of its own (a fresh peak), as a markdown table."""
+def rss_report(count: int, rows: str | None = None) -> int:
+    """Each native plan (``rows``: those ``--rows`` selects) in a child process of its own (a
+    fresh peak), as a markdown table."""
     import subprocess
 
     lines = [
         f"| native plan ({count:,} messages) | peak RSS at 10 % | 50 % | 100 % | flat? |",
         "|---|---:|---:|---:|---|",
     ]
-    for plan in RSS_PLANS:
+    for plan in (p for p in RSS_PLANS if selected(p, rows)):
         proc = subprocess.run(
             [sys.executable, "-m", "bench.codec", "--rss-child", plan, "--rss", str(count)],
             capture_output=True,
@@ -780,6 +832,8 @@ def rss_report(count: int) -> int:
         p = report["peaks"]
         flat = "yes" if p["100%"] <= p["10%"] * 1.1 else f"no (+{p['100%'] - p['10%']:.0f} MiB)"
         errors = f", {report['errors']} dead letters!" if report["errors"] else ""
+        if report["python"]:
+            errors += f" ({report['python']:,} of the first {CHUNK:,} messages on the Python path)"
         lines.append(f"| {plan} | {p['10%']:.0f} MiB | {p['50%']:.0f} MiB | {p['100%']:.0f} MiB | {flat}{errors} |")
         print(lines[-1], flush=True)
     print()
@@ -805,7 +859,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="?",
         const=1_000_000,
         metavar="N",
-        help="peak RSS of converting N messages (default 1M) through each native plan, instead of the tables",
+        help="peak RSS of converting N messages (default 1M) through each native plan (--rows selects), "
+        "instead of the tables",
     )
     parser.add_argument(
         "--rows",
@@ -817,7 +872,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rss_child is not None:
         return rss_child(args.rss_child, args.rss or 1_000_000)
     if args.rss is not None:
-        return rss_report(args.rss)
+        return rss_report(args.rss, args.rows)
 
     pinned = pin(args.pin)
     messages = canal_messages(args.count)
@@ -834,7 +889,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs = Inputs(messages)
     results = []
     for row in ROWS:
-        if args.rows is not None and not any(t.strip() in row.label for t in args.rows.split(",")):
+        if not selected(row.label, args.rows):
             continue
         result = measure(row, inputs, args.runs)
         results.append(result)

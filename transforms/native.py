@@ -106,6 +106,7 @@ DTS_TO_CANAL = "dts-avro -> canal-json"
 CANAL_TO_CLOUDCANAL = "canal-json -> cloudcanal-json"
 TICDC_TO_CLOUDCANAL = "ticdc-canal-json -> cloudcanal-json"
 DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
+DTS_TO_DTS = "dts-avro -> dts-avro"
 
 
 def available() -> bool:
@@ -216,7 +217,7 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms.native_typed_in import typed_plan
 
         return typed_plan(chain, _native)
-    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson):
+    if type(decoder) is DtsAvro and type(encoder) in (DebeziumJsonCodec, CanalJson, DtsAvro):
         from cdc_smt.transforms.native_dts_in import dts_in_plan
 
         return dts_in_plan(chain)
@@ -1101,6 +1102,7 @@ __all__ = [
     "OGG_TO_DEBEZIUM",
     "DEBEZIUM_TO_DTS",
     "DTS_TO_CANAL",
+    "DTS_TO_DTS",
     "DTS_TO_DEBEZIUM",
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",

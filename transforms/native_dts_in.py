@@ -1,4 +1,4 @@
-"""The native planner's DTS Avro reader: dts-avro -> debezium-json and -> canal-json.
+"""The native planner's DTS Avro reader: dts-avro -> debezium-json, -> canal-json and -> dts-avro.
 
 Without a schema catalog the DTS decoder types a record's columns from their MySQL type
 codes, refined by the values (``dts_avro.infer_column_type``), so the native reader
@@ -34,9 +34,11 @@ from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     DTS_TO_CANAL,
     DTS_TO_DEBEZIUM,
+    DTS_TO_DTS,
     NativePlan,
     _CanalOutTables,
     _CanalTables,
+    _Unsupported,
     canal_debezium_plan,
     row_keeping_plan,
 )
@@ -168,11 +170,54 @@ class DtsCanalTables(_DtsProbe, _CanalOutTables):
         return super()._op_canal(message, kind, shape, texts)
 
 
+class DtsSelfTables(_DtsProbe):
+    """Compiles one DTS layout for the same-format re-write (``native/src/dts_avro_self.rs``):
+    per op, whether the transforms drop the record or with which topic and header edits
+    Python writes it back, checked on the layout's probe record: the Python path must write
+    the probe record back byte for byte, under its own key (the writer copies what it read).
+    Values pass through as read, so no zone or value check is needed."""
+
+    #: The probe record's Kafka key (Python re-writes a DTS record under the key it came with).
+    KEY = b"probe-key"
+
+    def _python_columns(self, spec: Any, columns: list[bool]) -> Any:
+        return spec  # the values are copied, never converted
+
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        shape = self._shape(event, python_on_missing=True)
+        return [self._op_same(message["layout"], kind, shape.selected) for kind in ("INSERT", "UPDATE", "DELETE")] + [
+            (1, None)  # DTS has no snapshot reads: never used
+        ]
+
+    def _op_same(self, layout: Layout, kind: str, selected: list[bool]) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written (else raises: Python's)."""
+        probe = probe_record(layout, kind)
+        record = Record(value=probe, key=self.KEY)
+        (decoded,) = self.decoder.decode(record)
+        decoded.record = record  # as the chain sets it
+        event, edits = self._follow(decoded, selected)
+        if event is None:
+            return 0, None
+        encoder = self.encoder
+        counter = encoder._next_id
+        try:
+            (first,) = encoder.encode(event)
+        finally:
+            encoder._next_id = counter
+        if first.value != probe or first.key != self.KEY or encoder._next_id != counter:
+            raise _Unsupported("not written back as read")
+        return 2, self._variant(first.topic, edits)
+
+
 def dts_in_plan(chain: Any) -> NativePlan | None:
     """dts-avro -> debezium-json with the transforms the Canal plan runs, or -> canal-json
-    (``batch: row``) with the transforms that keep rows as they are, or ``None``."""
+    (``batch: row``) or -> dts-avro with the transforms that keep rows as they are, or ``None``."""
     from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.dts_avro import DtsAvro
 
+    if type(chain.encoder) is DtsAvro:
+        names = (DTS_TO_DTS, DTS_TO_DTS)
+        return row_keeping_plan(chain, DtsSelfTables, names, encoder="dts-avro", reader="dts-avro", ids=chain.encoder)
     if type(chain.encoder) is CanalJson:
         if chain.encoder.batching:
             return None  # Python groups a transaction's rows
@@ -181,4 +226,4 @@ def dts_in_plan(chain: Any) -> NativePlan | None:
     return canal_debezium_plan(chain, DtsDebeziumTables, DTS_TO_DEBEZIUM, reader="dts-avro")
 
 
-__all__ = ["DtsCanalTables", "DtsDebeziumTables", "dts_in_plan", "probe_record"]
+__all__ = ["DtsCanalTables", "DtsDebeziumTables", "DtsSelfTables", "dts_in_plan", "probe_record"]

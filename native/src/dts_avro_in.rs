@@ -37,7 +37,7 @@ use pyo3::prelude::*;
 use crate::canal::{self, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::json;
 use crate::typed_in::{now_ms, write_canal_keyed, writer_table, Tables};
-use crate::{canal_out, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
+use crate::{canal_out, dts_avro_self, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
 /// A cursor over a record's bytes; every read is ``None`` past the end or when malformed.
 struct Cursor<'a> {
@@ -97,11 +97,25 @@ impl<'a> Cursor<'a> {
         }
         usize::try_from(n.unsigned_abs()).ok()
     }
+
+    /// An array (or map) read in its blocks, ``item`` by ``item``.
+    fn items<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        loop {
+            let n = self.block()?;
+            if n == 0 {
+                return Some(out);
+            }
+            for _ in 0..n {
+                out.push(item(self)?);
+            }
+        }
+    }
 }
 
 /// One image value, as the union branch it was written in.
 #[derive(Clone, Copy)]
-enum Raw<'a> {
+pub(crate) enum Raw<'a> {
     /// ``null`` or ``EmptyObject`` ``NULL``.
     Null,
     Integer(i32, &'a str),
@@ -149,49 +163,45 @@ fn image<'a>(c: &mut Cursor<'a>) -> Option<Option<Vec<Raw<'a>>>> {
     match c.branch(3)? {
         0 => Some(None),
         1 => None,
-        _ => {
-            let mut out = Vec::new();
-            loop {
-                let n = c.block()?;
-                if n == 0 {
-                    return Some(Some(out));
-                }
-                for _ in 0..n {
-                    out.push(value(c)?);
-                }
-            }
-        }
+        _ => Some(Some(c.items(value)?)),
     }
 }
 
-/// A row record as ``DtsAvro.decode_message`` reads it.
-struct Record<'a> {
+/// A row record as ``DtsAvro.decode_message`` reads it (with the fields it keeps as they
+/// are for a same-format re-write: ``dts_avro_self``).
+pub(crate) struct Record<'a> {
+    pub version: i32,
+    pub id: i64,
     /// The writers' op index (c, u, d).
-    op: usize,
-    source_type: i64,
-    seconds: i64,
-    born: Option<i64>,
-    object: &'a str,
-    pk_info: Option<&'a str>,
-    fields: Vec<(&'a str, i32)>,
-    before: Option<Vec<Raw<'a>>>,
-    after: Option<Vec<Raw<'a>>>,
+    pub op: usize,
+    pub source_type: i64,
+    pub seconds: i64,
+    /// ``sourcePosition``, ``safeSourcePosition``, ``sourceTxid``.
+    pub positions: [&'a str; 3],
+    pub source_version: &'a str,
+    pub born: Option<i64>,
+    pub object: &'a str,
+    pub process: Option<Vec<i64>>,
+    /// ``tags`` in their order (a key read twice: ``dts_avro_self`` leaves it to Python).
+    pub tags: Vec<(&'a str, &'a str)>,
+    pub pk_info: Option<&'a str>,
+    pub fields: Vec<(&'a str, i32)>,
+    pub before: Option<Vec<Raw<'a>>>,
+    pub after: Option<Vec<Raw<'a>>>,
 }
 
 /// ``sourceType`` symbols read natively: MySQL and DRDS (the same to the Python decoder).
 const MYSQL: i64 = 0;
 const DRDS: i64 = 8;
 
-fn read(value: &[u8]) -> Option<Record<'_>> {
+pub(crate) fn read(value: &[u8]) -> Option<Record<'_>> {
     let c = &mut Cursor { b: value, i: 0 };
-    c.int()?; // version
-    c.long()?; // id
+    let version = c.int()?;
+    let id = c.long()?;
     let seconds = c.long()?;
-    for _ in 0..3 {
-        c.str()?; // sourcePosition, safeSourcePosition, sourceTxid
-    }
+    let positions = [c.str()?, c.str()?, c.str()?];
     let source_type = c.branch(13)?;
-    c.str()?; // source.version
+    let source_version = c.str()?;
     let op = match c.branch(17)? {
         0 => 0,
         1 => 1,
@@ -202,43 +212,15 @@ fn read(value: &[u8]) -> Option<Record<'_>> {
         0 => return None,
         _ => c.str()?,
     };
-    if c.branch(2)? == 1 {
-        loop {
-            let n = c.block()?; // processTimestamps
-            if n == 0 {
-                break;
-            }
-            for _ in 0..n {
-                c.long()?;
-            }
-        }
-    }
-    let mut pk_info = None;
-    loop {
-        let n = c.block()?;
-        if n == 0 {
-            break;
-        }
-        for _ in 0..n {
-            let (k, v) = (c.str()?, c.str()?);
-            if k == "pk_uk_info" {
-                pk_info = Some(v); // the last one, as Python's dict keeps it
-            }
-        }
-    }
+    let process = match c.branch(2)? {
+        0 => None,
+        _ => Some(c.items(Cursor::long)?),
+    };
+    let tags = c.items(|c| Some((c.str()?, c.str()?)))?;
+    // the last one, as Python's dict keeps it
+    let pk_info = tags.iter().rev().find(|(k, _)| *k == "pk_uk_info").map(|(_, v)| *v);
     let fields = match c.branch(3)? {
-        2 => {
-            let mut out = Vec::new();
-            loop {
-                let n = c.block()?;
-                if n == 0 {
-                    break out;
-                }
-                for _ in 0..n {
-                    out.push((c.str()?, c.int()?));
-                }
-            }
-        }
+        2 => c.items(|c| Some((c.str()?, c.int()?)))?,
         _ => return None,
     };
     let before = image(c)?;
@@ -252,7 +234,7 @@ fn read(value: &[u8]) -> Option<Record<'_>> {
         }
         Some(born)
     };
-    Some(Record { op, source_type, seconds, born, object, pk_info, fields, before, after })
+    Some(Record { version, id, op, source_type, seconds, positions, source_version, born, object, process, tags, pk_info, fields, before, after })
 }
 
 /// How a column's values become Canal text (from its type code and, for text, its variant).
@@ -452,7 +434,7 @@ type LayoutColumn = (String, i32, Cow<'static, str>);
 
 /// A table layout: source type, database, table, key names, the columns.
 #[derive(Clone, PartialEq, Eq, Hash)]
-struct Layout {
+pub(crate) struct Layout {
     source_type: i64,
     database: String,
     table: String,
@@ -461,11 +443,11 @@ struct Layout {
 }
 
 /// A record read for the writers: its layout's parts and its images as Canal texts.
-struct Event<'a> {
-    op: usize,
+pub(crate) struct Event<'a> {
+    pub op: usize,
     source_type: i64,
-    database: Cow<'a, str>,
-    table: Cow<'a, str>,
+    pub database: Cow<'a, str>,
+    pub table: Cow<'a, str>,
     pk: Vec<String>,
     /// Each column's code, type text and name.
     columns: Vec<(&'a str, i32, Cow<'static, str>)>,
@@ -478,7 +460,23 @@ struct Event<'a> {
 }
 
 impl Layout {
-    fn matches(&self, e: &Event) -> bool {
+    pub fn of(e: &Event) -> Layout {
+        Layout {
+            source_type: e.source_type,
+            database: e.database.to_string(),
+            table: e.table.to_string(),
+            pk: e.pk.clone(),
+            columns: e.columns.iter().map(|(n, c, t)| ((*n).to_owned(), *c, t.clone())).collect(),
+        }
+    }
+
+    /// ``compile``'s arguments: ``(source_type, database, table, key_names, [(column, code, type)])``.
+    pub fn compile(&self, py: Python, compile: &PyObject) -> PyResult<PyObject> {
+        let columns: Vec<(&str, i32, &str)> = self.columns.iter().map(|(n, c, t)| (n.as_str(), *c, t.as_ref())).collect();
+        compile.call1(py, (self.source_type, &self.database, &self.table, self.pk.clone(), columns))
+    }
+
+    pub fn matches(&self, e: &Event) -> bool {
         self.source_type == e.source_type
             && self.database == e.database
             && self.table == e.table
@@ -510,7 +508,11 @@ type Cell<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
 
 /// A record's row event, or ``None`` (Python's).
 fn event(value: &[u8]) -> Option<Event<'_>> {
-    let r = read(value)?;
+    event_of(&read(value)?)
+}
+
+/// The row event of a record read, or ``None`` (Python's).
+pub(crate) fn event_of<'a>(r: &Record<'a>) -> Option<Event<'a>> {
     if r.source_type != MYSQL && r.source_type != DRDS {
         return None;
     }
@@ -547,7 +549,7 @@ fn event(value: &[u8]) -> Option<Event<'_>> {
     }
     let [before, after] = rows;
     let (has_before, has_after) = (r.before.is_some(), r.after.is_some());
-    let raws = if r.op == 2 { r.before } else { r.after }.unwrap_or_default();
+    let raws = if r.op == 2 { &r.before } else { &r.after }.clone().unwrap_or_default();
     let seconds = r.seconds;
     let es = match r.born {
         Some(born) if born != 0 && seconds.checked_mul(1000).is_some_and(|ms| ms <= born && born < ms + 1000) => Some(born),
@@ -707,19 +709,22 @@ impl Event<'_> {
     }
 }
 
-/// The DTS Avro reader: the compiler and the compiled tables.
+/// The DTS Avro reader: the compiler and the compiled tables (for the Debezium and Canal
+/// writers, or for the same-format re-write: ``same``).
 pub(crate) struct Reader {
-    compile: PyObject,
+    pub compile: PyObject,
     tables: Tables<Layout>,
+    pub same: dts_avro_self::Tables,
 }
 
 impl Reader {
     pub fn new(compile: PyObject) -> Reader {
-        Reader { compile, tables: Tables::new() }
+        Reader { compile, tables: Tables::new(), same: dts_avro_self::Tables::default() }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
+        self.same.clear();
     }
 
     /// The layout's table for the plan's writer (``None``: Python's), compiled once by
@@ -728,17 +733,8 @@ impl Reader {
         let compile = &self.compile;
         self.tables.get(
             |layout| layout.matches(e),
-            || Layout {
-                source_type: e.source_type,
-                database: e.database.to_string(),
-                table: e.table.to_string(),
-                pk: e.pk.clone(),
-                columns: e.columns.iter().map(|(n, c, t)| ((*n).to_owned(), *c, t.clone())).collect(),
-            },
-            |layout| {
-                let columns: Vec<(&str, i32, &str)> = layout.columns.iter().map(|(n, c, t)| (n.as_str(), *c, t.as_ref())).collect();
-                writer_table(&compile.bind(py).call1((layout.source_type, &layout.database, &layout.table, layout.pk.clone(), columns))?, encoder)
-            },
+            || Layout::of(e),
+            |layout| writer_table(layout.compile(py, compile)?.bind(py), encoder),
         )
     }
 }
@@ -747,7 +743,8 @@ impl CanalToDebezium {
     /// One DTS Avro record into ``out``; ``false`` when Python must process it.
     pub(crate) fn dts_message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         let PlanReader::DtsAvro(reader) = &mut self.reader else { return Ok(false) };
-        if value.len() > self.max_message_bytes {
+        if value.len() > self.max_message_bytes || matches!(self.encoder, Encoder::DtsAvro(_)) {
+            // (the same-format re-write needs the record's key: ``dts_avro_self``)
             return Ok(false);
         }
         let Some(e) = event(value) else { return Ok(false) };

@@ -19,6 +19,7 @@ mod dataworks_in;
 mod debezium_in;
 mod dts_avro_in;
 mod dts_avro_out;
+mod dts_avro_self;
 mod json;
 mod kafka_batch;
 mod maxwell_in;
@@ -76,6 +77,7 @@ const PLANS: &[&str] = &[
     "canal-json -> cloudcanal-json",
     "ticdc-canal-json -> cloudcanal-json",
     "debezium-json -> cloudcanal-json",
+    "dts-avro -> dts-avro",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -424,7 +426,7 @@ impl CanalToDebezium {
     /// cannot pass them (the backfill's Arrow path) leaves such a plan to Python.
     #[getter]
     fn needs_keys(&self) -> bool {
-        matches!(self.reader, Reader::Debezium(_))
+        matches!(self.reader, Reader::Debezium(_)) || matches!((&self.reader, &self.encoder), (Reader::DtsAvro(_), Encoder::DtsAvro(_)))
     }
 }
 
@@ -475,6 +477,7 @@ impl CanalToDebezium {
     fn message_keyed(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, out: &mut Vec<Output>) -> PyResult<bool> {
         match &mut self.reader {
             Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
+            Reader::DtsAvro(_) if matches!(self.encoder, Encoder::DtsAvro(_)) => self.dts_same_message(py, value, key, out),
             Reader::Canal | Reader::CloudCanal | Reader::Typed(_) | Reader::DtsAvro(_) => self.message(py, value, out),
             Reader::DataWorks(_) => self.dataworks_message(py, value, out),
         }

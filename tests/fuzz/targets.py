@@ -384,6 +384,9 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>cloudcanal-json": NativeTarget("debezium-json", "cloudcanal-json"),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
+    "native:dts-avro>dts-avro": NativeTarget(
+        "dts-avro", "dts-avro", transforms=({"type": "route", "topic": "dts.{database}.{table}.{op}"},)
+    ),
     "native:debezium-json>debezium-json+schema": NativeTarget(
         "debezium-json",
         "debezium-json",
