@@ -1,13 +1,15 @@
-"""ckafka-json through a chain: the reference a catalog-following native plan must match.
+"""ckafka-json through a chain: the catalog-following native plans against the Python path.
 
 ckafka-json's decoder owns a schema catalog (Canal-shaped CREATE/ALTER DDL in the
-stream types the format-1 rows after it), so ``plan_for`` gives no plan today and
-these chains run on the Python path. The tests pin the behaviour a plan must keep
-(issue #13): rows after an ALTER in the middle of a batch are typed by the new
-schema, a batch gives what one record at a time gives, a table without a schema
-keeps strings and warns once, and malformed messages are dead letters that lose
-nothing. Each test also runs the chain as built (native when a plan exists) against
-its Python twin, byte for byte, so a plan added later is held to the same outputs.
+stream types the format-1 rows after it); its plans to canal-json and debezium-json
+(``transforms/native_catalog.py``) read the rows natively, typed by the catalog, and
+leave the DDL to Python, closing the batch there. The tests pin the behaviour the plans
+keep (issue #13): rows after an ALTER in the middle of a batch are typed by the new
+schema, a batch gives what one record at a time gives, a table without a schema keeps
+strings and warns once, and malformed messages are dead letters that lose nothing.
+Each test runs the chain as built (native) against its Python twin, byte for byte
+(Canal's current-time ``ts`` compared by the run's time window: both paths write it),
+and counts the records the plan converted itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +29,14 @@ from hypothesis import strategies as st
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.chain import Chain, ChainResult
 from cdc_smt.transforms.formats import get_codec
-from cdc_smt.transforms.model import Column, TableSchema
+from cdc_smt.transforms.model import Column, Record, TableSchema
+from cdc_smt.transforms.native import CKAFKA_TO_CANAL, CKAFKA_TO_DEBEZIUM
 from tests.strategies import change_streams, table_schemas
 from tests.test_ckafka_json import ddl, dml
-from tests.test_native import corpus_files, corpus_messages, dead_letters, outputs, records_of
+from tests.test_native import NATIVE_SUITE, corpus_files, corpus_messages, dead_letters, records_of
+from tests.test_native_maxwell_in import _timed_outputs
+
+pytestmark = NATIVE_SUITE
 
 FMT = "ckafka-json"
 SINKS = ["canal-json", "debezium-json"]
@@ -45,10 +52,15 @@ def insert(i: int, **values: Any) -> bytes:
     return orjson.dumps(dml("I", new=row(i, **values), TABLE="scores"))
 
 
-@pytest.fixture(autouse=True)
-def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both paths see one clock: canal-json writes the time of encoding where a message has none."""
-    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
+@dataclass(slots=True)
+class Compared(ChainResult):
+    """The Python path's result, and how many records the native plan converted itself."""
+
+    handled: int = 0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def run_chains(
@@ -57,36 +69,45 @@ def run_chains(
     values: list[bytes | None],
     catalog: SchemaCatalog | None = None,
     source: dict[str, Any] | None = None,
-) -> ChainResult:
-    """``fmt`` -> ``sink`` as built (native when a plan exists) and its Python twin agree on
-    ``values``, each chain with its own copy of ``catalog``; returns the Python result."""
+) -> Compared:
+    """``fmt`` -> ``sink`` as built (its native plan) and its Python twin agree on ``values``,
+    each chain with its own copy of ``catalog``; returns the Python result (``handled``:
+    how many records the plan converted itself, for the tests to check)."""
 
     def make() -> Chain:
         cat = None if catalog is None else SchemaCatalog.from_dict(catalog.to_dict())
         return Chain(get_codec(fmt, source or {}, catalog=cat), get_codec(sink, {}), [], "all")
 
     fast, slow = make(), make()
+    assert fast.native is not None and fast.native.name == PLANS[sink]
     slow.native = None
     records = records_of(values)
+    python_calls: list[Record] = []
+    one = fast._one
+    fast._one = lambda record, result: (python_calls.append(record), one(record, result))  # type: ignore[method-assign]
+    start = now_ms()
     native_result, python_result = fast.process_batch(records), slow.process_batch(records)
-    assert outputs(native_result) == outputs(python_result)
+    end = now_ms()
+    assert _timed_outputs(native_result, start, end) == _timed_outputs(python_result, start, end)
     assert dead_letters(native_result) == dead_letters(python_result)
-    return python_result
+    return Compared(python_result.outputs, python_result.dead_letters, len(records) - len(python_calls))
 
 
 def assert_batch_is_one_at_a_time(fmt: str, sink: str, values: list[bytes | None], source: dict[str, Any]) -> None:
     """One batch of ``values`` gives what they give one record at a time (the catalog
     carries over between batches as within one)."""
+    start = now_ms()
     whole = run_chains(fmt, sink, values, source=source)
     chain = Chain(get_codec(fmt, source), get_codec(sink, {}), [], "all")
-    chain.native = None
-    one_by_one: list[tuple] = []
+    assert chain.native is not None
+    one_by_one = ChainResult()
     for record in records_of(values):
-        one_by_one += outputs(chain.process_batch([record]))
-    assert outputs(whole) == one_by_one
+        one_by_one.outputs += chain.process_batch([record]).outputs
+    end = now_ms()
+    assert _timed_outputs(whole, start, end) == _timed_outputs(one_by_one, start, end)
 
 
-def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = None) -> ChainResult:
+def run(sink: str, values: list[bytes | None], catalog: SchemaCatalog | None = None) -> Compared:
     return run_chains(FMT, sink, values, catalog, SOURCE)
 
 
@@ -104,12 +125,21 @@ def after(result: ChainResult, sink: str) -> list[dict[str, Any] | None]:
     return rows
 
 
-def test_plan_for_leaves_catalog_chains_to_python_today() -> None:
-    """The starting point of issue #13's catalog plans: a chain whose decoder owns a
-    catalog has no plan (when this fails, a plan exists: the other tests compare it)."""
-    chain = Chain(get_codec(FMT, SOURCE), get_codec("debezium-json", {}), [], "all")
+PLANS = {"canal-json": CKAFKA_TO_CANAL, "debezium-json": CKAFKA_TO_DEBEZIUM}
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_plan_for_gives_ckafka_chains_their_catalog_plan_and_other_catalog_chains_none(sink: str) -> None:
+    """Issue #13: a ckafka-json chain (its decoder's own catalog) has a plan; every other
+    chain with a catalog stays on the Python path, as does ckafka with a catalog the
+    decoder does not use."""
+    chain = Chain(get_codec(FMT, SOURCE), get_codec(sink, {}), [], "all")
     assert chain.catalog is not None
-    assert chain.native is None
+    assert chain.native is not None and chain.native.name == PLANS[sink]
+    canal = Chain(get_codec("canal-json", {}, catalog=SchemaCatalog()), get_codec(sink, {}), [], "all")
+    assert canal.catalog is not None and canal.native is None
+    other = Chain(get_codec(FMT, SOURCE), get_codec(sink, {}), [], "all", catalog=SchemaCatalog())
+    assert other.native is None
 
 
 @pytest.mark.parametrize("sink", SINKS)
@@ -124,6 +154,7 @@ def test_an_alter_in_the_middle_of_a_batch_types_the_rows_after_it(sink: str) ->
     ]
     result = run(sink, values)
     assert not result.dead_letters
+    assert result.handled == 3  # the rows; the DDL is Python's
     rows = [r for r in after(result, sink) if r is not None]
     if sink == "debezium-json":
         assert rows[0]["score"] == 7  # int before the ALTER
@@ -159,6 +190,7 @@ def test_a_table_without_a_schema_keeps_strings_and_warns_once(sink: str, caplog
         result = run(sink, values)
     warnings = [r for r in caplog.records if "no schema for table inventory.scores" in r.getMessage()]
     assert len(warnings) == 2  # once per chain: the chain as built and its Python twin
+    assert result.handled == 1  # the row after CREATE TABLE
     rows = [r for r in after(result, sink) if r is not None]
     assert rows[0]["score"] == "7" and rows[1]["score"] == "7"  # untyped: strings
     if sink == "debezium-json":
@@ -173,6 +205,7 @@ def test_a_schema_file_catalog_types_every_row(sink: str) -> None:
     )
     catalog.put("inventory", "scores", schema)
     result = run(sink, [insert(1, score="2.5"), insert(2, score=None), insert(3, note="数据 🎉")], catalog)
+    assert result.handled == 3
     rows = after(result, sink)
     if sink == "debezium-json":
         assert [r["score"] for r in rows if r] == [2.5, None, 7.0]
@@ -201,6 +234,7 @@ def test_malformed_messages_among_good_ones(sink: str) -> None:
     result = run(sink, values)
     assert [d.record.value for d in result.dead_letters] == MALFORMED  # each one kept as it came (a tombstone too)
     assert "unknown TYPE 'X'" in result.dead_letters[2].message
+    assert result.handled == 1 + len(MALFORMED)  # the good rows
 
 
 @pytest.mark.parametrize("sink", SINKS)

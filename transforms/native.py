@@ -35,6 +35,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   split updates paired within a batch (``transforms/native_vendor.py``).
 * ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
   (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
+* ``ckafka-json -> debezium-json`` and ``-> canal-json``: the CKafka reader, its rows
+  typed by the schema catalog (``transforms/native_catalog.py``): the only chains with a
+  catalog that get a plan.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -102,6 +105,8 @@ DATAWORKS_TO_DEBEZIUM = "dataworks-json -> debezium-json"
 DATAWORKS_TO_CANAL = "dataworks-json -> canal-json"
 DTS_TO_DEBEZIUM = "dts-avro -> debezium-json"
 DTS_TO_CANAL = "dts-avro -> canal-json"
+CKAFKA_TO_CANAL = "ckafka-json -> canal-json"
+CKAFKA_TO_DEBEZIUM = "ckafka-json -> debezium-json"
 
 
 def available() -> bool:
@@ -165,8 +170,12 @@ def row_placer() -> Any:
 
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
-    if _native is None or not enabled() or chain.catalog is not None:
+    if _native is None or not enabled():
         return None
+    if chain.catalog is not None:  # only the plans that follow the catalog (its DDL is Python's)
+        from cdc_smt.transforms.native_catalog import catalog_plan
+
+        return catalog_plan(chain)
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
     from cdc_smt.transforms.formats.dataworks_json import DataWorksJson
@@ -1069,6 +1078,8 @@ __all__ = [
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
     "CANAL_TO_TICDC",
+    "CKAFKA_TO_CANAL",
+    "CKAFKA_TO_DEBEZIUM",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

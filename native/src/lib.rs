@@ -11,6 +11,7 @@ mod canal;
 mod canal_out;
 mod canal_text;
 mod canon;
+mod ckafka_in;
 mod cloudcanal;
 mod connect_in;
 mod dataworks_in;
@@ -71,6 +72,8 @@ const PLANS: &[&str] = &[
     "dataworks-json -> canal-json",
     "dts-avro -> debezium-json",
     "dts-avro -> canal-json",
+    "ckafka-json -> canal-json",
+    "ckafka-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -206,6 +209,9 @@ enum Reader {
     DataWorks(Box<dataworks_in::Reader>),
     /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
     DtsAvro(Box<dts_avro_in::Reader>),
+    /// CKafka format-1 messages (``ckafka_in``): tables keyed by the row's columns, typed by
+    /// the schema catalog (DDL closes the batch: the catalog is Python's).
+    CKafka(Box<ckafka_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -291,6 +297,10 @@ impl CanalToDebezium {
                 None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
             },
             "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
+            "ckafka-json" => match codec {
+                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
+                None => return Err(PyValueError::new_err("the CKafka reader needs its codec")),
+            },
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -328,10 +338,16 @@ impl CanalToDebezium {
         if let Reader::DataWorks(r) = &mut self.reader {
             r.begin(py)?;
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.begin(py)?;
+        }
         for (i, item) in values.iter().enumerate() {
             records.clear();
             if let Reader::DataWorks(r) = &mut self.reader {
                 r.at(i, values.get_item(i + 1).ok().and_then(|v| v.downcast_into::<PyBytes>().ok()).map(Bound::unbind));
+            }
+            if let Reader::CKafka(r) = &mut self.reader {
+                r.at(i);
             }
             let key = match keys.map(|k| k.get_item(i)).transpose()? {
                 None => None,
@@ -380,6 +396,9 @@ impl CanalToDebezium {
         if let Reader::DataWorks(r) = &mut self.reader {
             r.end();
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.end();
+        }
         PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
 
@@ -399,6 +418,9 @@ impl CanalToDebezium {
         if let Reader::DtsAvro(r) = &mut self.reader {
             r.clear();
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.clear();
+        }
     }
 
     /// The DataWorks reader: the index of the last ``convert`` batch's record from which
@@ -407,6 +429,7 @@ impl CanalToDebezium {
     fn closed_at(&self) -> Option<usize> {
         match &self.reader {
             Reader::DataWorks(r) => r.closed_at,
+            Reader::CKafka(r) => r.closed_at,
             _ => None,
         }
     }
@@ -467,6 +490,7 @@ impl CanalToDebezium {
             Reader::Debezium(r) => r.message(py, value, key, &mut self.encoder, out),
             Reader::Canal | Reader::CloudCanal | Reader::Typed(_) | Reader::DtsAvro(_) => self.message(py, value, out),
             Reader::DataWorks(_) => self.dataworks_message(py, value, out),
+            Reader::CKafka(_) => self.ckafka_message(py, value, out),
         }
     }
 
@@ -483,6 +507,9 @@ impl CanalToDebezium {
         }
         if let Reader::DtsAvro(_) = self.reader {
             return self.dts_message(py, value, out);
+        }
+        if let Reader::CKafka(_) = self.reader {
+            return self.ckafka_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);
