@@ -243,6 +243,26 @@ def test_corpus_files(sink: str, corpus: Path) -> None:
     run_corpus(corpus, FMT, lambda stream: run(sink, sorted(stream, key=lambda m: b'"isDdl"' not in m)))
 
 
+@pytest.mark.parametrize("sink", SINKS)
+def test_corpus_rows_typed_by_a_schema_file(sink: str, corpus: Path) -> None:
+    """The corpus's DML (Debezium's tutorial ``inventory.customers``) typed by a schema file:
+    to Canal every row natively (their columns are not in the table's order: to Debezium Python's)."""
+    catalog = SchemaCatalog()
+    catalog.apply_ddl(
+        "inventory",
+        "CREATE TABLE `customers` (`id` int NOT NULL, `first_name` varchar(255) NOT NULL, "
+        "`last_name` varchar(255) NOT NULL, `email` varchar(255) NOT NULL, PRIMARY KEY (`id`))",
+    )
+    files = corpus_files(corpus, FMT)
+    rows = [m for messages in corpus_messages(files) for m in messages if m is not None and b'"isDdl"' not in m]
+    if not rows:
+        pytest.skip("the corpus has no ckafka-json DML")
+    result = run(sink, rows, catalog)
+    assert not result.dead_letters
+    if sink == "canal-json":
+        assert result.handled == len(rows)
+
+
 def run_corpus(corpus: Path, fmt: str, run_stream: Callable[[list[bytes | None]], object]) -> None:
     """``run_stream`` over the corpus's ``fmt`` messages as one stream, then file by file."""
     files = corpus_files(corpus, fmt)
@@ -268,3 +288,106 @@ def test_random_streams_with_every_mysql_type(data: st.DataObject, sink: str) ->
         e.ts_ms -= e.ts_ms % 1000  # TIME has whole seconds
         values += [r.value for r in enc.encode(e)]
     run(sink, values, catalog)
+
+
+WIDE = (
+    "CREATE TABLE `wide` (`id` bigint unsigned NOT NULL, `d` decimal(10,2), `f` double, `s` varchar(20), "
+    "`dt` datetime(3), `ts` timestamp(6), `dd` date, `t` time, `j` json, `e` enum('a','b'), `st` set('x','y'), "
+    "`b` varbinary(8), `bit` bit(1), `y` year, PRIMARY KEY (`id`))"
+)
+WIDE_ROWS: list[dict[str, str | None]] = [
+    {"id": "18446744073709551615", "d": "-12.50", "f": "1.5", "s": "数据 🎉", "dt": "2024-02-29 23:59:59.123",
+     "ts": "2021-03-14 03:30:00.000001", "dd": "2024-01-01", "t": "-838:59:59", "j": '{"a": [1, 2]}', "e": "b",
+     "st": "x,y", "b": "ab", "bit": "1", "y": "2024"},
+    {"id": "1", "d": None, "f": None, "s": None, "dt": None, "ts": None, "dd": None, "t": None, "j": None,
+     "e": None, "st": None, "b": None, "bit": None, "y": None},
+]  # fmt: skip
+
+
+def wide(typ: str, new: dict[str, str | None] | None = None, old: dict[str, str | None] | None = None) -> bytes:
+    return orjson.dumps(dml(typ, new=new, old=old, TABLE="wide", GLOBAL_ID="uuid:7", EVENT_SERVER_ID=3))
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_regular_rows_of_every_common_type_are_converted_natively(sink: str) -> None:
+    first, nulls = WIDE_ROWS
+    values = [
+        orjson.dumps(ddl(WIDE, "wide", "CREATE")),
+        wide("I", new=first),
+        wide("I", new=nulls),
+        wide("U", new={**first, "s": "changed", "d": "1.00"}, old=first),
+        wide("D", old=nulls),
+    ]
+    result = run(sink, values)
+    assert not result.dead_letters
+    # to Canal, labelled SETs (Canal writes bitmasks) and TIMESTAMPs between zones are Python's
+    assert result.handled == (4 if sink == "debezium-json" else 2)
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_rows_in_another_order_or_with_columns_the_catalog_lacks(sink: str) -> None:
+    """Python writes the row's order (the Canal writer too; the Debezium plan leaves a row
+    in another order than the catalog's to Python) and types unknown columns as longtext."""
+    reordered = {"note": "n", "id": "4", "score": "9"}
+    values = [
+        orjson.dumps(ddl(CREATE, "scores", "CREATE")),
+        orjson.dumps(dml("I", new=reordered, TABLE="scores")),
+        orjson.dumps(dml("U", new={**reordered, "note": "m"}, old=reordered, TABLE="scores")),
+        orjson.dumps(dml("I", new={**row(5), "unknown": "x"}, TABLE="scores")),
+        orjson.dumps(dml("I", new={"id": "6", "score": "1"}, TABLE="scores")),  # a partial row
+        orjson.dumps(dml("U", new=row(6), old={"id": "6"}, TABLE="scores")),  # images naming other columns
+    ]
+    result = run(sink, values)
+    assert not result.dead_letters
+    # Debezium: the row with an unknown column and the partial row (their schema is in the row's
+    # order); Canal: every row but the update whose images name other columns (Python's)
+    assert result.handled == (2 if sink == "debezium-json" else 4)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Shanghai", "America/New_York", "Europe/Dublin"])
+@pytest.mark.parametrize("sink", SINKS)
+def test_times_in_every_zone_and_edge(sink: str, zone: str) -> None:
+    """``TIME`` in ``source_timezone``: wall clocks a zone skips or repeats, far years and
+    impossible dates agree with Python (or are its)."""
+    times = [
+        "20210314023000", "20211107013000", "20240229120000", "00010101000000", "99991231235959",
+        "19000101000000", "20380119031408", "20230230000000", "00000101000000", "２０２１０３１４０２３０００",
+    ]  # fmt: skip
+    values = [orjson.dumps(ddl(CREATE, "scores", "CREATE"))]
+    values += [orjson.dumps(dml("I", new=row(i), TABLE="scores", TIME=t)) for i, t in enumerate(times)]
+    result = run_chains(FMT, sink, values, source={"source_timezone": zone})
+    assert result.handled >= 1  # 2024-02-29 everywhere; far years, skipped and repeated wall clocks are Python's
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_the_worker_path_leaves_a_closed_batch_to_python_and_follows_the_catalog(sink: str) -> None:
+    """``NativePlan.convert_values`` (the worker's): from a DDL message on every record is
+    Python's; the next batch is typed by the catalog Python changed meanwhile."""
+    fast = Chain(get_codec(FMT, SOURCE), get_codec(sink, {}), [], "all")
+    slow = Chain(get_codec(FMT, SOURCE), get_codec(sink, {}), [], "all")
+    slow.native = None
+    assert fast.native is not None
+    alter = orjson.dumps(ddl("ALTER TABLE `scores` MODIFY `score` varchar(10)", "scores", "ALTER"))
+    batches = [[orjson.dumps(ddl(CREATE, "scores", "CREATE")), insert(1)], [insert(2), alter, insert(3)], [insert(4)]]
+    counts_seen = []
+    for batch in batches:
+        start = now_ms()
+        counts, values, keys, _ = fast.native.convert_values(batch)
+        counts_seen.append(counts)
+        native_out: list[tuple[bytes | None, bytes | None]] = []
+        at = 0
+        for record, n in zip(records_of(batch), counts, strict=True):
+            if n < 0:  # the worker's Python path for this record
+                by_python = ChainResult()
+                fast._one(record, by_python)
+                native_out += [(r.value, r.key) for r in by_python.outputs]
+            else:
+                native_out += list(zip(values[at : at + n], keys[at : at + n], strict=True))
+                at += n
+        python = slow.process_batch(records_of(batch))
+        end = now_ms()
+        as_compared = Compared([Record(value=v, key=k) for v, k in native_out])
+        assert _timed_outputs(as_compared, start, end) == _timed_outputs(
+            Compared([Record(value=r.value, key=r.key) for r in python.outputs]), start, end
+        )
+    assert counts_seen == [[-1, -1], [1, -1, -1], [1]]
