@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from cdc_smt.transforms.catalog import SchemaCatalog
 from cdc_smt.transforms.chain import Chain, ChainResult
+from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Column, Record, TableSchema
 from cdc_smt.transforms.native import CKAFKA_TO_CANAL, CKAFKA_TO_DEBEZIUM
@@ -69,6 +70,7 @@ def run_chains(
     values: list[bytes | None],
     catalog: SchemaCatalog | None = None,
     source: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
 ) -> Compared:
     """``fmt`` -> ``sink`` as built (its native plan) and its Python twin agree on ``values``,
     each chain with its own copy of ``catalog``; returns the Python result (``handled``:
@@ -76,7 +78,8 @@ def run_chains(
 
     def make() -> Chain:
         cat = None if catalog is None else SchemaCatalog.from_dict(catalog.to_dict())
-        return Chain(get_codec(fmt, source or {}, catalog=cat), get_codec(sink, {}), [], "all")
+        steps = build_transforms([dict(t) for t in transforms or ()])
+        return Chain(get_codec(fmt, source or {}, catalog=cat), get_codec(sink, {}), steps, "all")
 
     fast, slow = make(), make()
     assert fast.native is not None and fast.native.name == PLANS[sink]
@@ -391,3 +394,40 @@ def test_the_worker_path_leaves_a_closed_batch_to_python_and_follows_the_catalog
             Compared([Record(value=r.value, key=r.key) for r in python.outputs]), start, end
         )
     assert counts_seen == [[-1, -1], [1, -1, -1], [1]]
+
+
+#: Example chains' transforms the plans run (to Canal only the row-keeping ones).
+TRANSFORMS: dict[str, list[list[dict[str, Any]]]] = {
+    "canal-json": [
+        [{"type": "filter", "tables": [r"inventory\.scores"], "exclude_ops": ["delete"]}],
+        [
+            {"type": "route", "topic": "cdc.{database}.{table}"},
+            {"type": "insert_header", "header": "table", "value": "{database}.{table}", "replace": True},
+        ],
+    ],
+    "debezium-json": [
+        [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone", "add_fields": ["op", "source_ts_ms"]}],
+        [
+            {"type": "replace_field", "renames": {"score": "points"}},
+            {"type": "mask_field", "fields": ["note"], "mode": "hash", "salt": "s"},
+            {"type": "insert_field", "static": {"_region": "east"}, "metadata": {"_es": "source_ts_ms"}},
+        ],
+        [{"type": "value_to_key", "fields": ["score"]}],
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("sink", "transforms"), [(sink, t) for sink, chains in TRANSFORMS.items() for t in chains], ids=str
+)
+def test_example_chains_with_transforms(sink: str, transforms: list[dict[str, Any]]) -> None:
+    values = [
+        orjson.dumps(ddl(CREATE, "scores", "CREATE")),
+        insert(1),
+        insert(2, score=None, note="数据"),
+        orjson.dumps(dml("U", new=row(2, score="3"), old=row(2, score=None), TABLE="scores")),
+        orjson.dumps(dml("D", old=row(1), TABLE="scores", GLOBAL_ID="g:1", EVENT_SERVER_ID=9)),
+    ]
+    result = run_chains(FMT, sink, values, source=SOURCE, transforms=transforms)
+    assert not result.dead_letters
+    assert result.handled == 4
