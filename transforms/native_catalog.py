@@ -129,27 +129,23 @@ def catalog_plan(chain: Any) -> CatalogNativePlan | None:
         return None
     if encoder.catalog not in (None, chain.catalog) or type(encoder) not in (CanalJson, DebeziumJsonCodec):
         return None
-    assert native._native is not None
+    debezium = type(encoder) is DebeziumJsonCodec
+    if not all(_supported(t) and (debezium or _keeps_rows(t)) for t in chain.transforms):
+        return None  # to Canal only transforms that keep rows as they are
+    if not debezium and encoder.batching:
+        return None  # Python groups a transaction's rows
+    tables = (_CKafkaTables if debezium else _CKafkaOutTables)(decoder, encoder, list(chain.transforms))
+    writer: dict[str, Any] = {"encoder": "canal-json"}
+    if debezium:
+        writer = {"schemas_enable": encoder.schemas_enable, "tombstones_on_delete": encoder.tombstones_on_delete}
     zone = decoder.opts.source_timezone
-    options = {
-        "max_message_bytes": decoder.opts.max_message_bytes,
-        "reader": "ckafka-json",
-        "codec": decoder,
-        "zone": zone if zones_agree(zone) else None,
-    }
-    if type(encoder) is DebeziumJsonCodec:
-        if not all(_supported(t) for t in chain.transforms):
-            return None
-        tables = _CKafkaTables(decoder, encoder, list(chain.transforms))
-        plan = native._native.CanalToDebezium(
-            tables.compile_table,
-            schemas_enable=encoder.schemas_enable,
-            tombstones_on_delete=encoder.tombstones_on_delete,
-            **options,
-        )
-        return CatalogNativePlan(CKAFKA_TO_DEBEZIUM, plan, tables.variants, _NoHalves())
-    if encoder.batching or not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
-        return None  # Python groups a transaction's rows; transforms that change rows
-    canal = _CKafkaOutTables(decoder, encoder, list(chain.transforms))
-    plan = native._native.CanalToDebezium(canal.compile_table, encoder="canal-json", **options)
-    return CatalogNativePlan(CKAFKA_TO_CANAL, plan, canal.variants, _NoHalves())
+    assert native._native is not None
+    plan = native._native.CanalToDebezium(
+        tables.compile_table,
+        max_message_bytes=decoder.opts.max_message_bytes,
+        reader="ckafka-json",
+        codec=decoder,
+        zone=zone if zones_agree(zone) else None,
+        **writer,
+    )
+    return CatalogNativePlan(CKAFKA_TO_DEBEZIUM if debezium else CKAFKA_TO_CANAL, plan, tables.variants, _NoHalves())
