@@ -292,6 +292,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.CLOUDCANAL_TO_CANAL,
             native.DATAWORKS_TO_CANAL,
             native.DTS_TO_CANAL,
+            native.CKAFKA_TO_CANAL,
         ]
         if native.enabled()
         else [],

@@ -60,8 +60,11 @@ class _CKafkaProbe:
         try:
             (event,) = self._decode(message, "INSERT")
             schema = event.schema
-            if [c.name for c in schema.columns] != columns and not self._any_order:
-                return None  # the catalog's column order, not the row's: Python writes the row's
+            names = [c.name for c in schema.columns]
+            if names != columns:  # every column of the catalog's, in another order
+                # The probe in the schema's order (the writers write a row in its own order,
+                # the values looked up by name; what the probe's checks compare is the schema's).
+                message["data"] = [dict.fromkeys(names)]
             message["mysqlType"] = {c.name: c.type for c in schema.columns}
             pk = list(event.pk)
             message["pkNames"] = pk
@@ -69,9 +72,6 @@ class _CKafkaProbe:
             return None if spec is None else (pk, spec)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
-
-    #: Does the writer write a row in the row's order whatever the schema's (the Canal writer)?
-    _any_order = False
 
     def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
         """The Canal-shaped probe ``message`` as a format-1 message, decoded (``TIME``: epoch 0)."""
@@ -96,8 +96,6 @@ class _CKafkaTables(_CKafkaProbe, _CloudCanalTables):
 
 class _CKafkaOutTables(_CKafkaProbe, _CloudCanalOutTables):
     """To canal-json: every value re-written as Canal text (ENUM labels as Canal's indexes)."""
-
-    _any_order = True
 
 
 class CatalogNativePlan(DataWorksNativePlan):
