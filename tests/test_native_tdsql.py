@@ -25,7 +25,7 @@ from cdc_smt.transforms.chain import Chain, ChainResult
 from cdc_smt.transforms.formats import get_codec
 from tests.messages import tdsql_message
 from tests.strategies import change_streams, table_schemas
-from tests.test_native_ckafka import assert_batch_is_one_at_a_time, fixed_clock, run_chains, run_corpus  # noqa: F401 - fixed_clock: autouse here too
+from tests.test_native_ckafka import assert_batch_is_one_at_a_time, run_chains, run_corpus
 
 FMT = "tdsql-binlog-json"
 SINKS = ["canal-json", "debezium-json"]

@@ -36,6 +36,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   split updates paired within a batch (``transforms/native_vendor.py``).
 * ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
   (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
+* ``ckafka-json -> debezium-json`` and ``-> canal-json``: the CKafka reader, its rows
+  typed by the schema catalog (``transforms/native_catalog.py``): the only chains with a
+  catalog that get a plan.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -107,6 +110,8 @@ CANAL_TO_CLOUDCANAL = "canal-json -> cloudcanal-json"
 TICDC_TO_CLOUDCANAL = "ticdc-canal-json -> cloudcanal-json"
 DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
 DTS_TO_DTS = "dts-avro -> dts-avro"
+CKAFKA_TO_CANAL = "ckafka-json -> canal-json"
+CKAFKA_TO_DEBEZIUM = "ckafka-json -> debezium-json"
 
 
 def available() -> bool:
@@ -170,8 +175,12 @@ def row_placer() -> Any:
 
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
-    if _native is None or not enabled() or chain.catalog is not None:
+    if _native is None or not enabled():
         return None
+    if chain.catalog is not None:  # only the plans that follow the catalog (its DDL is Python's)
+        from cdc_smt.transforms.native_catalog import catalog_plan
+
+        return catalog_plan(chain)
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
     from cdc_smt.transforms.formats.dataworks_json import DataWorksJson
@@ -1088,6 +1097,8 @@ __all__ = [
     "CANAL_TO_DEBEZIUM",
     "CANAL_TO_DTS",
     "CANAL_TO_TICDC",
+    "CKAFKA_TO_CANAL",
+    "CKAFKA_TO_DEBEZIUM",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

@@ -12,6 +12,7 @@ mod canal_out;
 mod canal_shape;
 mod canal_text;
 mod canon;
+mod ckafka_in;
 mod cloudcanal;
 mod cloudcanal_out;
 mod connect_in;
@@ -78,6 +79,8 @@ const PLANS: &[&str] = &[
     "ticdc-canal-json -> cloudcanal-json",
     "debezium-json -> cloudcanal-json",
     "dts-avro -> dts-avro",
+    "ckafka-json -> canal-json",
+    "ckafka-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -215,6 +218,9 @@ enum Reader {
     DataWorks(Box<dataworks_in::Reader>),
     /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
     DtsAvro(Box<dts_avro_in::Reader>),
+    /// CKafka format-1 messages (``ckafka_in``): tables keyed by the row's columns, typed by
+    /// the schema catalog (DDL closes the batch: the catalog is Python's).
+    CKafka(Box<ckafka_in::Reader>),
 }
 
 /// One table layout compiled for the plan's writer (behind an ``Arc``: sizes differ freely).
@@ -302,6 +308,10 @@ impl CanalToDebezium {
                 None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
             },
             "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
+            "ckafka-json" => match codec {
+                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
+                None => return Err(PyValueError::new_err("the CKafka reader needs its codec")),
+            },
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
         Ok(CanalToDebezium {
@@ -339,10 +349,16 @@ impl CanalToDebezium {
         if let Reader::DataWorks(r) = &mut self.reader {
             r.begin(py)?;
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.begin(py)?;
+        }
         for (i, item) in values.iter().enumerate() {
             records.clear();
             if let Reader::DataWorks(r) = &mut self.reader {
                 r.at(i, values.get_item(i + 1).ok().and_then(|v| v.downcast_into::<PyBytes>().ok()).map(Bound::unbind));
+            }
+            if let Reader::CKafka(r) = &mut self.reader {
+                r.at(i);
             }
             let key = match keys.map(|k| k.get_item(i)).transpose()? {
                 None => None,
@@ -391,6 +407,9 @@ impl CanalToDebezium {
         if let Reader::DataWorks(r) = &mut self.reader {
             r.end();
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.end();
+        }
         PyTuple::new(py, [counts.into_any(), out_values.into_any(), out_keys.into_any(), out_variants.into_any()])
     }
 
@@ -410,6 +429,9 @@ impl CanalToDebezium {
         if let Reader::DtsAvro(r) = &mut self.reader {
             r.clear();
         }
+        if let Reader::CKafka(r) = &mut self.reader {
+            r.clear();
+        }
     }
 
     /// The DataWorks reader: the index of the last ``convert`` batch's record from which
@@ -418,6 +440,7 @@ impl CanalToDebezium {
     fn closed_at(&self) -> Option<usize> {
         match &self.reader {
             Reader::DataWorks(r) => r.closed_at,
+            Reader::CKafka(r) => r.closed_at,
             _ => None,
         }
     }
@@ -480,6 +503,7 @@ impl CanalToDebezium {
             Reader::DtsAvro(_) if matches!(self.encoder, Encoder::DtsAvro(_)) => self.dts_same_message(py, value, key, out),
             Reader::Canal | Reader::CloudCanal | Reader::Typed(_) | Reader::DtsAvro(_) => self.message(py, value, out),
             Reader::DataWorks(_) => self.dataworks_message(py, value, out),
+            Reader::CKafka(_) => self.ckafka_message(py, value, out),
         }
     }
 
@@ -496,6 +520,9 @@ impl CanalToDebezium {
         }
         if let Reader::DtsAvro(_) = self.reader {
             return self.dts_message(py, value, out);
+        }
+        if let Reader::CKafka(_) = self.reader {
+            return self.ckafka_message(py, value, out);
         }
         if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
             return Ok(false);

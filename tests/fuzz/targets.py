@@ -187,8 +187,9 @@ class NativeDifferential:
         from cdc_smt.transforms.chain import Chain
 
         def chain() -> Chain:
+            catalog = new_catalog() if plan.catalog else None
             return Chain(
-                get_codec(plan.source, dict(plan.source_options)),
+                get_codec(plan.source, dict(plan.source_options), catalog=catalog),
                 get_codec(plan.sink, dict(plan.sink_options)),
                 build_transforms([dict(t) for t in plan.transforms]),
                 "all",
@@ -289,6 +290,9 @@ class NativeTarget:
     sink_options: tuple[tuple[str, Any], ...] = ()
     #: The chain's transforms (their configs), for plans that run them natively.
     transforms: tuple[dict[str, Any], ...] = ()
+    #: The source codec starts from the workload's schema catalog (its seeds' tables), as a
+    #: schema file gives it: formats typed by the catalog (ckafka-json).
+    catalog: bool = False
 
     @property
     def keyed(self) -> bool:
@@ -397,6 +401,9 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     # (Not -> canal-json: without a systemTime both paths write the current time as ``ts``,
     # and the harness fixes only Python's clock.)
     "native:dataworks-json>debezium-json": NativeTarget("dataworks-json", "debezium-json"),
+    # The catalog-following plans: each chain's catalog changes with the DDL among the inputs.
+    "native:ckafka-json>canal-json": NativeTarget("ckafka-json", "canal-json", catalog=True),
+    "native:ckafka-json>debezium-json": NativeTarget("ckafka-json", "debezium-json", catalog=True),
 }
 
 
