@@ -31,6 +31,7 @@ use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::connect_in::Connect;
+use crate::json_scan::Scan;
 use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
@@ -80,7 +81,11 @@ impl<'a> Value<'a> {
     /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
     /// bits, numbers orjson would not read as finite floats).
     pub(crate) fn of(raw: &'a RawValue) -> Option<Value<'a>> {
-        let text = raw.get();
+        Value::of_text(raw.get())
+    }
+
+    /// [`Value::of`] of a value's JSON text (valid JSON: checked by the caller's parser).
+    pub(crate) fn of_text(text: &'a str) -> Option<Value<'a>> {
         let (kind, value) = match text.as_bytes().first()? {
             b'n' => (Kind::Null, None),
             b't' => (Kind::Bool, Some(Cow::Borrowed("1"))),
@@ -152,11 +157,11 @@ struct Source<'a> {
     tx_id: bool,
     /// The position fields as written (what Maxwell writes of them: ``xid``, ``position``,
     /// ``server_id``, ``gtid``).
-    tx_id_raw: Option<&'a RawValue>,
-    file: Option<&'a RawValue>,
-    pos: Option<&'a RawValue>,
-    server_id: Option<&'a RawValue>,
-    gtid: Option<&'a RawValue>,
+    tx_id_raw: Option<&'a str>,
+    file: Option<&'a str>,
+    pos: Option<&'a str>,
+    server_id: Option<&'a str>,
+    gtid: Option<&'a str>,
 }
 
 impl<'de> Deserialize<'de> for Source<'de> {
@@ -182,7 +187,7 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "ts_ms" => s.ts_ms = map.next_value()?,
                         "txId" => {
                             let raw = checked(&mut map)?;
-                            s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
+                            s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
                             s.tx_id_raw = Some(raw);
                         }
                         "file" => s.file = Some(checked(&mut map)?),
@@ -204,10 +209,10 @@ impl<'de> Deserialize<'de> for Source<'de> {
 
 /// A field's value as written, checked as orjson reads it (a value orjson refuses, such as
 /// ``1e400``, makes the message Python's, which words the error).
-fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de RawValue, A::Error> {
+fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de str, A::Error> {
     let raw: &'de RawValue = map.next_value()?;
     serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
-    Ok(raw)
+    Ok(raw.get())
 }
 
 /// The fields of a Debezium row event the plan reads.
@@ -218,14 +223,14 @@ struct Envelope<'a> {
     after: Option<Image<'a>>,
     source: Option<Source<'a>>,
     /// The source block as written (the Debezium writer copies it).
-    source_raw: Option<&'a RawValue>,
+    source_raw: Option<&'a str>,
     ts_ms: Option<i64>,
     /// ``schema`` or ``payload`` is a field: the schema part's form (Python's, for now).
     wrapped: bool,
     /// Which of op, before, after, source, ts_ms are present (null included).
     seen: u8,
     /// The other fields (``transaction``, unknown ones), in message order, as written.
-    others: Vec<(Cow<'a, str>, &'a RawValue)>,
+    others: Vec<(Cow<'a, str>, &'a str)>,
 }
 
 /// All of ``op``, ``before``, ``after``, ``source`` and ``ts_ms`` present.
@@ -270,7 +275,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                         8 => {
                             let raw: &'de RawValue = map.next_value()?;
                             e.source = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
-                            e.source_raw = Some(raw);
+                            e.source_raw = Some(raw.get());
                         }
                         _ => e.ts_ms = map.next_value()?,
                     }
@@ -281,6 +286,132 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
         }
         d.deserialize_map(V)
     }
+}
+
+/// The single-pass reading (``json_scan``) of what the deserializers above read: the same
+/// [`Envelope`], or ``None`` when serde must decide (anything unusual: escapes serde
+/// decodes, values an image leaves to Python, a repeated field, malformed text).
+fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
+    let mut scan = Scan::new(text);
+    let mut e = Envelope::default();
+    scan.object(|scan, name| {
+        let bit = match name.as_ref() {
+            "op" => 1,
+            "before" => 2,
+            "after" => 4,
+            "source" => 8,
+            "ts_ms" => 16,
+            _ => {
+                if e.others.iter().any(|(n, _)| *n == name) {
+                    return None;
+                }
+                e.wrapped |= name == "schema" || name == "payload";
+                let raw = scan.value()?;
+                e.others.push((name, raw));
+                return Some(());
+            }
+        };
+        if e.seen & bit != 0 {
+            return None;
+        }
+        e.seen |= bit;
+        match bit {
+            1 => e.op = scan.optional_string()?,
+            2 => e.before = scan_image(scan)?,
+            4 => e.after = scan_image(scan)?,
+            8 => {
+                let (source, raw) = scan.spanned(scan_source)?;
+                e.source = Some(source);
+                e.source_raw = Some(raw);
+            }
+            _ => e.ts_ms = scan.optional_i64()?,
+        }
+        Some(())
+    })?;
+    scan.end()?;
+    Some(e)
+}
+
+/// An image as [`Image`] reads it (``Some(None)``: null); ``None`` also for an image with a
+/// value the plan leaves to Python (the serde path then reads it as such).
+fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
+    if scan.null()? {
+        return Some(None);
+    }
+    let mut cells = Vec::with_capacity(16);
+    scan.object(|scan, name| {
+        if !matches!(scan.peek()?, b'"' | b'n' | b't' | b'f' | b'-' | b'0'..=b'9') {
+            return None; // objects and arrays
+        }
+        cells.push((name, Value::of_text(scan.value()?)?));
+        Some(())
+    })?;
+    Some(Some(Image(Some(cells))))
+}
+
+/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``).
+fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
+    let mut s = Source::default();
+    let mut known: u16 = 0;
+    let mut others: Vec<Cow<'a, str>> = Vec::new();
+    scan.object(|scan, name| {
+        let bit = match name.as_ref() {
+            "db" => 1,
+            "table" => 2,
+            "connector" => 4,
+            "schema" => 8,
+            "ts_ms" => 16,
+            "txId" => 32,
+            "file" => 64,
+            "pos" => 128,
+            "server_id" => 256,
+            "gtid" => 512,
+            _ => {
+                if others.contains(&name) {
+                    return None;
+                }
+                others.push(name);
+                return scan.value().map(drop);
+            }
+        };
+        if known & bit != 0 {
+            return None;
+        }
+        known |= bit;
+        match bit {
+            1 => s.db = scan.optional_string()?,
+            2 => s.table = scan.optional_string()?,
+            4 => s.connector = scan.optional_string()?,
+            8 => s.schema = scan.optional_string()?,
+            16 => s.ts_ms = scan.optional_i64()?,
+            32 => {
+                let raw = scan.value()?;
+                s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
+                s.tx_id_raw = Some(raw);
+            }
+            64 => s.file = Some(scan.value()?),
+            128 => s.pos = Some(scan.value()?),
+            256 => s.server_id = Some(scan.value()?),
+            _ => s.gtid = Some(scan.value()?),
+        }
+        Some(())
+    })?;
+    Some(s)
+}
+
+/// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path decides).
+fn scan_key_names(text: &str) -> Option<Vec<Cow<'_, str>>> {
+    let mut scan = Scan::new(text);
+    let mut names: Vec<Cow<'_, str>> = Vec::new();
+    scan.object(|scan, name| {
+        if name == "schema" || name == "payload" || names.contains(&name) {
+            return None;
+        }
+        names.push(name);
+        scan.value().map(drop)
+    })?;
+    scan.end()?;
+    Some(names)
 }
 
 /// The primary-key names Python takes from a record key (``_key_names``): the fields of
@@ -307,7 +438,7 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                         if k.0 == "payload" {
                             // JsonConverter's ``{"schema", "payload"}``: the payload's names.
                             let raw = checked(&mut map)?;
-                            payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
+                            payload = Some(if raw.starts_with('{') { serde_json::from_str::<Names>(raw).map_err(de::Error::custom)?.0 } else { Vec::new() });
                         } else {
                             map.next_value::<Checked>()?;
                         }
@@ -326,6 +457,9 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
     }
     let Some(key) = key.filter(|k| !k.is_empty()) else { return Some(Vec::new()) };
     let text = std::str::from_utf8(key).ok()?;
+    if let Some(names) = scan_key_names(text) {
+        return Some(names);
+    }
     serde_json::from_str::<Checked>(text).ok()?;
     if !text.trim_start().starts_with('{') {
         return Some(Vec::new());
@@ -697,8 +831,8 @@ struct Position<'a> {
 }
 
 /// A source field given (not absent, not null).
-fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
-    raw.filter(|r| r.get() != "null")
+fn given(raw: Option<&str>) -> Option<&str> {
+    raw.filter(|r| *r != "null")
 }
 
 impl<'a> Position<'a> {
@@ -706,20 +840,20 @@ impl<'a> Position<'a> {
     /// block (its id may be the transaction id), a ``txId`` other than an integer, a ``file``
     /// other than a string, a ``pos`` other than an integer.
     fn of(e: &Envelope<'a>, source: &Source<'a>) -> Option<Position<'a>> {
-        if e.others.iter().any(|(name, raw)| name == "transaction" && raw.get() != "null") {
+        if e.others.iter().any(|(name, raw)| name == "transaction" && *raw != "null") {
             return None;
         }
         let txid = match given(source.tx_id_raw) {
             Some(_) if source.tx_id => return None,
-            Some(raw) => Some(raw.get().parse().ok()?),
+            Some(raw) => Some(raw.parse().ok()?),
             None => None,
         };
         let file = match given(source.file) {
-            Some(raw) => Some(serde_json::from_str::<Text>(raw.get()).ok()?.0).filter(|f| !f.is_empty()),
+            Some(raw) => Some(serde_json::from_str::<Text>(raw).ok()?.0).filter(|f| !f.is_empty()),
             None => None,
         };
         let pos = match given(source.pos) {
-            Some(raw) => Some(raw.get().parse().ok()?),
+            Some(raw) => Some(raw.parse().ok()?),
             None => None,
         };
         Some(Position { file, pos, txid })
@@ -741,7 +875,7 @@ impl<'a> Position<'a> {
         for (name, raw) in [(&b",\"server_id\":"[..], source.server_id), (&b",\"gtid\":"[..], source.gtid)] {
             if let Some(raw) = given(raw) {
                 out.extend_from_slice(name);
-                canon::write(&mut out, raw.get()).ok()?;
+                canon::write(&mut out, raw).ok()?;
             }
         }
         Some(out)
@@ -817,13 +951,13 @@ fn write_debezium(
     if e.seen != ALL_FIELDS || source.tx_id {
         return Err(());
     }
-    let mut v = Vec::with_capacity(source_raw.get().len() + 512);
+    let mut v = Vec::with_capacity(source_raw.len() + 512);
     v.extend_from_slice(b"{\"before\":");
     write_image(&mut v, before);
     v.extend_from_slice(b",\"after\":");
     write_image(&mut v, after);
     v.extend_from_slice(b",\"source\":");
-    canon::write(&mut v, source_raw.get())?;
+    canon::write(&mut v, source_raw)?;
     v.extend_from_slice(b",\"op\":\"");
     v.extend_from_slice(CODES[op]);
     v.extend_from_slice(b"\",\"ts_ms\":");
@@ -832,7 +966,7 @@ fn write_debezium(
         v.push(b',');
         crate::json::write_str(&mut v, name);
         v.push(b':');
-        canon::write(&mut v, raw.get())?;
+        canon::write(&mut v, raw)?;
     }
     v.push(b'}');
     let mut key = row_key(pk, after.or(before).ok_or(())?);
@@ -935,12 +1069,17 @@ fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
         let cut = split_head(value)?.len();
         let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
         let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
-        return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
+        return Some((Some(&value[..cut]), envelope(body)?));
     }
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    Some((None, serde_json::from_str(text).ok()?))
+    Some((None, envelope(text)?))
+}
+
+/// The envelope in ``text``: scanned in one pass, or by serde where the scanner stops.
+fn envelope(text: &str) -> Option<Envelope<'_>> {
+    scan_envelope(text).or_else(|| serde_json::from_str(text).ok())
 }
 

@@ -18,6 +18,7 @@ mod debezium_in;
 mod dts_avro_in;
 mod dts_avro_out;
 mod json;
+mod json_scan;
 mod kafka_batch;
 mod maxwell_in;
 mod maxwell_out;
