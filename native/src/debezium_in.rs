@@ -20,7 +20,7 @@
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::connect_in::Connect;
 use crate::json_scan::Scan;
+use crate::typed_in::Tables;
 use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
@@ -340,19 +341,38 @@ fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
     }
     let mut cells = Vec::with_capacity(16);
     scan.object(|scan, name| {
-        if !matches!(scan.peek()?, b'"' | b'n' | b't' | b'f' | b'-' | b'0'..=b'9') {
-            return None; // objects and arrays
-        }
-        cells.push((name, Value::of_text(scan.value()?)?));
+        cells.push((name, scan_value(scan)?));
         Some(())
     })?;
     Some(Some(Image(Some(cells))))
 }
 
+/// A cell's value as [`Value::of_text`] reads it, from the scanner's token (no second
+/// pass); ``None`` for what it leaves to Python (objects, arrays, integers past 64 bits).
+fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
+    match scan.peek()? {
+        b'"' => {
+            let (text, raw) = scan.spanned(Scan::string)?;
+            Some(Value { kind: Kind::Str, raw, text: Some(text) })
+        }
+        b'-' | b'0'..=b'9' => {
+            let n = scan.number()?;
+            let kind = match n.int {
+                Some(_) => Kind::Int,
+                None if n.integer => return None,
+                None => Kind::Float,
+            };
+            Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
+        }
+        b'n' | b't' | b'f' => Value::of_text(scan.value()?),
+        _ => None,
+    }
+}
+
 /// The ``source`` block as [`Source`] reads it (a repeated field: ``None``).
 fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
     let mut s = Source::default();
-    let mut known: u16 = 0;
+    let mut known: u32 = 0;
     let mut others: Vec<Cow<'a, str>> = Vec::new();
     scan.object(|scan, name| {
         let bit = match name.as_ref() {
@@ -366,6 +386,16 @@ fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
             "pos" => 128,
             "server_id" => 256,
             "gtid" => 512,
+            // Debezium's other fields (MySQL's and the common ones): checked, not kept.
+            "version" => 1 << 10,
+            "name" => 1 << 11,
+            "snapshot" => 1 << 12,
+            "sequence" => 1 << 13,
+            "row" => 1 << 14,
+            "thread" => 1 << 15,
+            "query" => 1 << 16,
+            "ts_us" => 1 << 17,
+            "ts_ns" => 1 << 18,
             _ => {
                 if others.contains(&name) {
                     return None;
@@ -392,7 +422,10 @@ fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
             64 => s.file = Some(scan.value()?),
             128 => s.pos = Some(scan.value()?),
             256 => s.server_id = Some(scan.value()?),
-            _ => s.gtid = Some(scan.value()?),
+            512 => s.gtid = Some(scan.value()?),
+            _ => {
+                scan.value()?;
+            }
         }
         Some(())
     })?;
@@ -571,8 +604,7 @@ pub struct Reader {
     max_message_bytes: usize,
     /// The Debezium writer's ``tombstones_on_delete``.
     tombstones_on_delete: bool,
-    tables: HashMap<Layout, Option<Arc<Table>>>,
-    last: Option<(Layout, Option<Arc<Table>>)>,
+    tables: Tables<Layout, Table>,
     /// Schema parts whose messages are Python's (the compiler met one with values in
     /// Connect representations the writer does not convert, ``PYTHON_HEAD``): later ones
     /// are rejected before the payload is parsed.
@@ -594,12 +626,11 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None, python_heads: HashSet::new(), last_python_head: None }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
-        self.last = None;
         self.python_heads.clear();
         self.last_python_head = None;
     }
@@ -627,68 +658,56 @@ impl Reader {
     }
 
     fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
-        if let Some((layout, plan)) = &self.last {
-            if layout.matches(head, source, pk, columns) {
-                return Ok(plan.clone());
-            }
-        }
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
-        let layout = Layout {
-            head: head.map(<[u8]>::to_vec),
-            database: database.to_owned(),
-            table: table.to_owned(),
-            connector: source.connector.as_deref().map(str::to_owned),
-            schema: source.schema.as_deref().map(str::to_owned),
-            pk: pk.iter().map(|n| n.to_string()).collect(),
-            columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
-        };
-        let plan = match self.tables.get(&layout) {
-            Some(plan) => plan.clone(),
-            None => {
+        let (compile, python_heads, last_python_head) = (&self.compile, &mut self.python_heads, &mut self.last_python_head);
+        self.tables.get(
+            |layout| layout.matches(head, source, pk, columns),
+            || Layout {
+                head: head.map(<[u8]>::to_vec),
+                database: database.to_owned(),
+                table: table.to_owned(),
+                connector: source.connector.as_deref().map(str::to_owned),
+                schema: source.schema.as_deref().map(str::to_owned),
+                pk: pk.iter().map(|n| n.to_string()).collect(),
+                columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+            },
+            |layout| {
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
-                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
-                let plan = if spec.is_none(py) {
-                    None
-                } else if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
-                    if self.python_heads.len() >= CACHE_SIZE {
-                        self.python_heads.clear();
-                        self.last_python_head = None;
-                    }
-                    self.python_heads.insert(h.to_vec());
-                    None
-                } else {
-                    match encoder {
-                        Encoder::Canal { .. } => {
-                            // An optional sixth item: per column, its Connect conversion's name (``connect_in``).
-                            let names: Vec<Option<String>> = match spec.bind(py).get_item(5) {
-                                Ok(item) => item.extract()?,
-                                Err(_) => Vec::new(),
-                            };
-                            let mut connect = Vec::with_capacity(names.len());
-                            for name in &names {
-                                let Some(c) = Connect::from_name(name.as_deref()) else {
-                                    return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
-                                };
-                                connect.push(c);
-                            }
-                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, connect))
-                        }
-                        Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
-                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
-                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
-                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
-                    }
-                    .map(Arc::new)
-                };
-                if self.tables.len() >= CACHE_SIZE {
-                    self.tables.clear();
+                let spec = compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
+                if spec.is_none(py) {
+                    return Ok(None);
                 }
-                self.tables.insert(layout.clone(), plan.clone());
-                plan
-            }
-        };
-        self.last = Some((layout, plan.clone()));
-        Ok(plan)
+                if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
+                    if python_heads.len() >= CACHE_SIZE {
+                        python_heads.clear();
+                        *last_python_head = None;
+                    }
+                    python_heads.insert(h.to_vec());
+                    return Ok(None);
+                }
+                Ok(match encoder {
+                    Encoder::Canal { .. } => {
+                        // An optional sixth item: per column, its Connect conversion's name (``connect_in``).
+                        let names: Vec<Option<String>> = match spec.bind(py).get_item(5) {
+                            Ok(item) => item.extract()?,
+                            Err(_) => Vec::new(),
+                        };
+                        let mut connect = Vec::with_capacity(names.len());
+                        for name in &names {
+                            let Some(c) = Connect::from_name(name.as_deref()) else {
+                                return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
+                            };
+                            connect.push(c);
+                        }
+                        canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, connect))
+                    }
+                    Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
+                    Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
+                    Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                    Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                })
+            },
+        )
     }
 
     /// The output records of one message into ``out``; ``false`` when Python must

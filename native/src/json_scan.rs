@@ -11,10 +11,12 @@ use std::borrow::Cow;
 
 use crate::canal::Text;
 
-/// A JSON number's token: its text and whether it is an integer (no fraction, no exponent).
+/// A JSON number's token: its text, whether it is an integer (no fraction, no exponent)
+/// and, if so, its value when it fits 64 signed bits.
 pub(crate) struct Number<'a> {
     pub(crate) text: &'a str,
     pub(crate) integer: bool,
+    pub(crate) int: Option<i64>,
 }
 
 /// A cursor over one JSON text (valid UTF-8: the caller checked it).
@@ -78,17 +80,14 @@ impl<'a> Scan<'a> {
         self.eat(b'"')?;
         let b = self.bytes();
         let start = self.pos;
-        let mut i = start;
-        loop {
-            match *b.get(i)? {
-                b'"' => {
-                    self.pos = i + 1;
-                    return Some(Cow::Borrowed(&self.text[start..i]));
-                }
-                b'\\' => break,
-                c if c < 0x20 => return None,
-                _ => i += 1,
+        let mut i = special(b, start)?;
+        match b[i] {
+            b'"' => {
+                self.pos = i + 1;
+                return Some(Cow::Borrowed(&self.text[start..i]));
             }
+            b'\\' => {}
+            _ => return None, // a control character
         }
         // An escape: find the closing quote, and let serde decode (and check) the string.
         loop {
@@ -145,8 +144,10 @@ impl<'a> Scan<'a> {
             }
         }
         let text = &self.text[start..i];
+        let mut int = None;
         if integer {
-            if text.parse::<i64>().is_err() && text.parse::<u64>().is_err() {
+            int = text.parse::<i64>().ok();
+            if int.is_none() && text.parse::<u64>().is_err() {
                 return None;
             }
         } else {
@@ -156,7 +157,7 @@ impl<'a> Scan<'a> {
             }
         }
         self.pos = i;
-        Some(Number { text, integer })
+        Some(Number { text, integer, int })
     }
 
     /// Any value, checked and skipped: its text as written.
@@ -185,11 +186,7 @@ impl<'a> Scan<'a> {
         if self.null()? {
             return Some(None);
         }
-        let n = self.number()?;
-        if !n.integer {
-            return None;
-        }
-        n.text.parse().ok().map(Some)
+        self.number()?.int.map(Some)
     }
 
     fn skip(&mut self, depth: usize) -> Option<()> {
@@ -258,6 +255,23 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// The index of the first ``"``, ``\\`` or control character at or after ``i`` (eight
+/// bytes at a time: a byte's high bit marks a match; the lowest marked byte is exact).
+fn special(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let found = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i.min(b.len())..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|n| i + n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +304,11 @@ mod tests {
         assert_eq!(scan.string().as_deref(), Some("aéb"));
         let mut scan = Scan::new("\"\\ud800\"");
         assert_eq!(scan.string(), None);
+        for text in ["\"\"", "\"abcdefgh\"", "\"abcdefghijklmnopq\"x", "\"é€😀 long enough\""] {
+            let mut scan = Scan::new(text);
+            assert_eq!(scan.string().as_deref(), Some(&text[1..text.rfind('"').unwrap()]));
+        }
+        assert_eq!(Scan::new("\"abcdefghij\u{1f}k\"").string(), None);
+        assert_eq!(Scan::new("\"abcdefghijk").string(), None);
     }
 }
