@@ -13,8 +13,12 @@
 //! literal, a string, ``1``/``0`` for a boolean).
 //!
 //! Under the schema part the columns are the schema's, each value read from its Connect
-//! representation (``connect_in``) for the Canal writer; for the other text writers the
-//! schema part is Python's.
+//! representation (``connect_in``) as the Canal text the writer's conversion reads (Canal,
+//! Maxwell, GoldenGate, DTS Avro; TiCDC's planner leaves the schema part to Python).
+//!
+//! A message is read in one pass by ``json_scan`` (borrowing from it); what the scanner
+//! stops at (escapes aside, which serde decodes for it) is read by the serde
+//! deserializers below, which decide.
 //!
 //! Anything the plan does not reproduce for certain goes to Python: duplicate fields, values whose kinds differ between the images, integers past 64
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
@@ -532,9 +536,8 @@ const CACHE_SIZE: usize = 1024;
 
 /// One layout compiled for the plan's writer.
 enum Table {
-    /// Canal flat messages (every value re-written as Canal text); per column, how its
-    /// values are read from their Connect representation (under a schema part).
-    Canal(canal_out::Table, Vec<Connect>),
+    /// Canal flat messages (every value re-written as Canal text).
+    Canal(canal_out::Table),
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
@@ -556,7 +559,7 @@ impl Table {
             canal_out::Entry::Dropped => Err(true),
         };
         match self {
-            Table::Canal(t, _) => entry(&t.ops[op]),
+            Table::Canal(t) => entry(&t.ops[op]),
             Table::Debezium(d) => entry(&d.ops[op]),
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
@@ -567,6 +570,31 @@ impl Table {
             },
         }
     }
+}
+
+/// One layout compiled: the writer's table and, under a schema part, per column how its
+/// values are read from their Connect representation (``connect_in``; none: as written).
+struct Compiled {
+    table: Table,
+    connect: Vec<Connect>,
+}
+
+/// A compiler's answer split into the writer's spec and the Connect conversions: under a
+/// schema part ``("connect", [name per column], spec)`` (``native_debezium._with_reads``),
+/// else the spec alone.
+fn split_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Vec<Connect>)> {
+    let Ok((tag, names, inner)) = spec.extract::<(String, Vec<Option<String>>, Bound<'py, PyAny>)>() else { return Ok((spec.clone(), Vec::new())) };
+    if tag != "connect" {
+        return Ok((spec.clone(), Vec::new()));
+    }
+    let mut connect = Vec::with_capacity(names.len());
+    for name in &names {
+        let Some(c) = Connect::from_name(name.as_deref()) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
+        };
+        connect.push(c);
+    }
+    Ok((inner, connect))
 }
 
 /// One layout for the Debezium writer.
@@ -604,7 +632,7 @@ pub struct Reader {
     max_message_bytes: usize,
     /// The Debezium writer's ``tombstones_on_delete``.
     tombstones_on_delete: bool,
-    tables: Tables<Layout, Table>,
+    tables: Tables<Layout, Compiled>,
     /// Schema parts whose messages are Python's (the compiler met one with values in
     /// Connect representations the writer does not convert, ``PYTHON_HEAD``): later ones
     /// are rejected before the payload is parsed.
@@ -657,7 +685,7 @@ impl Reader {
         }
     }
 
-    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
+    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
         let (compile, python_heads, last_python_head) = (&self.compile, &mut self.python_heads, &mut self.last_python_head);
         self.tables.get(
@@ -685,27 +713,15 @@ impl Reader {
                     python_heads.insert(h.to_vec());
                     return Ok(None);
                 }
-                Ok(match encoder {
-                    Encoder::Canal { .. } => {
-                        // An optional sixth item: per column, its Connect conversion's name (``connect_in``).
-                        let names: Vec<Option<String>> = match spec.bind(py).get_item(5) {
-                            Ok(item) => item.extract()?,
-                            Err(_) => Vec::new(),
-                        };
-                        let mut connect = Vec::with_capacity(names.len());
-                        for name in &names {
-                            let Some(c) = Connect::from_name(name.as_deref()) else {
-                                return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
-                            };
-                            connect.push(c);
-                        }
-                        canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, connect))
-                    }
-                    Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
-                    Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
-                    Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
-                    Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
-                })
+                let (spec, connect) = split_spec(spec.bind(py))?;
+                let table = match encoder {
+                    Encoder::Canal { .. } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
+                    Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(&spec)?)),
+                    Encoder::Ticdc => ticdc_out::Table::from_spec(&spec, None, None)?.map(Table::Ticdc),
+                    Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
+                    Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
+                };
+                Ok(table.map(|table| Compiled { table, connect }))
             },
         )
     }
@@ -764,11 +780,11 @@ impl Reader {
             columns.push((name.as_ref(), kind));
         }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
-        let variant = match compiled.op(op) {
+        let variant = match compiled.table.op(op) {
             Ok(variant) => variant,
             Err(dropped) => return Ok(dropped),
         };
-        if let Table::Debezium(d) = &*compiled {
+        if let Table::Debezium(d) = &compiled.table {
             if !d.copies([before, after]) {
                 return Ok(false);
             }
@@ -779,19 +795,16 @@ impl Reader {
             }
             return Ok(ok);
         }
-        if head.is_some() && !matches!(&*compiled, Table::Canal(..)) {
-            return Ok(false); // values in the schema's representations: Python converts them
-        }
         // The row as the Canal message the text writers read (one row, ``old`` the before-image);
         // GoldenGate's table name also holds the schema (``database.schema.table``).
         let table = match (&*encoder, source.schema.as_deref()) {
             (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
             _ => Cow::Borrowed(table),
         };
-        let connect = match &*compiled {
-            Table::Canal(_, connect) => connect.as_slice(),
-            _ => &[],
-        };
+        let connect = compiled.connect.as_slice();
+        if head.is_some() && connect.len() != row.len() {
+            return Ok(false); // values in the schema's representations the compiler did not name
+        }
         let Some(data) = connect_row(row, connect) else { return Ok(false) };
         let old_row = match old.map(|b| connect_row(b, connect)) {
             Some(None) => return Ok(false), // a value Python reads otherwise, or refuses
@@ -809,8 +822,8 @@ impl Reader {
             ..Default::default()
         };
         let start = out.len();
-        let written = match (&*compiled, encoder) {
-            (Table::Canal(t, _), _) => canal_out::write(t, &m, op, variant, false, out),
+        let written = match (&compiled.table, encoder) {
+            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),

@@ -205,24 +205,7 @@ impl<'a> Scan<'a> {
                     scan.skip(depth + 1)
                 })
             }
-            b'[' if depth < MAX_DEPTH => {
-                self.pos += 1;
-                if self.peek()? == b']' {
-                    self.pos += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip(depth + 1)?;
-                    match self.peek()? {
-                        b',' => self.pos += 1,
-                        b']' => {
-                            self.pos += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
+            b'[' if depth < MAX_DEPTH => self.items(b'[', b']', |scan| scan.skip(depth + 1)),
             b'-' | b'0'..=b'9' => self.number().map(drop),
             _ => None,
         }
@@ -231,21 +214,28 @@ impl<'a> Scan<'a> {
     /// An object: ``field`` is called with each key, the cursor before its value (which it
     /// must consume).
     pub(crate) fn object(&mut self, mut field: impl FnMut(&mut Self, Cow<'a, str>) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
+        self.items(b'{', b'}', |scan| {
+            if scan.peek()? != b'"' {
+                return None;
+            }
+            let name = scan.string()?;
+            scan.eat(b':')?;
+            field(scan, name)
+        })
+    }
+
+    /// The comma-separated items between ``open`` and ``close``, each read by ``item``.
+    fn items(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(open)?;
+        if self.peek()? == close {
             self.pos += 1;
             return Some(());
         }
         loop {
-            if self.peek()? != b'"' {
-                return None;
-            }
-            let name = self.string()?;
-            self.eat(b':')?;
-            field(self, name)?;
+            item(self)?;
             match self.peek()? {
                 b',' => self.pos += 1,
-                b'}' => {
+                c if c == close => {
                     self.pos += 1;
                     return Some(());
                 }
