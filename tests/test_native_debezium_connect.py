@@ -395,3 +395,22 @@ def test_enum_and_set_labels_to_the_typed_writers(sink: str) -> None:
         records = keyed([(m, KEY) for m in messages(labels, value)])
         assert assert_same(records, {"schemas_enable": True}, {}, None, sink) == len(records)
     assert_same(keyed([(m, KEY) for m in messages(labels, ["a"])]), {"schemas_enable": True}, {}, None, sink)
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS)
+def test_float32_to_the_typed_writers(sink: str) -> None:
+    """A FLOAT's Connect ``float32`` numbers: Maxwell and GoldenGate write them rounded to
+    single precision, as Python does; beyond FLOAT's range (Python's error) and for DTS, Python's."""
+    field = {"type": "float32"}
+    for value, native_ in [
+        (1.5, True),
+        (3.14, True),
+        (2, True),
+        (-0.0, True),
+        (3.4e38, True),
+        (1e-45, True),
+        (1e39, False),
+    ]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        assert count == (len(records) if native_ and sink != "dts-avro" else 0), (value, count)

@@ -191,16 +191,17 @@ class _Layouts(_CanalOutTables):
         return {f.column.name: f.repr for f in plan.fields}
 
     def _reads(
-        self, reprs: dict[str, Any], decoded: Any, columns: list[tuple[str, str]], labelled: list[bool]
+        self, reprs: dict[str, Any], decoded: Any, columns: list[tuple[str, str]], as_written: list[bool]
     ) -> list[str | None] | None:
         """Under a schema part (``reprs``: its Connect representations), per column how the
         reader turns its values into the Canal text the writer's conversion reads
-        (``connect_in.rs``, :func:`_connect_read`; ``labelled``: ENUM labels, read as written),
-        or ``None`` when a column with values needs a conversion the reader lacks."""
+        (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
+        that text, such as ENUM labels), or ``None`` when a column with values needs a
+        conversion the reader lacks."""
         utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
         reads = [
-            "text" if label else _connect_read(canal_text_op(c, utc), c, reprs.get(c.name), kind, utc)
-            for c, (_, kind), label in zip(decoded.schema.columns, columns, labelled, strict=True)
+            "text" if same else _connect_read(canal_text_op(c, utc), c, reprs.get(c.name), kind, utc)
+            for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
         ]
         if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
             return None  # a value the reader does not convert (geometry, bits, other modes): Python's
@@ -332,6 +333,21 @@ def _label_text(column: Any, r: Any, kind: str, pk: list[str]) -> bool:
     return labelled and kind == "str" and r is not None and r.kind == "string" and column.name not in pk
 
 
+def _single_float(column: Any, r: Any, kind: str) -> bool:
+    """Is a column a single-precision FLOAT whose values are Connect ``float32`` numbers (the
+    decoder rounds them to single precision, as the typed writers' ``float32`` conversion does)?"""
+    from cdc_smt.transforms.types import Kind
+
+    mt = column.mysql
+    return (
+        mt.kind is Kind.FLOAT
+        and mt.is_single_float
+        and r is not None
+        and r.kind == "float32"
+        and kind in ("int", "float")
+    )
+
+
 def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, utc: bool) -> str | None:
     """How the reader turns a column's Debezium values into the text its Canal conversion
     (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
@@ -424,7 +440,12 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
                 _label_text(c, reprs.get(c.name), kind, pk)
                 for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, labels)
+            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+            as_written = [
+                label or _single_float(c, reprs.get(c.name), kind)
+                for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
+            ]
+            found = self._reads(reprs, decoded, columns, as_written)
             if found is None:
                 return PYTHON_HEAD
             reads = found
