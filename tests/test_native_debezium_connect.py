@@ -380,6 +380,19 @@ def test_corpus_debezium_with_the_schema_part_to_the_converting_writers(corpus: 
             assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True}, {}, None, sink)
 
 
+def test_enum_labels_to_dts() -> None:
+    """``io.debezium.data.Enum`` to DTS Avro: each label written as the label (the empty one,
+    MySQL's invalid value, and texts that are no label: Python's); ``EnumSet`` is Python's."""
+    field = _field("io.debezium.data.Enum", "string", allowed="NEW,PAID,x y")
+    for value, native_ in [("NEW", True), ("x y", True), ("", False), ("other", False), (1, False)]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "dts-avro")
+        assert count == (len(records) if native_ else 0), (value, count)
+    labels = _field("io.debezium.data.EnumSet", "string", allowed="a,b")
+    records = keyed([(m, KEY) for m in messages(labels, "a,b")])
+    assert assert_same(records, {"schemas_enable": True}, {}, None, "dts-avro") == 0
+
+
 @pytest.mark.parametrize("sink", CONVERTING_SINKS[:2])
 def test_enum_and_set_labels_to_the_typed_writers(sink: str) -> None:
     """``io.debezium.data.Enum`` and ``EnumSet``: Maxwell and GoldenGate write the label (a

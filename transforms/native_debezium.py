@@ -492,9 +492,17 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
+        from cdc_smt.transforms.types import Kind
+
         reads: list[str | None] = []
+        labels = [False] * len(columns)
         if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
-            found = self._reads(self._reprs(probe.head, pk), decoded, columns, [False] * len(columns))
+            reprs = self._reprs(probe.head, pk)
+            labels = [
+                c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk)
+                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            ]
+            found = self._reads(reprs, decoded, columns, labels)
             if found is None:
                 return PYTHON_HEAD
             reads = found
@@ -502,13 +510,24 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         names = [c.name for c in schema.columns]
         if any(k not in names for k in decoded.pk):
             return None  # a key naming a column the row lacks: Python's
-        converted = [(c.name, *self._column(c)) for c in schema.columns]
+        converted = [
+            (c.name, *(self._label_column(c) if label else self._column(c)))
+            for c, label in zip(schema.columns, labels, strict=True)
+        ]
         key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in decoded.pk]
         ops = [self._op_dts(self._null_probe(probe, code), kind, shape, names) for code, kind in _OPS]
         if any(middle is not None and not middle.startswith(_NO_POSITION) for _, _, middle in ops):
             return None  # the writer puts each event's position there
         spec = 0, converted, key, ops
         return spec if probe.head is None else _with_reads(reads, spec)
+
+    def _label_column(self, column: Any) -> tuple[Any, ...]:
+        """An ENUM under the schema part: Debezium writes its label, the typed value Python
+        keeps, so each label's DTS value is the label itself (other texts: Python's)."""
+        from cdc_smt.transforms.formats.dts_avro import encode_value
+
+        _, fields = encode_value(column.mysql, "", self.timezone)
+        return "enum", 0, 0, fields["type"], {label: label for label in column.mysql.values}
 
     def _null_probe(self, probe: _Probe, code: str) -> Any:
         """The op's probe event with every value null (the parts checked are the row's
