@@ -318,3 +318,112 @@ def test_the_schema_part_to_ticdc_is_pythons() -> None:
     records = keyed([pair for both in zip(wrapped, plain * len(wrapped), strict=True) for pair in both])
     count = assert_same(records, {"schemas_enable": True}, {}, None, "ticdc-canal-json")
     assert count == len(wrapped)  # the schemaless ones
+
+
+#: The writers that convert each value from its Canal text, as the Canal writer does.
+CONVERTING_SINKS = ["maxwell-json", "ogg-json", "dts-avro"]
+#: Cases the Canal writer leaves to Python but Maxwell's and GoldenGate's write, as Python
+#: does: a decimal's digits as they are (66 digits; more fraction digits than the column's),
+#: a SET's labels (``EnumSet``: Maxwell's list of them, GoldenGate's text).
+TYPED_WRITE = {"decimal(65,30)", "decimal scale 4 of 2", "EnumSet"}
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS)
+@pytest.mark.parametrize(("case", "field", "values"), CASES, ids=[c[0] for c in CASES])
+def test_connect_values_to_the_converting_writers(
+    case: str, field: dict[str, Any], values: list[tuple[Any, bool]], sink: str
+) -> None:
+    """The schema part read for Maxwell, GoldenGate and DTS Avro as for Canal: both paths
+    equal; each writer writes what the reader reads, and what the reader leaves to Python
+    for Canal is Python's here too (but decimal digits the typed writers copy)."""
+    field = _source_types(field)
+    for value, native_ in values:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        written = native_ or (case in TYPED_WRITE and sink != "dts-avro")
+        assert count == (len(records) if written else 0), (value, count)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=MODES,
+    tz=st.sampled_from(["UTC", *ZONES]),
+    sink_tz=st.sampled_from(["UTC", "Asia/Shanghai"]),
+    sink=st.sampled_from(CONVERTING_SINKS),
+)
+def test_streams_in_every_mode_to_the_converting_writers(
+    stream: list[ChangeEvent], options: dict[str, Any], tz: str, sink_tz: str, sink: str
+) -> None:
+    records = debezium_records(stream, tz, options)
+    source = {"source_timezone": tz, **options}
+    assert_same(records, source, {"source_timezone": sink_tz}, None, sink)
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS)
+def test_default_modes_to_the_converting_writers(sink: str) -> None:
+    """Debezium's default representations go natively to Maxwell, GoldenGate and DTS Avro
+    too, but for those left to Python (ENUM for DTS, SET, BIT(n), geometry, FLOAT)."""
+    total = count = 0
+    for seed in range(20):
+        records = [r for r in debezium_records(_example(seed), "UTC", {"schemas_enable": True}) if r.value is not None]
+        total += len(records)
+        count += assert_same(records, {"schemas_enable": True}, {}, None, sink)
+    assert count >= total * 0.8, (count, total)
+
+
+def test_corpus_debezium_with_the_schema_part_to_the_converting_writers(corpus: Path) -> None:
+    values = [v for messages_ in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages_]
+    wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
+    for sink in CONVERTING_SINKS:
+        for key in (None, b'{"id":101}'):
+            assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True}, {}, None, sink)
+
+
+def test_enum_labels_to_dts() -> None:
+    """``io.debezium.data.Enum`` to DTS Avro: each label written as the label (the empty one,
+    MySQL's invalid value, and texts that are no label: Python's); ``EnumSet`` is Python's."""
+    field = _field("io.debezium.data.Enum", "string", allowed="NEW,PAID,x y")
+    for value, native_ in [("NEW", True), ("x y", True), ("", False), ("other", False), (1, False)]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "dts-avro")
+        assert count == (len(records) if native_ else 0), (value, count)
+    labels = _field("io.debezium.data.EnumSet", "string", allowed="a,b")
+    records = keyed([(m, KEY) for m in messages(labels, "a,b")])
+    assert assert_same(records, {"schemas_enable": True}, {}, None, "dts-avro") == 0
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS[:2])
+def test_enum_and_set_labels_to_the_typed_writers(sink: str) -> None:
+    """``io.debezium.data.Enum`` and ``EnumSet``: Maxwell and GoldenGate write the label (a
+    SET's labels: Maxwell as their list) as Python does (a text that is no label too); a value
+    of another JSON kind is Python's."""
+    field = _field("io.debezium.data.Enum", "string", allowed="NEW,PAID,x y")
+    for value in ["NEW", "x y", "", "other"]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        assert assert_same(records, {"schemas_enable": True}, {}, None, sink) == len(records)
+    assert_same(keyed([(m, KEY) for m in messages(field, 1)]), {"schemas_enable": True}, {}, None, sink)
+    labels = _field("io.debezium.data.EnumSet", "string", allowed="a,b,c d")
+    for value in ["a,b", "", "c d", "a,,b", "b,a", "x"]:
+        records = keyed([(m, KEY) for m in messages(labels, value)])
+        assert assert_same(records, {"schemas_enable": True}, {}, None, sink) == len(records)
+    assert_same(keyed([(m, KEY) for m in messages(labels, ["a"])]), {"schemas_enable": True}, {}, None, sink)
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS)
+def test_float32_to_the_typed_writers(sink: str) -> None:
+    """A FLOAT's Connect ``float32`` numbers: Maxwell and GoldenGate write them rounded to
+    single precision, as Python does; beyond FLOAT's range (Python's error) and for DTS, Python's."""
+    field = {"type": "float32"}
+    for value, native_ in [
+        (1.5, True),
+        (3.14, True),
+        (2, True),
+        (-0.0, True),
+        (3.4e38, True),
+        (1e-45, True),
+        (1e39, False),
+    ]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        assert count == (len(records) if native_ and sink != "dts-avro" else 0), (value, count)

@@ -870,6 +870,37 @@ def _follow_tombstone(t: Any, tomb: Any, edits: list[HeaderEdit] | None) -> tupl
     return (out[0], edits) if out else None
 
 
+def canal_text_op(column: Any, zoned: bool) -> tuple[str, int | None]:
+    """How the Canal writer converts one column's Canal text (``canal_text.rs``'s
+    ``TextOp``: ``(op, arg)``; ``("python", None)``: not natively); ``zoned``: a TIMESTAMP
+    is written in the zone it was read in."""
+    from cdc_smt.transforms.types import Kind
+
+    t = column.mysql
+    k = t.kind
+    if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
+        return ("same", None)
+    if k is Kind.INT:
+        return ("int", None)
+    if k is Kind.YEAR:
+        return ("year", None)
+    if k is Kind.BIT and t.length is not None:
+        return ("bits", t.length)
+    if k is Kind.DECIMAL and t.scale is not None:
+        return ("decimal", t.scale)
+    if k is Kind.FLOAT and not t.is_single_float:
+        return ("double", None)
+    if k is Kind.DATE:
+        return ("date", None)
+    if (k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned)) and t.fsp is not None:
+        return ("datetime", t.fsp)
+    if k is Kind.TIME and t.fsp is not None:
+        return ("time", t.fsp)
+    if k is Kind.BYTES:
+        return ("bytes", None)
+    return ("python", None)
+
+
 class _CanalOutTables(_CanalTables):
     """Compiles one Canal table layout for the Canal writer: its columns and key, and per
     op whether the transforms drop, keep (with which topic and header edits) or leave the
@@ -910,27 +941,7 @@ class _CanalOutTables(_CanalTables):
 
         t = column.mysql
         k = t.kind
-        op: tuple[str, int | None] = ("python", None)
-        if k is Kind.STRING or k is Kind.JSON or ((k is Kind.ENUM or k is Kind.SET) and not t.values):
-            op = ("same", None)
-        elif k is Kind.INT:
-            op = ("int", None)
-        elif k is Kind.YEAR:
-            op = ("year", None)
-        elif k is Kind.BIT and t.length is not None:
-            op = ("bits", t.length)
-        elif k is Kind.DECIMAL and t.scale is not None:
-            op = ("decimal", t.scale)
-        elif k is Kind.FLOAT and not t.is_single_float:
-            op = ("double", None)
-        elif k is Kind.DATE:
-            op = ("date", None)
-        elif (k is Kind.DATETIME or (k is Kind.TIMESTAMP and zoned)) and t.fsp is not None:
-            op = ("datetime", t.fsp)
-        elif k is Kind.TIME and t.fsp is not None:
-            op = ("time", t.fsp)
-        elif k is Kind.BYTES:
-            op = ("bytes", None)
+        op = canal_text_op(column, zoned)
         encoder = self.encoder
         by_null = encoder.sql_type_by_null(column)
         if by_null is not None:

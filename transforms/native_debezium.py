@@ -23,9 +23,11 @@ check that what it wrote is what the native writer writes for it:
 * :class:`DebeziumDtsTables`: the DTS Avro writer (each column's DTS value, the record
   parts the same for every row of a table and op).
 
-Every value or message the reader does not reproduce for certain goes to Python
-(the schema part on the way to the typed-JSON and DTS writers: its values need
-converting).
+Under a schema part the text writers (Canal, Maxwell, GoldenGate, DTS Avro) take the
+columns the schema part types, each value read from its Connect representation into the
+Canal text the writer's conversion reads (:func:`_connect_read`, ``connect_in.rs``; the
+compilers name the conversions with :func:`_with_reads`). Every value or message the
+reader does not reproduce for certain goes to Python.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from cdc_smt.transforms.native import (
     _Shape,
     _supported,
     _Unsupported,
+    canal_text_op,
 )
 from cdc_smt.transforms.native_dts import DtsNativePlan, _DtsOutTables
 from cdc_smt.transforms.native_maxwell import _TypedJsonTables
@@ -177,6 +180,33 @@ class _Layouts(_CanalOutTables):
         (event,) = self.decoder.decode(Record(value=probe.value(code), key=probe.key))
         return event
 
+    def _reprs(self, head: bytes, pk: list[str]) -> dict[str, Any]:
+        """Each column's Connect representation in the schema part ``head``, as the decoder's
+        plan for it reads them (``_connect.Repr``)."""
+        decoder = self.decoder
+        key, schema, _, _ = decoder._split(head + b',"payload":{}}')
+        plan = decoder._schema_plan(key, schema, tuple(pk)) if schema is not None else None
+        if plan is None:
+            raise _Unsupported("schema part")
+        return {f.column.name: f.repr for f in plan.fields}
+
+    def _reads(
+        self, reprs: dict[str, Any], decoded: Any, columns: list[tuple[str, str]], as_written: list[bool]
+    ) -> list[str | None] | None:
+        """Under a schema part (``reprs``: its Connect representations), per column how the
+        reader turns its values into the Canal text the writer's conversion reads
+        (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
+        that text, such as ENUM labels), or ``None`` when a column with values needs a
+        conversion the reader lacks."""
+        utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
+        reads = [
+            "text" if same else _connect_read(canal_text_op(c, utc), c, reprs.get(c.name), kind, utc)
+            for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
+        ]
+        if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
+            return None  # a value the reader does not convert (geometry, bits, other modes): Python's
+        return reads
+
     def _probe_shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
         """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
         event = self._decode_probe(probe, "c")
@@ -201,17 +231,14 @@ class DebeziumCanalTables(_Layouts):
         labels: list[dict[str, str] | None] = [None] * len(names)
         if probe.head is not None:  # columns typed by the schema part: values in their Connect representations
             reprs = self._reprs(probe.head, pk)
-            utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
             labels = [
                 _enum_labels(c, reprs.get(c.name), kind, pk)
                 for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
             ]
-            reads = [
-                "text" if label is not None else _connect_read(t, c, reprs.get(c.name), kind, utc)
-                for t, c, (_, kind), label in zip(texts, decoded.schema.columns, columns, labels, strict=True)
-            ]
-            if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
-                return PYTHON_HEAD  # a value the reader does not convert (geometry, bits, other modes): Python's
+            found = self._reads(reprs, decoded, columns, [label is not None for label in labels])
+            if found is None:
+                return PYTHON_HEAD
+            reads = found
             texts = [
                 t if read is not None else (t[0], "python", None, *t[3:]) for t, read in zip(texts, reads, strict=True)
             ]
@@ -219,18 +246,8 @@ class DebeziumCanalTables(_Layouts):
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
         sql_types = {n: texts[i][3] if written[n] is None else texts[i][4] for i, n in enumerate(names)}
         ops = [self._op_canal_layout(probe, code, kind, shape, written, mysql_types, sql_types) for code, kind in _OPS]
-        # the fifth item: ENUM labels' Canal indexes; the sixth: each column's Connect conversion (connect_in.rs)
-        return names, list(pk), ops, texts, labels, reads
-
-    def _reprs(self, head: bytes, pk: list[str]) -> dict[str, Any]:
-        """Each column's Connect representation in the schema part ``head``, as the decoder's
-        plan for it reads them (``_connect.Repr``)."""
-        decoder = self.decoder
-        key, schema, _, _ = decoder._split(head + b',"payload":{}}')
-        plan = decoder._schema_plan(key, schema, tuple(pk)) if schema is not None else None
-        if plan is None:
-            raise _Unsupported("schema part")
-        return {f.column.name: f.repr for f in plan.fields}
+        spec = names, list(pk), ops, texts, labels  # the fifth item: ENUM labels' Canal indexes
+        return spec if probe.head is None else _with_reads(reads, spec)
 
     def _op_canal_layout(
         self,
@@ -300,14 +317,45 @@ def _enum_labels(column: Any, r: Any, kind: str, pk: list[str]) -> dict[str, str
     return None if column.name in pk else _enum_index_table(mt)
 
 
-def _connect_read(text: tuple[Any, ...], column: Any, r: Any, kind: str, utc: bool) -> str | None:
-    """How the reader turns a column's Debezium values into the text its Canal conversion
-    reads (``text``: as written), or ``None`` (Python converts them). ``r``: the column's
-    Connect representation; ``utc``: both codecs' ``source_timezone`` is UTC (a
-    ``ZonedTimestamp`` is then read and written in UTC)."""
+def _with_reads(reads: list[str | None], spec: Any) -> tuple[str, list[str | None], Any]:
+    """A writer's spec with its columns' Connect conversions (``debezium_in.rs``'s ``split_spec``)."""
+    return ("connect", reads, spec)
+
+
+def _label_text(column: Any, r: Any, kind: str, pk: list[str]) -> bool:
+    """Are a column's values an ENUM's label or a SET's labels as Debezium writes them
+    (``io.debezium.data.Enum``/``EnumSet`` strings, which Python keeps as the text they are)?
+    Key columns are Python's."""
     from cdc_smt.transforms.types import Kind
 
-    op, arg = text[1], text[2]
+    mt = column.mysql
+    labelled = mt.kind in (Kind.ENUM, Kind.SET) and bool(mt.values)
+    return labelled and kind == "str" and r is not None and r.kind == "string" and column.name not in pk
+
+
+def _single_float(column: Any, r: Any, kind: str) -> bool:
+    """Is a column a single-precision FLOAT whose values are Connect ``float32`` numbers (the
+    decoder rounds them to single precision, as the typed writers' ``float32`` conversion does)?"""
+    from cdc_smt.transforms.types import Kind
+
+    mt = column.mysql
+    return (
+        mt.kind is Kind.FLOAT
+        and mt.is_single_float
+        and r is not None
+        and r.kind == "float32"
+        and kind in ("int", "float")
+    )
+
+
+def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, utc: bool) -> str | None:
+    """How the reader turns a column's Debezium values into the text its Canal conversion
+    (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
+    (Python converts them). ``r``: the column's Connect representation; ``utc``: both
+    codecs' ``source_timezone`` is UTC (a ``ZonedTimestamp`` is then read and written in UTC)."""
+    from cdc_smt.transforms.types import Kind
+
+    op, arg = text_op
     mt = column.mysql
     if kind == "null":
         return "text"  # no value to convert
@@ -381,18 +429,46 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
     probe's message must be what the writer writes for it."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None  # a repeated key column: Python's
+        labels = [False] * len(columns)
+        reads: list[str | None] = []
+        if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
+            reprs = self._reprs(probe.head, pk)
+            labels = [
+                _label_text(c, reprs.get(c.name), kind, pk)
+                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            ]
+            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+            as_written = [
+                label or _single_float(c, reprs.get(c.name), kind)
+                for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
+            ]
+            found = self._reads(reprs, decoded, columns, as_written)
+            if found is None:
+                return PYTHON_HEAD
+            reads = found
         table = probe.source["table"]
         if self.encoder.name == "ogg-json" and "schema" in probe.source:
             table = f"{probe.source['schema']}.{table}"  # GoldenGate's name: database.schema.table
         message = {"database": probe.source["db"], "table": table, "data": [probe.row]}
         ops = [self._op_typed_layout(probe, message, code, kind, shape, pk) for code, kind in _OPS]
-        converted = [(c.name, *self._conversion(c, True)) for c in decoded.schema.columns]
-        return converted, list(pk), ops
+        converted = [
+            (c.name, *(self._label_conversion(c) if label else self._conversion(c, True)))
+            for c, label in zip(decoded.schema.columns, labels, strict=True)
+        ]
+        spec = converted, list(pk), ops
+        return spec if probe.head is None else _with_reads(reads, spec)
+
+    def _label_conversion(self, column: Any) -> tuple[str, None]:
+        """How the writer renders an ENUM's or SET's labels as Debezium writes them (the
+        typed value Python keeps): the text, a SET's as its list when the writer lists them."""
+        from cdc_smt.transforms.types import Kind
+
+        if column.mysql.kind is Kind.SET and self.encoder.set_as_list:
+            return ("set_list", None)
+        return ("str", None)
 
     def _op_typed_layout(
         self, probe: _Probe, message: dict[str, Any], code: str, kind: str, shape: _Shape, pk: list[str]
@@ -413,21 +489,45 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
     the same for every row (from the probe's own record, its values nulled)."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
+        from cdc_smt.transforms.types import Kind
+
+        reads: list[str | None] = []
+        labels = [False] * len(columns)
+        if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
+            reprs = self._reprs(probe.head, pk)
+            labels = [
+                c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk)
+                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            ]
+            found = self._reads(reprs, decoded, columns, labels)
+            if found is None:
+                return PYTHON_HEAD
+            reads = found
         schema = decoded.schema
         names = [c.name for c in schema.columns]
         if any(k not in names for k in decoded.pk):
             return None  # a key naming a column the row lacks: Python's
-        converted = [(c.name, *self._column(c)) for c in schema.columns]
+        converted = [
+            (c.name, *(self._label_column(c) if label else self._column(c)))
+            for c, label in zip(schema.columns, labels, strict=True)
+        ]
         key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in decoded.pk]
         ops = [self._op_dts(self._null_probe(probe, code), kind, shape, names) for code, kind in _OPS]
         if any(middle is not None and not middle.startswith(_NO_POSITION) for _, _, middle in ops):
             return None  # the writer puts each event's position there
-        return 0, converted, key, ops
+        spec = 0, converted, key, ops
+        return spec if probe.head is None else _with_reads(reads, spec)
+
+    def _label_column(self, column: Any) -> tuple[Any, ...]:
+        """An ENUM under the schema part: Debezium writes its label, the typed value Python
+        keeps, so each label's DTS value is the label itself (other texts: Python's)."""
+        from cdc_smt.transforms.formats.dts_avro import encode_value
+
+        _, fields = encode_value(column.mysql, "", self.timezone)
+        return "enum", 0, 0, fields["type"], {label: label for label in column.mysql.values}
 
     def _null_probe(self, probe: _Probe, code: str) -> Any:
         """The op's probe event with every value null (the parts checked are the row's

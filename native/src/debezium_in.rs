@@ -13,14 +13,18 @@
 //! literal, a string, ``1``/``0`` for a boolean).
 //!
 //! Under the schema part the columns are the schema's, each value read from its Connect
-//! representation (``connect_in``) for the Canal writer; for the other text writers the
-//! schema part is Python's.
+//! representation (``connect_in``) as the Canal text the writer's conversion reads (Canal,
+//! Maxwell, GoldenGate, DTS Avro; TiCDC's planner leaves the schema part to Python).
+//!
+//! A message is read in one pass by ``json_scan`` (borrowing from it); what the scanner
+//! stops at (escapes aside, which serde decodes for it) is read by the serde
+//! deserializers below, which decide.
 //!
 //! Anything the plan does not reproduce for certain goes to Python: duplicate fields, values whose kinds differ between the images, integers past 64
 //! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -31,6 +35,8 @@ use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::connect_in::Connect;
+use crate::json_scan::Scan;
+use crate::typed_in::Tables;
 use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
 
 /// A value's JSON kind: what ``inference.json_type`` reads a column's type from.
@@ -80,7 +86,11 @@ impl<'a> Value<'a> {
     /// ``None``: a value the plan leaves to Python (objects, arrays, integers past 64
     /// bits, numbers orjson would not read as finite floats).
     pub(crate) fn of(raw: &'a RawValue) -> Option<Value<'a>> {
-        let text = raw.get();
+        Value::of_text(raw.get())
+    }
+
+    /// [`Value::of`] of a value's JSON text (valid JSON: checked by the caller's parser).
+    pub(crate) fn of_text(text: &'a str) -> Option<Value<'a>> {
         let (kind, value) = match text.as_bytes().first()? {
             b'n' => (Kind::Null, None),
             b't' => (Kind::Bool, Some(Cow::Borrowed("1"))),
@@ -152,11 +162,11 @@ struct Source<'a> {
     tx_id: bool,
     /// The position fields as written (what Maxwell writes of them: ``xid``, ``position``,
     /// ``server_id``, ``gtid``).
-    tx_id_raw: Option<&'a RawValue>,
-    file: Option<&'a RawValue>,
-    pos: Option<&'a RawValue>,
-    server_id: Option<&'a RawValue>,
-    gtid: Option<&'a RawValue>,
+    tx_id_raw: Option<&'a str>,
+    file: Option<&'a str>,
+    pos: Option<&'a str>,
+    server_id: Option<&'a str>,
+    gtid: Option<&'a str>,
 }
 
 impl<'de> Deserialize<'de> for Source<'de> {
@@ -182,7 +192,7 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "ts_ms" => s.ts_ms = map.next_value()?,
                         "txId" => {
                             let raw = checked(&mut map)?;
-                            s.tx_id = !raw.get().bytes().all(|b| b.is_ascii_digit());
+                            s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
                             s.tx_id_raw = Some(raw);
                         }
                         "file" => s.file = Some(checked(&mut map)?),
@@ -204,10 +214,10 @@ impl<'de> Deserialize<'de> for Source<'de> {
 
 /// A field's value as written, checked as orjson reads it (a value orjson refuses, such as
 /// ``1e400``, makes the message Python's, which words the error).
-fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de RawValue, A::Error> {
+fn checked<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de str, A::Error> {
     let raw: &'de RawValue = map.next_value()?;
     serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
-    Ok(raw)
+    Ok(raw.get())
 }
 
 /// The fields of a Debezium row event the plan reads.
@@ -218,14 +228,14 @@ struct Envelope<'a> {
     after: Option<Image<'a>>,
     source: Option<Source<'a>>,
     /// The source block as written (the Debezium writer copies it).
-    source_raw: Option<&'a RawValue>,
+    source_raw: Option<&'a str>,
     ts_ms: Option<i64>,
     /// ``schema`` or ``payload`` is a field: the schema part's form (Python's, for now).
     wrapped: bool,
     /// Which of op, before, after, source, ts_ms are present (null included).
     seen: u8,
     /// The other fields (``transaction``, unknown ones), in message order, as written.
-    others: Vec<(Cow<'a, str>, &'a RawValue)>,
+    others: Vec<(Cow<'a, str>, &'a str)>,
 }
 
 /// All of ``op``, ``before``, ``after``, ``source`` and ``ts_ms`` present.
@@ -270,7 +280,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                         8 => {
                             let raw: &'de RawValue = map.next_value()?;
                             e.source = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
-                            e.source_raw = Some(raw);
+                            e.source_raw = Some(raw.get());
                         }
                         _ => e.ts_ms = map.next_value()?,
                     }
@@ -281,6 +291,164 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
         }
         d.deserialize_map(V)
     }
+}
+
+/// The single-pass reading (``json_scan``) of what the deserializers above read: the same
+/// [`Envelope`], or ``None`` when serde must decide (anything unusual: escapes serde
+/// decodes, values an image leaves to Python, a repeated field, malformed text).
+fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
+    let mut scan = Scan::new(text);
+    let mut e = Envelope::default();
+    scan.object(|scan, name| {
+        let bit = match name.as_ref() {
+            "op" => 1,
+            "before" => 2,
+            "after" => 4,
+            "source" => 8,
+            "ts_ms" => 16,
+            _ => {
+                if e.others.iter().any(|(n, _)| *n == name) {
+                    return None;
+                }
+                e.wrapped |= name == "schema" || name == "payload";
+                let raw = scan.value()?;
+                e.others.push((name, raw));
+                return Some(());
+            }
+        };
+        if e.seen & bit != 0 {
+            return None;
+        }
+        e.seen |= bit;
+        match bit {
+            1 => e.op = scan.optional_string()?,
+            2 => e.before = scan_image(scan)?,
+            4 => e.after = scan_image(scan)?,
+            8 => {
+                let (source, raw) = scan.spanned(scan_source)?;
+                e.source = Some(source);
+                e.source_raw = Some(raw);
+            }
+            _ => e.ts_ms = scan.optional_i64()?,
+        }
+        Some(())
+    })?;
+    scan.end()?;
+    Some(e)
+}
+
+/// An image as [`Image`] reads it (``Some(None)``: null); ``None`` also for an image with a
+/// value the plan leaves to Python (the serde path then reads it as such).
+fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
+    if scan.null()? {
+        return Some(None);
+    }
+    let mut cells = Vec::with_capacity(16);
+    scan.object(|scan, name| {
+        cells.push((name, scan_value(scan)?));
+        Some(())
+    })?;
+    Some(Some(Image(Some(cells))))
+}
+
+/// A cell's value as [`Value::of_text`] reads it, from the scanner's token (no second
+/// pass); ``None`` for what it leaves to Python (objects, arrays, integers past 64 bits).
+fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
+    match scan.peek()? {
+        b'"' => {
+            let (text, raw) = scan.spanned(Scan::string)?;
+            Some(Value { kind: Kind::Str, raw, text: Some(text) })
+        }
+        b'-' | b'0'..=b'9' => {
+            let n = scan.number()?;
+            let kind = match n.int {
+                Some(_) => Kind::Int,
+                None if n.integer => return None,
+                None => Kind::Float,
+            };
+            Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
+        }
+        b'n' | b't' | b'f' => Value::of_text(scan.value()?),
+        _ => None,
+    }
+}
+
+/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``).
+fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
+    let mut s = Source::default();
+    let mut known: u32 = 0;
+    let mut others: Vec<Cow<'a, str>> = Vec::new();
+    scan.object(|scan, name| {
+        let bit = match name.as_ref() {
+            "db" => 1,
+            "table" => 2,
+            "connector" => 4,
+            "schema" => 8,
+            "ts_ms" => 16,
+            "txId" => 32,
+            "file" => 64,
+            "pos" => 128,
+            "server_id" => 256,
+            "gtid" => 512,
+            // Debezium's other fields (MySQL's and the common ones): checked, not kept.
+            "version" => 1 << 10,
+            "name" => 1 << 11,
+            "snapshot" => 1 << 12,
+            "sequence" => 1 << 13,
+            "row" => 1 << 14,
+            "thread" => 1 << 15,
+            "query" => 1 << 16,
+            "ts_us" => 1 << 17,
+            "ts_ns" => 1 << 18,
+            _ => {
+                if others.contains(&name) {
+                    return None;
+                }
+                others.push(name);
+                return scan.value().map(drop);
+            }
+        };
+        if known & bit != 0 {
+            return None;
+        }
+        known |= bit;
+        match bit {
+            1 => s.db = scan.optional_string()?,
+            2 => s.table = scan.optional_string()?,
+            4 => s.connector = scan.optional_string()?,
+            8 => s.schema = scan.optional_string()?,
+            16 => s.ts_ms = scan.optional_i64()?,
+            32 => {
+                let raw = scan.value()?;
+                s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
+                s.tx_id_raw = Some(raw);
+            }
+            64 => s.file = Some(scan.value()?),
+            128 => s.pos = Some(scan.value()?),
+            256 => s.server_id = Some(scan.value()?),
+            512 => s.gtid = Some(scan.value()?),
+            _ => {
+                scan.value()?;
+            }
+        }
+        Some(())
+    })?;
+    Some(s)
+}
+
+/// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path decides).
+fn scan_key_names(text: &str) -> Option<Vec<Cow<'_, str>>> {
+    let mut scan = Scan::new(text);
+    let mut names: Vec<Cow<'_, str>> = Vec::new();
+    scan.object(|scan, name| {
+        if name == "schema" || name == "payload" || names.contains(&name) {
+            return None;
+        }
+        names.push(name);
+        scan.value().map(drop)
+    })?;
+    scan.end()?;
+    Some(names)
 }
 
 /// The primary-key names Python takes from a record key (``_key_names``): the fields of
@@ -307,7 +475,7 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                         if k.0 == "payload" {
                             // JsonConverter's ``{"schema", "payload"}``: the payload's names.
                             let raw = checked(&mut map)?;
-                            payload = Some(if raw.get().starts_with('{') { serde_json::from_str::<Names>(raw.get()).map_err(de::Error::custom)?.0 } else { Vec::new() });
+                            payload = Some(if raw.starts_with('{') { serde_json::from_str::<Names>(raw).map_err(de::Error::custom)?.0 } else { Vec::new() });
                         } else {
                             map.next_value::<Checked>()?;
                         }
@@ -326,6 +494,9 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
     }
     let Some(key) = key.filter(|k| !k.is_empty()) else { return Some(Vec::new()) };
     let text = std::str::from_utf8(key).ok()?;
+    if let Some(names) = scan_key_names(text) {
+        return Some(names);
+    }
     serde_json::from_str::<Checked>(text).ok()?;
     if !text.trim_start().starts_with('{') {
         return Some(Vec::new());
@@ -365,9 +536,8 @@ const CACHE_SIZE: usize = 1024;
 
 /// One layout compiled for the plan's writer.
 enum Table {
-    /// Canal flat messages (every value re-written as Canal text); per column, how its
-    /// values are read from their Connect representation (under a schema part).
-    Canal(canal_out::Table, Vec<Connect>),
+    /// Canal flat messages (every value re-written as Canal text).
+    Canal(canal_out::Table),
     /// Debezium change events reproduced (values, source block and other fields copied
     /// as orjson's round trip writes them).
     Debezium(DebeziumOut),
@@ -391,7 +561,7 @@ impl Table {
             canal_out::Entry::Dropped => Err(true),
         };
         match self {
-            Table::Canal(t, _) => entry(&t.ops[op]),
+            Table::Canal(t) => entry(&t.ops[op]),
             Table::Debezium(d) => entry(&d.ops[op]),
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
@@ -403,6 +573,31 @@ impl Table {
             },
         }
     }
+}
+
+/// One layout compiled: the writer's table and, under a schema part, per column how its
+/// values are read from their Connect representation (``connect_in``; none: as written).
+struct Compiled {
+    table: Table,
+    connect: Vec<Connect>,
+}
+
+/// A compiler's answer split into the writer's spec and the Connect conversions: under a
+/// schema part ``("connect", [name per column], spec)`` (``native_debezium._with_reads``),
+/// else the spec alone.
+fn split_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Vec<Connect>)> {
+    let Ok((tag, names, inner)) = spec.extract::<(String, Vec<Option<String>>, Bound<'py, PyAny>)>() else { return Ok((spec.clone(), Vec::new())) };
+    if tag != "connect" {
+        return Ok((spec.clone(), Vec::new()));
+    }
+    let mut connect = Vec::with_capacity(names.len());
+    for name in &names {
+        let Some(c) = Connect::from_name(name.as_deref()) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
+        };
+        connect.push(c);
+    }
+    Ok((inner, connect))
 }
 
 /// One layout for the Debezium writer.
@@ -440,8 +635,7 @@ pub struct Reader {
     max_message_bytes: usize,
     /// The Debezium writer's ``tombstones_on_delete``.
     tombstones_on_delete: bool,
-    tables: HashMap<Layout, Option<Arc<Table>>>,
-    last: Option<(Layout, Option<Arc<Table>>)>,
+    tables: Tables<Layout, Compiled>,
     /// Schema parts whose messages are Python's (the compiler met one with values in
     /// Connect representations the writer does not convert, ``PYTHON_HEAD``): later ones
     /// are rejected before the payload is parsed.
@@ -463,12 +657,11 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: HashMap::new(), last: None, python_heads: HashSet::new(), last_python_head: None }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
-        self.last = None;
         self.python_heads.clear();
         self.last_python_head = None;
     }
@@ -495,70 +688,46 @@ impl Reader {
         }
     }
 
-    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Table>>> {
-        if let Some((layout, plan)) = &self.last {
-            if layout.matches(head, source, pk, columns) {
-                return Ok(plan.clone());
-            }
-        }
+    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
-        let layout = Layout {
-            head: head.map(<[u8]>::to_vec),
-            database: database.to_owned(),
-            table: table.to_owned(),
-            connector: source.connector.as_deref().map(str::to_owned),
-            schema: source.schema.as_deref().map(str::to_owned),
-            pk: pk.iter().map(|n| n.to_string()).collect(),
-            columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
-        };
-        let plan = match self.tables.get(&layout) {
-            Some(plan) => plan.clone(),
-            None => {
+        let (compile, python_heads, last_python_head) = (&self.compile, &mut self.python_heads, &mut self.last_python_head);
+        self.tables.get(
+            |layout| layout.matches(head, source, pk, columns),
+            || Layout {
+                head: head.map(<[u8]>::to_vec),
+                database: database.to_owned(),
+                table: table.to_owned(),
+                connector: source.connector.as_deref().map(str::to_owned),
+                schema: source.schema.as_deref().map(str::to_owned),
+                pk: pk.iter().map(|n| n.to_string()).collect(),
+                columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+            },
+            |layout| {
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
-                let spec = self.compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
-                let plan = if spec.is_none(py) {
-                    None
-                } else if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
-                    if self.python_heads.len() >= CACHE_SIZE {
-                        self.python_heads.clear();
-                        self.last_python_head = None;
-                    }
-                    self.python_heads.insert(h.to_vec());
-                    None
-                } else {
-                    match encoder {
-                        Encoder::Canal { .. } => {
-                            // An optional sixth item: per column, its Connect conversion's name (``connect_in``).
-                            let names: Vec<Option<String>> = match spec.bind(py).get_item(5) {
-                                Ok(item) => item.extract()?,
-                                Err(_) => Vec::new(),
-                            };
-                            let mut connect = Vec::with_capacity(names.len());
-                            for name in &names {
-                                let Some(c) = Connect::from_name(name.as_deref()) else {
-                                    return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown Connect conversion {name:?}")));
-                                };
-                                connect.push(c);
-                            }
-                            canal_out::Table::from_spec(spec.bind(py), None, None, true)?.map(|t| Table::Canal(t, connect))
-                        }
-                        Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec.bind(py))?)),
-                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), None, None)?.map(Table::Ticdc),
-                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
-                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
-                        Encoder::CloudCanal => crate::cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
-                    }
-                    .map(Arc::new)
-                };
-                if self.tables.len() >= CACHE_SIZE {
-                    self.tables.clear();
+                let spec = compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
+                if spec.is_none(py) {
+                    return Ok(None);
                 }
-                self.tables.insert(layout.clone(), plan.clone());
-                plan
-            }
-        };
-        self.last = Some((layout, plan.clone()));
-        Ok(plan)
+                if let (Some(h), Ok(true)) = (head, spec.bind(py).extract::<String>().map(|s| s == PYTHON_HEAD)) {
+                    if python_heads.len() >= CACHE_SIZE {
+                        python_heads.clear();
+                        *last_python_head = None;
+                    }
+                    python_heads.insert(h.to_vec());
+                    return Ok(None);
+                }
+                let (spec, connect) = split_spec(spec.bind(py))?;
+                let table = match encoder {
+                    Encoder::Canal { .. } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
+                    Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(&spec)?)),
+                    Encoder::Ticdc => ticdc_out::Table::from_spec(&spec, None, None)?.map(Table::Ticdc),
+                    Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
+                    Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
+                    Encoder::CloudCanal => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
+                };
+                Ok(table.map(|table| Compiled { table, connect }))
+            },
+        )
     }
 
     /// The output records of one message into ``out``; ``false`` when Python must
@@ -615,11 +784,11 @@ impl Reader {
             columns.push((name.as_ref(), kind));
         }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
-        let variant = match compiled.op(op) {
+        let variant = match compiled.table.op(op) {
             Ok(variant) => variant,
             Err(dropped) => return Ok(dropped),
         };
-        if let Table::Debezium(d) = &*compiled {
+        if let Table::Debezium(d) = &compiled.table {
             if !d.copies([before, after]) {
                 return Ok(false);
             }
@@ -630,19 +799,16 @@ impl Reader {
             }
             return Ok(ok);
         }
-        if head.is_some() && !matches!(&*compiled, Table::Canal(..)) {
-            return Ok(false); // values in the schema's representations: Python converts them
-        }
         // The row as the Canal message the text writers read (one row, ``old`` the before-image);
         // GoldenGate's table name also holds the schema (``database.schema.table``).
         let table = match (&*encoder, source.schema.as_deref()) {
             (Encoder::Ogg, Some(schema)) => Cow::Owned(format!("{schema}.{table}")),
             _ => Cow::Borrowed(table),
         };
-        let connect = match &*compiled {
-            Table::Canal(_, connect) => connect.as_slice(),
-            _ => &[],
-        };
+        let connect = compiled.connect.as_slice();
+        if head.is_some() && connect.len() != row.len() {
+            return Ok(false); // values in the schema's representations the compiler did not name
+        }
         let Some(data) = connect_row(row, connect) else { return Ok(false) };
         let old_row = match old.map(|b| connect_row(b, connect)) {
             Some(None) => return Ok(false), // a value Python reads otherwise, or refuses
@@ -660,8 +826,8 @@ impl Reader {
             ..Default::default()
         };
         let start = out.len();
-        let written = match (&*compiled, encoder) {
-            (Table::Canal(t, _), _) => canal_out::write(t, &m, op, variant, false, out),
+        let written = match (&compiled.table, encoder) {
+            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
             (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
@@ -702,8 +868,8 @@ struct Position<'a> {
 }
 
 /// A source field given (not absent, not null).
-fn given(raw: Option<&RawValue>) -> Option<&RawValue> {
-    raw.filter(|r| r.get() != "null")
+fn given(raw: Option<&str>) -> Option<&str> {
+    raw.filter(|r| *r != "null")
 }
 
 impl<'a> Position<'a> {
@@ -711,20 +877,20 @@ impl<'a> Position<'a> {
     /// block (its id may be the transaction id), a ``txId`` other than an integer, a ``file``
     /// other than a string, a ``pos`` other than an integer.
     fn of(e: &Envelope<'a>, source: &Source<'a>) -> Option<Position<'a>> {
-        if e.others.iter().any(|(name, raw)| name == "transaction" && raw.get() != "null") {
+        if e.others.iter().any(|(name, raw)| name == "transaction" && *raw != "null") {
             return None;
         }
         let txid = match given(source.tx_id_raw) {
             Some(_) if source.tx_id => return None,
-            Some(raw) => Some(raw.get().parse().ok()?),
+            Some(raw) => Some(raw.parse().ok()?),
             None => None,
         };
         let file = match given(source.file) {
-            Some(raw) => Some(serde_json::from_str::<Text>(raw.get()).ok()?.0).filter(|f| !f.is_empty()),
+            Some(raw) => Some(serde_json::from_str::<Text>(raw).ok()?.0).filter(|f| !f.is_empty()),
             None => None,
         };
         let pos = match given(source.pos) {
-            Some(raw) => Some(raw.get().parse().ok()?),
+            Some(raw) => Some(raw.parse().ok()?),
             None => None,
         };
         Some(Position { file, pos, txid })
@@ -746,7 +912,7 @@ impl<'a> Position<'a> {
         for (name, raw) in [(&b",\"server_id\":"[..], source.server_id), (&b",\"gtid\":"[..], source.gtid)] {
             if let Some(raw) = given(raw) {
                 out.extend_from_slice(name);
-                canon::write(&mut out, raw.get()).ok()?;
+                canon::write(&mut out, raw).ok()?;
             }
         }
         Some(out)
@@ -822,13 +988,13 @@ fn write_debezium(
     if e.seen != ALL_FIELDS || source.tx_id {
         return Err(());
     }
-    let mut v = Vec::with_capacity(source_raw.get().len() + 512);
+    let mut v = Vec::with_capacity(source_raw.len() + 512);
     v.extend_from_slice(b"{\"before\":");
     write_image(&mut v, before);
     v.extend_from_slice(b",\"after\":");
     write_image(&mut v, after);
     v.extend_from_slice(b",\"source\":");
-    canon::write(&mut v, source_raw.get())?;
+    canon::write(&mut v, source_raw)?;
     v.extend_from_slice(b",\"op\":\"");
     v.extend_from_slice(CODES[op]);
     v.extend_from_slice(b"\",\"ts_ms\":");
@@ -837,7 +1003,7 @@ fn write_debezium(
         v.push(b',');
         crate::json::write_str(&mut v, name);
         v.push(b':');
-        canon::write(&mut v, raw.get())?;
+        canon::write(&mut v, raw)?;
     }
     v.push(b'}');
     let mut key = row_key(pk, after.or(before).ok_or(())?);
@@ -940,12 +1106,17 @@ fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
         let cut = split_head(value)?.len();
         let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
         let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
-        return Some((Some(&value[..cut]), serde_json::from_str(body).ok()?));
+        return Some((Some(&value[..cut]), envelope(body)?));
     }
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    Some((None, serde_json::from_str(text).ok()?))
+    Some((None, envelope(text)?))
+}
+
+/// The envelope in ``text``: scanned in one pass, or by serde where the scanner stops.
+fn envelope(text: &str) -> Option<Envelope<'_>> {
+    scan_envelope(text).or_else(|| serde_json::from_str(text).ok())
 }
 

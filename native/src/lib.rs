@@ -22,6 +22,7 @@ mod dts_avro_in;
 mod dts_avro_out;
 mod dts_avro_self;
 mod json;
+mod json_scan;
 mod kafka_batch;
 mod maxwell_in;
 mod maxwell_out;

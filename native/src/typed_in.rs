@@ -223,14 +223,14 @@ const RECENT: usize = 4;
 
 /// Compiled tables by layout, the last ones used looked at first (a layout repeats for
 /// every message of a table); at most ``CACHE_SIZE`` of them.
-pub(crate) struct Tables<K> {
-    compiled: HashMap<K, Option<Arc<Table>>>,
+pub(crate) struct Tables<K, T = Table> {
+    compiled: HashMap<K, Option<Arc<T>>>,
     /// The last layouts used, the latest first.
-    recent: Vec<(K, Option<Arc<Table>>)>,
+    recent: Vec<(K, Option<Arc<T>>)>,
 }
 
-impl<K: Clone + Eq + Hash> Tables<K> {
-    pub fn new() -> Tables<K> {
+impl<K: Clone + Eq + Hash, T> Tables<K, T> {
+    pub fn new() -> Tables<K, T> {
         Tables { compiled: HashMap::new(), recent: Vec::with_capacity(RECENT) }
     }
 
@@ -245,8 +245,8 @@ impl<K: Clone + Eq + Hash> Tables<K> {
         &mut self,
         is_recent: impl Fn(&K) -> bool,
         layout: impl FnOnce() -> K,
-        compile: impl FnOnce(&K) -> PyResult<Option<Table>>,
-    ) -> PyResult<Option<Arc<Table>>> {
+        compile: impl FnOnce(&K) -> PyResult<Option<T>>,
+    ) -> PyResult<Option<Arc<T>>> {
         if let Some(n) = self.recent.iter().position(|(key, _)| is_recent(key)) {
             self.recent[..=n].rotate_right(1);
             return Ok(self.recent[0].1.clone());

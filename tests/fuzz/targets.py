@@ -386,6 +386,16 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>ogg-json": NativeTarget("debezium-json", "ogg-json"),
     "native:debezium-json>dts-avro": NativeTarget("debezium-json", "dts-avro"),
     "native:debezium-json>cloudcanal-json": NativeTarget("debezium-json", "cloudcanal-json"),
+    # the schema part read for the converting writers (connect_in.rs, as for Canal)
+    "native:debezium-json>maxwell-json+schema": NativeTarget(
+        "debezium-json", "maxwell-json", source_options=(("schemas_enable", True),)
+    ),
+    "native:debezium-json>ogg-json+schema": NativeTarget(
+        "debezium-json", "ogg-json", source_options=(("schemas_enable", True),)
+    ),
+    "native:debezium-json>dts-avro+schema": NativeTarget(
+        "debezium-json", "dts-avro", source_options=(("schemas_enable", True),)
+    ),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
     "native:dts-avro>dts-avro": NativeTarget(

@@ -1,0 +1,304 @@
+//! A single-pass JSON scanner over one message that borrows from it: strings without
+//! escapes, numbers and whole values come back as slices of the input, with no
+//! intermediate tree and no second pass (serde's ``RawValue`` followed by a re-parse).
+//!
+//! It is a fast path, not a second parser to trust: it accepts only what serde_json
+//! (and orjson) read alike and answers ``None`` for anything else (escaped strings it
+//! cannot decode itself, integers past 64 bits, numbers near a double's limits, control
+//! characters, malformed text), and its callers then take the serde path, which decides.
+
+use std::borrow::Cow;
+
+use crate::canal::Text;
+
+/// A JSON number's token: its text, whether it is an integer (no fraction, no exponent)
+/// and, if so, its value when it fits 64 signed bits.
+pub(crate) struct Number<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) integer: bool,
+    pub(crate) int: Option<i64>,
+}
+
+/// A cursor over one JSON text (valid UTF-8: the caller checked it).
+pub(crate) struct Scan<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+/// Deepest nesting a skipped value may have (serde_json's own recursion limit is 128).
+const MAX_DEPTH: usize = 100;
+
+impl<'a> Scan<'a> {
+    pub(crate) fn new(text: &'a str) -> Scan<'a> {
+        Scan { text, pos: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte after any JSON whitespace (not consumed).
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        let b = self.bytes();
+        while let Some(&c) = b.get(self.pos) {
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(c);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.pos += 1)
+    }
+
+    fn literal(&mut self, word: &str) -> Option<&'a str> {
+        let start = self.pos;
+        self.bytes()[start..].starts_with(word.as_bytes()).then(|| {
+            self.pos += word.len();
+            &self.text[start..self.pos]
+        })
+    }
+
+    /// Only whitespace is left.
+    pub(crate) fn end(&mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// ``null`` (consumed: ``true``) or another value (not consumed: ``false``).
+    pub(crate) fn null(&mut self) -> Option<bool> {
+        if self.peek()? == b'n' {
+            self.literal("null")?;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// A string, borrowed when it has no escapes (escaped ones are decoded by serde).
+    pub(crate) fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let b = self.bytes();
+        let start = self.pos;
+        let mut i = special(b, start)?;
+        match b[i] {
+            b'"' => {
+                self.pos = i + 1;
+                return Some(Cow::Borrowed(&self.text[start..i]));
+            }
+            b'\\' => {}
+            _ => return None, // a control character
+        }
+        // An escape: find the closing quote, and let serde decode (and check) the string.
+        loop {
+            match *b.get(i)? {
+                b'"' => break,
+                b'\\' => i += 2,
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+        self.pos = i + 1;
+        serde_json::from_str::<Text>(&self.text[start - 1..=i]).ok().map(|t| t.0)
+    }
+
+    /// A number, its grammar checked (``-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?``); integers
+    /// past 64 bits and numbers with a fraction or exponent that are not finite doubles
+    /// well inside a double's range are ``None``.
+    pub(crate) fn number(&mut self) -> Option<Number<'a>> {
+        self.peek()?;
+        let b = self.bytes();
+        let start = self.pos;
+        let mut i = start;
+        let digits = |i: &mut usize| {
+            let from = *i;
+            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+            *i > from
+        };
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'0') {
+            i += 1;
+        } else if !digits(&mut i) {
+            return None;
+        }
+        let mut integer = true;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            integer = false;
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            integer = false;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        let text = &self.text[start..i];
+        let mut int = None;
+        if integer {
+            int = text.parse::<i64>().ok();
+            if int.is_none() && text.parse::<u64>().is_err() {
+                return None;
+            }
+        } else {
+            let v = text.parse::<f64>().ok()?;
+            if !v.is_finite() || v.abs() > 1e300 {
+                return None;
+            }
+        }
+        self.pos = i;
+        Some(Number { text, integer, int })
+    }
+
+    /// Any value, checked and skipped: its text as written.
+    pub(crate) fn value(&mut self) -> Option<&'a str> {
+        self.spanned(|scan| scan.skip(0)).map(|(_, text)| text)
+    }
+
+    /// What ``read`` reads of the next value, and that value's text as written.
+    pub(crate) fn spanned<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<(T, &'a str)> {
+        self.peek()?;
+        let start = self.pos;
+        let v = read(self)?;
+        Some((v, &self.text[start..self.pos]))
+    }
+
+    /// ``null`` or a string.
+    pub(crate) fn optional_string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    /// ``null`` or an integer in 64 signed bits.
+    pub(crate) fn optional_i64(&mut self) -> Option<Option<i64>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.number()?.int.map(Some)
+    }
+
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'n' => self.literal("null").map(drop),
+            b't' => self.literal("true").map(drop),
+            b'f' => self.literal("false").map(drop),
+            b'{' if depth < MAX_DEPTH => {
+                let mut names: Vec<Cow<'a, str>> = Vec::new();
+                self.object(|scan, name| {
+                    if names.contains(&name) {
+                        return None; // a repeated key: the serde path decides
+                    }
+                    names.push(name);
+                    scan.skip(depth + 1)
+                })
+            }
+            b'[' if depth < MAX_DEPTH => self.items(b'[', b']', |scan| scan.skip(depth + 1)),
+            b'-' | b'0'..=b'9' => self.number().map(drop),
+            _ => None,
+        }
+    }
+
+    /// An object: ``field`` is called with each key, the cursor before its value (which it
+    /// must consume).
+    pub(crate) fn object(&mut self, mut field: impl FnMut(&mut Self, Cow<'a, str>) -> Option<()>) -> Option<()> {
+        self.items(b'{', b'}', |scan| {
+            if scan.peek()? != b'"' {
+                return None;
+            }
+            let name = scan.string()?;
+            scan.eat(b':')?;
+            field(scan, name)
+        })
+    }
+
+    /// The comma-separated items between ``open`` and ``close``, each read by ``item``.
+    fn items(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(open)?;
+        if self.peek()? == close {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.pos += 1,
+                c if c == close => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The index of the first ``"``, ``\\`` or control character at or after ``i`` (eight
+/// bytes at a time: a byte's high bit marks a match; the lowest marked byte is exact).
+fn special(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let found = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i.min(b.len())..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|n| i + n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skipped(text: &str) -> Option<&str> {
+        let mut scan = Scan::new(text);
+        let v = scan.value()?;
+        scan.end()?;
+        Some(v)
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(skipped(" {\"a\": [1, -2.5e3, \"x\\n\", null, true, {}]} "), Some("{\"a\": [1, -2.5e3, \"x\\n\", null, true, {}]}"));
+        assert_eq!(skipped("01"), None);
+        assert_eq!(skipped("1."), None);
+        assert_eq!(skipped("1e400"), None);
+        assert_eq!(skipped("18446744073709551616"), None);
+        assert_eq!(skipped("{\"a\":1,\"a\":2}"), None);
+        assert_eq!(skipped("\"\u{1}\""), None);
+        assert_eq!(skipped("[1,]"), None);
+        assert_eq!(skipped("{\"a\":1,}"), None);
+        assert_eq!(skipped("nul"), None);
+        assert_eq!(skipped("1 2"), None);
+    }
+
+    #[test]
+    fn strings() {
+        let mut scan = Scan::new("\"a\\u00e9b\"");
+        assert_eq!(scan.string().as_deref(), Some("aéb"));
+        let mut scan = Scan::new("\"\\ud800\"");
+        assert_eq!(scan.string(), None);
+        for text in ["\"\"", "\"abcdefgh\"", "\"abcdefghijklmnopq\"x", "\"é€😀 long enough\""] {
+            let mut scan = Scan::new(text);
+            assert_eq!(scan.string().as_deref(), Some(&text[1..text.rfind('"').unwrap()]));
+        }
+        assert_eq!(Scan::new("\"abcdefghij\u{1f}k\"").string(), None);
+        assert_eq!(Scan::new("\"abcdefghijk").string(), None);
+    }
+}
