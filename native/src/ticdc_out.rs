@@ -71,7 +71,7 @@ impl Conv {
             Conv::Double => {
                 let v = parse_float(text)?;
                 out.push(b'"');
-                out.extend_from_slice(format!("{v}").as_bytes()); // shortest digits, never an exponent
+                write_shortest_double(out, v);
                 out.push(b'"');
                 Ok(())
             }
@@ -132,6 +132,29 @@ fn write_shortest_single(out: &mut Vec<u8>, single: f32) -> Result<(), Fallback>
         }
     }
     Err(Fallback)
+}
+
+/// ``go_float_text(v)``: ``repr(v)``'s digits (ryu's, as ``json::write_f64``), written plainly
+/// without trailing zeros. Not Rust's ``Display``: where two shortest texts are equally near
+/// ``v`` (562949953421312.25) it picks the other one (``…312.3``; Python and Go: ``…312.2``).
+fn write_shortest_double(out: &mut Vec<u8>, v: f64) {
+    let mut buf = ryu::Buffer::new();
+    let text = buf.format_finite(v);
+    if text.contains('e') {
+        write_plain(out, text);
+        return;
+    }
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            out.extend_from_slice(whole.as_bytes());
+            if !fraction.is_empty() {
+                out.push(b'.');
+                out.extend_from_slice(fraction.as_bytes());
+            }
+        }
+        None => out.extend_from_slice(text.as_bytes()),
+    }
 }
 
 /// ``format(Decimal(text).normalize(), "f")`` of Rust's ``d.ddde[-]n``.
