@@ -67,6 +67,10 @@ class _Resume(Exception):
         self.record = record
 
 
+#: The most records :meth:`DtsNativePlan.run` hands to Python at once without asking the plan.
+MAX_DIRECT = 1024
+
+
 class DtsNativePlan(NativePlan):
     """The plan hands Python every record of a batch after the first one it does not
     convert (record ids are numbered in order; a Debezium tombstone, which gets none, aside);
@@ -87,13 +91,24 @@ class DtsNativePlan(NativePlan):
             taken.append(record)
             one(record, result)
 
+        # Records handed to Python without asking the plan: doubles while the plan converts
+        # none of those it is asked (a run of records all Python's, e.g. a schema part it does
+        # not read); else each record would cost a conversion call over the rest of the batch.
+        direct = 0
         while pending:
+            if direct:
+                for record in pending[:direct]:
+                    one(record, result)
+                pending = pending[direct:]
+                if not pending:
+                    return
             try:
                 super().run(pending, python, result)
                 return
             except _Resume as resume:
                 first = next(i for i, r in enumerate(pending) if r is taken[0])
                 done = next(i for i in range(first + 1, len(pending)) if pending[i] is resume.record)
+                direct = min(2 * direct or 1, MAX_DIRECT) if (first, done) == (0, 1) else 0
                 pending = pending[done:]
                 taken.clear()
 
