@@ -44,7 +44,7 @@ from tests.test_native import (
     records_of,
 )
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
-from tests.test_native_ticdc import ticdc_stream
+from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
 
 pytestmark = NATIVE_SUITE
@@ -334,17 +334,39 @@ TICDC_TEXTS: dict[str, list[str]] = {
 TICDC_BASE = {**BASE, "e": None, "s": None}
 
 
-def test_ticdc_texts() -> None:
-    from tests.test_native_ticdc import ticdc_message
-
+def ticdc_text_messages(*, null_old: bool = True, changed_old: bool = True) -> list[bytes]:
+    """TiCDC messages carrying each of ``TICDC_TEXTS``' texts: per text an INSERT, an UPDATE
+    whose ``old`` nulls ``v`` (``null_old``), one whose ``old`` changes the text's column back
+    (``changed_old``), and a DELETE."""
     values = []
     for column, texts in sorted(TICDC_TEXTS.items()):
         for text in texts:
             row = {**TICDC_BASE, column: text}
             values.append(ticdc_message("INSERT", row))
-            values.append(ticdc_message("UPDATE", row, old={**TICDC_BASE, "v": None}))
-            values.append(ticdc_message("UPDATE", row, old={**row, column: TICDC_BASE[column]}))
+            if null_old:
+                values.append(ticdc_message("UPDATE", row, old={**TICDC_BASE, "v": None}))
+            if changed_old:
+                values.append(ticdc_message("UPDATE", row, old={**row, column: TICDC_BASE[column]}))
             values.append(ticdc_message("DELETE", row))
+    return values
+
+
+def ticdc_extension_messages() -> list[bytes]:
+    """TiCDC messages the typed writers leave to Python or read as TiCDC does: malformed ones
+    among good ones, ``_tidb`` extensions, a non-zero ``id``, missing names, a DELETE with
+    ``old``, two rows."""
+    good = ticdc_message("INSERT", TICDC_BASE)
+    return [v for bad in MALFORMED for v in (good, bad)] + [
+        ticdc_message("INSERT", TICDC_BASE, _tidb={"commitTs": 449_000_000_000_000_000}),
+        ticdc_message("INSERT", TICDC_BASE, id=7),
+        ticdc_message("INSERT", TICDC_BASE, es=None, database="", table=None, pkNames=[]),
+        ticdc_message("DELETE", TICDC_BASE, old=[TICDC_BASE]),
+        orjson.dumps({**orjson.loads(good), "data": [TICDC_BASE, BASE]}),
+    ]
+
+
+def test_ticdc_texts() -> None:
+    values = ticdc_text_messages()
     for tz in ("UTC", "Asia/Shanghai"):
         zone = {"source_timezone": tz}
         assert assert_same_ticdc(records_of(values), zone, zone) > len(values) // 3

@@ -43,12 +43,12 @@ from tests.test_native import (
     edge_messages,
     records_of,
 )
-from tests.test_native_canal_out import TICDC_BASE, TICDC_TEXTS, UNUSUAL, keeping_messages
+from tests.test_native_canal_out import UNUSUAL, keeping_messages, ticdc_extension_messages, ticdc_text_messages
 from tests.test_native_debezium import INPUTS, KEY, ROW, SOURCE, debezium_records, event, good, keyed
 from tests.test_native_debezium import MALFORMED as DEBEZIUM_MALFORMED
 from tests.test_native_maxwell import CHANGING, KEEPING, OLD_PAIRS
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
-from tests.test_native_ticdc import ticdc_message, ticdc_stream
+from tests.test_native_ticdc import ticdc_stream
 from tests.test_native_transforms import CHAINS
 
 pytestmark = NATIVE_SUITE
@@ -307,22 +307,7 @@ def test_ticdc_streams_are_mostly_handled_natively() -> None:
 
 
 def test_ticdc_texts_and_extension_messages() -> None:
-    values = []
-    for column, texts in sorted(TICDC_TEXTS.items()):
-        for text in texts:
-            row = {**TICDC_BASE, column: text}
-            values.append(ticdc_message("INSERT", row))
-            values.append(ticdc_message("UPDATE", row, old={**row, column: TICDC_BASE[column]}))
-            values.append(ticdc_message("DELETE", row))
-    good = ticdc_message("INSERT", TICDC_BASE)
-    values += [v for bad in MALFORMED for v in (good, bad)]
-    values += [
-        ticdc_message("INSERT", TICDC_BASE, _tidb={"commitTs": 449_000_000_000_000_000}),
-        ticdc_message("INSERT", TICDC_BASE, id=7),
-        ticdc_message("INSERT", TICDC_BASE, es=None, database="", table=None, pkNames=[]),
-        ticdc_message("DELETE", TICDC_BASE, old=[TICDC_BASE]),
-        orjson.dumps({**orjson.loads(good), "data": [TICDC_BASE, BASE]}),
-    ]
+    values = ticdc_text_messages(null_old=False) + ticdc_extension_messages()
     assert assert_same(records_of(values), ticdc=True) > len(values) // 3
 
 

@@ -42,7 +42,7 @@ from tests.test_native import (
     edge_messages,
     records_of,
 )
-from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, TICDC_TEXTS, keeping_messages
+from tests.test_native_canal_out import CHANGING, KEEPING, TICDC_BASE, keeping_messages, ticdc_text_messages
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS
@@ -252,13 +252,7 @@ def test_ticdc_random_streams_are_byte_identical(stream: list[ChangeEvent], tz: 
 
 
 def test_ticdc_texts() -> None:
-    values = []
-    for column, texts in sorted(TICDC_TEXTS.items()):
-        for text in texts:
-            row = {**TICDC_BASE, column: text}
-            values.append(ticdc_message("INSERT", row))
-            values.append(ticdc_message("UPDATE", row, old={**TICDC_BASE, "v": None}))
-            values.append(ticdc_message("DELETE", row))
+    values = ticdc_text_messages(changed_old=False)
     assert assert_same_ticdc(records_of(values)) > len(values) // 3
     good = ticdc_message("INSERT", TICDC_BASE)
     assert_same_ticdc(records_of([v for bad in MALFORMED for v in (good, bad)]))
