@@ -88,38 +88,38 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
     decoder, encoder = chain.decoder, chain.encoder
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
-    max_bytes = decoder.opts.max_message_bytes
     transforms = list(chain.transforms)
     if encoder.name in _TYPED:
         typed = DebeziumTypedTables(decoder, encoder, transforms)
-        plan = native.CanalToDebezium(
-            typed.compile_layout, max_message_bytes=max_bytes, encoder=encoder.name, reader="debezium-json"
-        )
-        return NativePlan(_TYPED[encoder.name], plan, typed.variants)
+        return reader_plan(_TYPED[encoder.name], typed, chain, native, encoder=encoder.name)
     if encoder.name == "dts-avro":
         dts = DebeziumDtsTables(decoder, encoder, transforms)
         plan = native.CanalToDebezium(
-            dts.compile_layout, max_message_bytes=max_bytes, encoder="dts-avro", ids=encoder, reader="debezium-json"
+            dts.compile_layout,
+            max_message_bytes=decoder.opts.max_message_bytes,
+            encoder="dts-avro",
+            ids=encoder,
+            reader="debezium-json",
         )
         return DtsNativePlan(DEBEZIUM_TO_DTS, plan, dts.variants)
     if type(encoder) is DebeziumJsonCodec:
         if encoder.connect != decoder.connect:
             return None  # values converted between representations: Python
-        same = DebeziumTables(decoder, encoder, list(chain.transforms))
-        plan = native.CanalToDebezium(
-            same.compile_layout,
-            max_message_bytes=max_bytes,
-            tombstones_on_delete=encoder.tombstones_on_delete,
-            reader="debezium-json",
-        )
-        return NativePlan(DEBEZIUM_TO_DEBEZIUM, plan, same.variants)
+        same = DebeziumTables(decoder, encoder, transforms)
+        return reader_plan(DEBEZIUM_TO_DEBEZIUM, same, chain, native, tombstones_on_delete=encoder.tombstones_on_delete)
     if encoder.batching:
         return None  # Python groups consecutive events of a transaction into one message
-    canal = DebeziumCanalTables(decoder, encoder, list(chain.transforms))
+    canal = DebeziumCanalTables(decoder, encoder, transforms)
+    return reader_plan(DEBEZIUM_TO_CANAL, canal, chain, native, encoder="canal-json")
+
+
+def reader_plan(name: str, tables: Any, chain: Any, native: Any, **writer: Any) -> NativePlan:
+    """Plan ``name``: the Debezium reader (``debezium_in.rs``) feeding the writer whose
+    layouts ``tables`` compiles; ``writer`` names it (``encoder=``) and its options."""
     plan = native.CanalToDebezium(
-        canal.compile_layout, max_message_bytes=max_bytes, encoder="canal-json", reader="debezium-json"
+        tables.compile_layout, max_message_bytes=chain.decoder.opts.max_message_bytes, reader="debezium-json", **writer
     )
-    return NativePlan(DEBEZIUM_TO_CANAL, plan, canal.variants)
+    return NativePlan(name, plan, tables.variants)
 
 
 class _Probe:

@@ -158,14 +158,10 @@ def debezium_plan(chain: Any, extension: Any) -> NativePlan | None:
         return None
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
+    from cdc_smt.transforms.native_debezium import reader_plan
+
     tables = _DebeziumTicdcTables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = extension.CanalToDebezium(
-        tables.compile_layout,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="ticdc-canal-json",
-        reader="debezium-json",
-    )
-    return NativePlan(DEBEZIUM_TO_TICDC, plan, tables.variants)
+    return reader_plan(DEBEZIUM_TO_TICDC, tables, chain, extension, encoder="ticdc-canal-json")
 
 
 class _DebeziumTicdcTables(_Layouts):

@@ -164,14 +164,10 @@ def debezium_cloudcanal_plan(chain: Any, extension: Any) -> NativePlan | None:
     native module."""
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
+    from cdc_smt.transforms.native_debezium import reader_plan
+
     tables = DebeziumCloudCanalTables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = extension.CanalToDebezium(
-        tables.compile_layout,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="cloudcanal-json",
-        reader="debezium-json",
-    )
-    return NativePlan(DEBEZIUM_TO_CLOUDCANAL, plan, tables.variants)
+    return reader_plan(DEBEZIUM_TO_CLOUDCANAL, tables, chain, extension, encoder="cloudcanal-json")
 
 
 class DebeziumCloudCanalTables(_Layouts):
