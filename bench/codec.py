@@ -284,6 +284,16 @@ ROWS: tuple[Row, ...] = (
     *with_python_twin(
         Row("ckafka-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, catalog=True, note="schema file")
     ),
+    *with_python_twin(Row("canal-json", "ckafka-json", sink_floor=True)),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "ckafka-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
     *with_python_twin(Row("tdsql-binlog-json", "canal-json", catalog=True, note="schema file")),
     *with_python_twin(
         Row(
@@ -744,6 +754,8 @@ RSS_PLANS: dict[str, RssPlan] = {
     "cloudcanal-json -> canal-json": RssPlan("cloudcanal-json", "canal-json"),
     "canal-json -> cloudcanal-json": RssPlan("canal-json", "cloudcanal-json"),
     "debezium-json -> cloudcanal-json": RssPlan("debezium-json", "cloudcanal-json"),
+    "canal-json -> ckafka-json": RssPlan("canal-json", "ckafka-json"),
+    "debezium-json -> ckafka-json": RssPlan("debezium-json", "ckafka-json"),
     "maxwell-json -> debezium-json (no schema)": RssPlan("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": RssPlan("ogg-json", "canal-json"),
     "debezium-json -> maxwell-json": RssPlan("debezium-json", "maxwell-json"),

@@ -77,10 +77,11 @@ def assert_both_agree(
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    out: str = OUT,
 ) -> int:
-    """:func:`assert_same` for any reader: ``decoder`` and the ``plan`` it makes."""
-    assert_plan_agrees(decoder, OUT, plan, records, source, sink, transforms)
-    return assert_worker_agrees(decoder, records, source, sink, transforms)
+    """:func:`assert_same` for any reader: ``decoder`` and the ``plan`` it makes (to ``out``)."""
+    assert_plan_agrees(decoder, out, plan, records, source, sink, transforms)
+    return assert_worker_agrees(decoder, records, source, sink, transforms, out)
 
 
 def assert_worker_agrees(
@@ -89,12 +90,13 @@ def assert_worker_agrees(
     source: dict[str, Any] | None,
     sink: dict[str, Any] | None,
     transforms: list[dict[str, Any]] | None,
+    out: str = OUT,
 ) -> int:
     """``convert_values`` writes, for each record it handles, what Python writes for it alone
     (with the records' keys for a reader that needs them); returns how many it handled."""
 
     def make() -> Chain:
-        codecs = get_codec(decoder, source or {}), get_codec(OUT, sink or {})
+        codecs = get_codec(decoder, source or {}), get_codec(out, sink or {})
         return Chain(codecs[0], codecs[1], build_transforms(transforms or []), "all")
 
     fast, slow = make(), make()

@@ -39,6 +39,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``ckafka-json -> debezium-json`` and ``-> canal-json``: the CKafka reader, its rows
   typed by the schema catalog (``transforms/native_catalog.py``): the only chains with a
   catalog that get a plan.
+* ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> ckafka-json``: the CKafka
+  writer on the CloudCanal writer's tables (``transforms/native_vendor_out.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -112,6 +114,9 @@ DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
 DTS_TO_DTS = "dts-avro -> dts-avro"
 CKAFKA_TO_CANAL = "ckafka-json -> canal-json"
 CKAFKA_TO_DEBEZIUM = "ckafka-json -> debezium-json"
+CANAL_TO_CKAFKA = "canal-json -> ckafka-json"
+TICDC_TO_CKAFKA = "ticdc-canal-json -> ckafka-json"
+DEBEZIUM_TO_CKAFKA = "debezium-json -> ckafka-json"
 
 
 def available() -> bool:
@@ -182,6 +187,7 @@ def plan_for(chain: Any) -> NativePlan | None:
 
         return catalog_plan(chain)
     from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.ckafka_json import CKafkaJson
     from cdc_smt.transforms.formats.cloudcanal_json import CloudCanalJson
     from cdc_smt.transforms.formats.dataworks_json import DataWorksJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
@@ -213,6 +219,12 @@ def plan_for(chain: Any) -> NativePlan | None:
         from cdc_smt.transforms import native_vendor_out
 
         return native_vendor_out.debezium_cloudcanal_plan(chain, _native)
+    if type(decoder) in (CanalJson, TicdcCanalJson, DebeziumJsonCodec) and type(encoder) is CKafkaJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        if type(decoder) is DebeziumJsonCodec:
+            return native_vendor_out.debezium_ckafka_plan(chain, _native)
+        return native_vendor_out.ckafka_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1102,6 +1114,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 
 __all__ = [
     "CANAL_TO_CANAL",
+    "CANAL_TO_CKAFKA",
     "CANAL_TO_CLOUDCANAL",
     "CANAL_TO_MAXWELL",
     "CANAL_TO_OGG",
@@ -1110,6 +1123,7 @@ __all__ = [
     "CANAL_TO_TICDC",
     "CKAFKA_TO_CANAL",
     "CKAFKA_TO_DEBEZIUM",
+    "DEBEZIUM_TO_CKAFKA",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",
@@ -1129,6 +1143,7 @@ __all__ = [
     "DEBEZIUM_TO_MAXWELL",
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
+    "TICDC_TO_CKAFKA",
     "TICDC_TO_CLOUDCANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -1,5 +1,5 @@
 """The native planner's vendor writers: canal-json, ticdc-canal-json or debezium-json ->
-cloudcanal-json.
+cloudcanal-json and -> ckafka-json.
 
 The plan (``native/src/cloudcanal_out.rs``) writes what ``CloudCanalJson.encode_message``
 writes for a Canal event: one message per row, each value MySQL's own text
@@ -9,6 +9,12 @@ columns (the schema's type text and JDBC code), and the key from the typed prima
 values. Only transforms that keep rows as they are (filter by table/op, route,
 drop_tombstones, the header transforms) qualify; each op's probe checks that Python writes
 the message's table, row, type maps and key as the writer does.
+
+The CKafka writer (``native/src/ckafka_out.rs``) writes what ``CKafkaJson._encode_dml``
+writes, one format-1 message per row, on the CloudCanal writer's tables: both encoders
+render values through ``text_images`` (MySQL's own text) and key the record by the typed
+primary-key values; only the envelope differs (:func:`ckafka_expected`), and ``TIME`` is
+the event's second in the encoder's ``source_timezone`` (zones whose databases agree).
 
 From Debezium, the reader (``native/src/debezium_in.rs``) hands the writer each event as a
 one-row Canal message of texts, its layouts compiled from Debezium probes
@@ -23,14 +29,18 @@ import orjson
 
 from cdc_smt.transforms import native
 from cdc_smt.transforms.native import (
+    CANAL_TO_CKAFKA,
     CANAL_TO_CLOUDCANAL,
+    DEBEZIUM_TO_CKAFKA,
     DEBEZIUM_TO_CLOUDCANAL,
+    TICDC_TO_CKAFKA,
     TICDC_TO_CLOUDCANAL,
     NativePlan,
     _CanalTables,
     _enum_table,
     _keeps_rows,
     _supported,
+    zones_agree,
 )
 from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts, _Probe
 
@@ -43,6 +53,19 @@ def cloudcanal_plan(chain: Any) -> NativePlan | None:
     """The plan for a Canal (or TiCDC) decoder and a cloudcanal-json encoder, or ``None``."""
     names = (CANAL_TO_CLOUDCANAL, TICDC_TO_CLOUDCANAL)
     return native.row_keeping_plan(chain, _CloudCanalOutTables, names, encoder="cloudcanal-json")
+
+
+def ckafka_plan(chain: Any) -> NativePlan | None:
+    """The plan for a Canal (or TiCDC) decoder and a ckafka-json encoder, or ``None``."""
+    names = (CANAL_TO_CKAFKA, TICDC_TO_CKAFKA)
+    return native.row_keeping_plan(chain, _CKafkaOutTables, names, encoder="ckafka-json", zone=_zone(chain.encoder))
+
+
+def _zone(encoder: Any) -> str | None:
+    """The encoder's ``source_timezone`` where the plan converts in it (else ``None``: the
+    records are Python's)."""
+    zone: str = encoder.opts.source_timezone
+    return zone if zones_agree(zone) else None
 
 
 def mysql_text(column: Any, zoned: bool, form: Any) -> tuple[str, Any]:
@@ -125,8 +148,24 @@ class _CloudCanalOutTables(_CanalTables):
         event, value, topic, edits = encoded
         (first,) = self.encoder.encode(event)
         expected_key = orjson.dumps(dict.fromkeys(pk)) if pk else None
-        check_written(value, first.key, expected(message, kind, columns, pk), expected_key)
+        check_written(value, first.key, self._expected(message, kind, columns, pk), expected_key)
         return 2, self._variant(topic, edits)
+
+    def _expected(self, message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
+        return expected(message, kind, columns, pk)
+
+
+class _CKafkaMessages:
+    """The CKafka envelope in place of CloudCanal's (the tables are the same)."""
+
+    encoder: Any
+
+    def _expected(self, message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
+        return ckafka_expected(message, kind, self.encoder.opts.source_timezone)
+
+
+class _CKafkaOutTables(_CKafkaMessages, _CloudCanalOutTables):
+    """Compiles one Canal table layout for the CKafka writer (CloudCanal's tables)."""
 
 
 def expected(message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
@@ -152,6 +191,31 @@ def expected(message: dict[str, Any], kind: str, columns: list[Any], pk: list[st
     }
 
 
+#: CKafka's ``TYPE`` of each Canal op (a snapshot read is an insert).
+_CKAFKA_TYPES = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "INIT": "I"}
+
+
+def ckafka_expected(message: dict[str, Any], kind: str, zone: str) -> dict[str, Any]:
+    """What the CKafka writer writes for a probe ``message`` (one row, ``es`` and ``ts`` 0,
+    no binlog position); ``zone``: the encoder's ``source_timezone``."""
+    from cdc_smt.transforms.formats.ckafka_json import _format_time
+
+    row = message["data"][0]
+    return {
+        "BINLOG_NAME": None,
+        "BINLOG_POS": None,
+        "DATABASE": message["database"] or None,
+        "EVENT_SERVER_ID": None,
+        "GLOBAL_ID": None,
+        "GROUP_ID": None,
+        "NEW_VALUES": None if kind == "DELETE" else row,
+        "OLD_VALUES": row if kind in ("UPDATE", "DELETE") else None,
+        "TABLE": message["table"] or None,
+        "TIME": _format_time(0, zone),
+        "TYPE": _CKAFKA_TYPES[kind],
+    }
+
+
 def check_written(value: bytes | None, key: bytes | None, message: dict[str, Any], record_key: bytes | None) -> None:
     """Python wrote the probe as the writer writes it (else the layout is Python's)."""
     if value != orjson.dumps(message) or key != record_key:
@@ -168,6 +232,16 @@ def debezium_cloudcanal_plan(chain: Any, extension: Any) -> NativePlan | None:
 
     tables = DebeziumCloudCanalTables(chain.decoder, chain.encoder, list(chain.transforms))
     return reader_plan(DEBEZIUM_TO_CLOUDCANAL, tables, chain, extension, encoder="cloudcanal-json")
+
+
+def debezium_ckafka_plan(chain: Any, extension: Any) -> NativePlan | None:
+    """debezium-json -> ckafka-json through the Debezium reader, as -> cloudcanal-json."""
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    from cdc_smt.transforms.native_debezium import reader_plan
+
+    tables = DebeziumCKafkaTables(chain.decoder, chain.encoder, list(chain.transforms))
+    return reader_plan(DEBEZIUM_TO_CKAFKA, tables, chain, extension, encoder="ckafka-json", zone=_zone(chain.encoder))
 
 
 class DebeziumCloudCanalTables(_Layouts):
@@ -203,6 +277,14 @@ class DebeziumCloudCanalTables(_Layouts):
         if event is None:
             return 0, None
         (first,) = self.encoder.encode(event)
-        written = expected(message, kind, specs, list(event.pk))
+        written = self._expected(message, kind, specs, list(event.pk))
         check_written(first.value, first.key, written, probe.record_key(event.pk))
         return 2, self._variant(first.topic, edits)
+
+    def _expected(self, message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
+        return expected(message, kind, columns, pk)
+
+
+class DebeziumCKafkaTables(_CKafkaMessages, DebeziumCloudCanalTables):
+    """Compiles one Debezium layout for the CKafka writer (the probe's source has no
+    binlog position: the writer writes each event's)."""

@@ -162,7 +162,7 @@ impl Table {
     }
 
     /// ``entries`` (column, value) as a JSON object of MySQL texts; repeated columns are Python's.
-    fn image<'r>(&self, entries: impl Iterator<Item = (usize, Option<&'r str>)>, out: &mut Vec<u8>, seen: &mut Vec<bool>) -> Result<(), Fallback> {
+    pub(crate) fn image<'r>(&self, entries: impl Iterator<Item = (usize, Option<&'r str>)>, out: &mut Vec<u8>, seen: &mut Vec<bool>) -> Result<(), Fallback> {
         seen.clear();
         seen.resize(self.columns.len(), false);
         out.push(b'{');
@@ -181,12 +181,28 @@ impl Table {
     }
 
     /// The row's columns (in row order).
-    fn columns_of(&self, row: &Row) -> Result<Vec<usize>, Fallback> {
+    pub(crate) fn columns_of(&self, row: &Row) -> Result<Vec<usize>, Fallback> {
         row.0.iter().enumerate().map(|(n, (name, _))| self.column(n, name.as_ref())).collect()
     }
 
+    /// An UPDATE's before-image: the row overlaid with its ``old`` entry (``{**row, **old}``:
+    /// the row's order with old's values, then old's other columns), as MySQL texts.
+    pub(crate) fn before_image(&self, cols: &[usize], row: &Row, old: Option<&Row>, out: &mut Vec<u8>, seen: &mut Vec<bool>) -> Result<(), Fallback> {
+        let Some(o) = old.filter(|o| !o.0.is_empty()) else {
+            return self.image(cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, v.as_deref())), out, seen);
+        };
+        let ocols = self.columns_of(o)?;
+        if ocols.iter().enumerate().any(|(n, c)| ocols[..n].contains(c)) {
+            return Err(Fallback);
+        }
+        let find = |c: usize| ocols.iter().position(|&oc| oc == c).map(|p| o.0[p].1.as_deref());
+        let merged = cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, find(c).unwrap_or(v.as_deref())));
+        let rest = ocols.iter().zip(&o.0).filter(|(c, _)| !cols.contains(c)).map(|(&c, (_, v))| (c, v.as_deref()));
+        self.image(merged.chain(rest), out, seen)
+    }
+
     /// ``{"pk": typed value, ...}`` of a row (``None``: no primary key).
-    fn key(&self, row: &Row) -> Result<Option<Vec<u8>>, Fallback> {
+    pub(crate) fn key(&self, row: &Row) -> Result<Option<Vec<u8>>, Fallback> {
         if self.key.is_empty() {
             return Ok(None);
         }
@@ -240,24 +256,7 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
         value.extend_from_slice(ACTIONS[op]);
         value.extend_from_slice(b",\"before\":[");
         if op == 1 {
-            let overlay = match old.get(i) {
-                Some(o) if !o.0.is_empty() => Some(o),
-                _ => None,
-            };
-            match overlay {
-                None => t.image(cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, v.as_deref())), &mut value, &mut seen)?,
-                Some(o) => {
-                    // ``{**row, **old}``: the row's order with old's values, then old's other columns
-                    let ocols = t.columns_of(o)?;
-                    if ocols.iter().enumerate().any(|(n, c)| ocols[..n].contains(c)) {
-                        return Err(Fallback);
-                    }
-                    let find = |c: usize| ocols.iter().position(|&oc| oc == c).map(|p| o.0[p].1.as_deref());
-                    let merged = cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, find(c).unwrap_or(v.as_deref())));
-                    let rest = ocols.iter().zip(&o.0).filter(|(c, _)| !cols.contains(c)).map(|(&c, (_, v))| (c, v.as_deref()));
-                    t.image(merged.chain(rest), &mut value, &mut seen)?;
-                }
-            }
+            t.before_image(&cols, row, old.get(i), &mut value, &mut seen)?;
         }
         value.extend_from_slice(b"],\"bid\":0,\"data\":[");
         t.image(cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, v.as_deref())), &mut value, &mut seen)?;

@@ -453,9 +453,8 @@ impl Zone {
         }
     }
 
-    /// ``wall_clock(ms * 1000, zone)`` as Canal's ``YYYY-MM-DD HH:MM:SS.fff`` (``None``:
-    /// outside the years the plan converts).
-    fn text(self, ms: i64) -> Option<String> {
+    /// ``wall_clock(ms * 1000, zone)`` (``None``: outside the years the plan converts).
+    pub fn wall(self, ms: i64) -> Option<chrono::NaiveDateTime> {
         use chrono::{Datelike, TimeZone};
         let utc = chrono::DateTime::from_timestamp_millis(ms)?;
         let (wall, years) = match self {
@@ -463,7 +462,12 @@ impl Zone {
             Zone::Tz(tz) => (tz.from_utc_datetime(&utc.naive_utc()).naive_local(), 1901..=2037),
             Zone::Python => return None,
         };
-        years.contains(&wall.year()).then(|| wall.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        years.contains(&wall.year()).then_some(wall)
+    }
+
+    /// The wall clock as Canal's ``YYYY-MM-DD HH:MM:SS.fff``.
+    fn text(self, ms: i64) -> Option<String> {
+        self.wall(ms).map(|wall| wall.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
     }
 }
 

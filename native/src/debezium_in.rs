@@ -723,7 +723,7 @@ impl Reader {
                     Encoder::Ticdc => ticdc_out::Table::from_spec(&spec, None, None)?.map(Table::Ticdc),
                     Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
                     Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
-                    Encoder::CloudCanal => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
+                    Encoder::CloudCanal | Encoder::CKafka(_) => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
                 };
                 Ok(table.map(|table| Compiled { table, connect }))
             },
@@ -829,6 +829,11 @@ impl Reader {
         let written = match (&compiled.table, encoder) {
             (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
+            (Table::CloudCanal(t), Encoder::CKafka(zone)) => match Position::of(&e, source).and_then(|p| p.ckafka(source)) {
+                // CKafka's DATABASE and TABLE are the source's even when empty (Canal's read as null).
+                Some(binlog) if !database.is_empty() && !source.table.as_deref().unwrap_or_default().is_empty() => crate::ckafka_out::write(t, &m, op, variant, *zone, &binlog, out),
+                _ => return Ok(false),
+            },
             (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, &m, op, variant, out),
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
@@ -916,6 +921,23 @@ impl<'a> Position<'a> {
             }
         }
         Some(out)
+    }
+
+    /// CKafka's ``BINLOG_NAME``, ``BINLOG_POS``, ``EVENT_SERVER_ID`` and ``GLOBAL_ID``
+    /// (``CKafkaJson._encode_dml``: the source's, as orjson's round trip writes them).
+    fn ckafka(&self, source: &Source) -> Option<crate::ckafka_out::Binlog> {
+        let mut binlog = crate::ckafka_out::Binlog { pos: crate::ckafka_out::int_field(self.pos), ..Default::default() };
+        if let Some(file) = &self.file {
+            binlog.file.clear();
+            crate::json::write_str(&mut binlog.file, file);
+        }
+        for (field, raw) in [(&mut binlog.server_id, source.server_id), (&mut binlog.gtid, source.gtid)] {
+            if let Some(raw) = given(raw) {
+                field.clear();
+                canon::write(field, raw).ok()?;
+            }
+        }
+        Some(binlog)
     }
 
     /// A DTS record's ``sourcePosition``, ``safeSourcePosition`` (empty) and ``sourceTxid``

@@ -13,6 +13,7 @@ mod canal_shape;
 mod canal_text;
 mod canon;
 mod ckafka_in;
+mod ckafka_out;
 mod cloudcanal;
 mod cloudcanal_out;
 mod connect_in;
@@ -82,6 +83,9 @@ const PLANS: &[&str] = &[
     "dts-avro -> dts-avro",
     "ckafka-json -> canal-json",
     "ckafka-json -> debezium-json",
+    "canal-json -> ckafka-json",
+    "ticdc-canal-json -> ckafka-json",
+    "debezium-json -> ckafka-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -200,6 +204,8 @@ enum Encoder {
     Ticdc,
     /// CloudCanal's JSON (``cloudcanal_out``).
     CloudCanal,
+    /// CKafka's format 1 (``ckafka_out``, on CloudCanal's tables), ``TIME`` in this zone.
+    CKafka(dataworks_in::Zone),
 }
 
 /// The plan's reader: the decoder side of the seam (what differs per input dialect lives
@@ -271,7 +277,8 @@ impl CanalToDebezium {
     /// ``reader``: ``"canal-json"`` (``ticdc``: TiCDC's dialect), ``"cloudcanal-json"`` (Canal's names, ``cloudcanal``) or ``"debezium-json"``
     /// (then ``compile(database, table, key_names, [(column, kind)])``, see ``debezium_in``),
     /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
-    /// [(column, kind)])``, see ``typed_in``).
+    /// [(column, kind)])``, see ``typed_in``). ``zone``: the DataWorks and CKafka readers'
+    /// ``source_timezone``, or the CKafka writer's (``None``: zones whose databases disagree).
     #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json", codec=None, zone=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -296,6 +303,7 @@ impl CanalToDebezium {
             ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
             ("ticdc-canal-json", _) => Encoder::Ticdc,
             ("cloudcanal-json", _) => Encoder::CloudCanal,
+            ("ckafka-json", _) => Encoder::CKafka(dataworks_in::Zone::of(zone)),
             (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         let reader = match reader {
@@ -482,7 +490,7 @@ impl CanalToDebezium {
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
-                        Encoder::CloudCanal => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        Encoder::CloudCanal | Encoder::CKafka(_) => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
                 };
@@ -574,11 +582,12 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::CloudCanal(t), Encoder::CloudCanal) => {
-                return Ok(match t.ops[op] {
-                    canal_out::Entry::Write(variant) => cloudcanal_out::write(t, &m, op, variant, out).is_ok(),
-                    canal_out::Entry::Python => false,
-                    canal_out::Entry::Dropped => t.knows(data),
+            (Table::CloudCanal(t), Encoder::CloudCanal | Encoder::CKafka(_)) => {
+                return Ok(match (&t.ops[op], &self.encoder) {
+                    (canal_out::Entry::Write(variant), Encoder::CKafka(zone)) => ckafka_out::write(t, &m, op, *variant, *zone, &Default::default(), out).is_ok(),
+                    (canal_out::Entry::Write(variant), _) => cloudcanal_out::write(t, &m, op, *variant, out).is_ok(),
+                    (canal_out::Entry::Python, _) => false,
+                    (canal_out::Entry::Dropped, _) => t.knows(data),
                 });
             }
             (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_), _) => return Ok(false),
