@@ -1,5 +1,5 @@
-"""The native canal-json / ticdc-canal-json -> cloudcanal-json plans against the Python path:
-byte for byte.
+"""The native canal-json / ticdc-canal-json / debezium-json -> cloudcanal-json plans, and
+-> ckafka-json (the same tables, another envelope), against the Python path: byte for byte.
 
 The CloudCanal writer re-writes each Canal text as MySQL's own text (``to_text`` of the
 typed value: ENUM and SET as labels), writes an UPDATE's before-image (the row overlaid
@@ -54,6 +54,13 @@ from tests.test_native_transforms import CHAINS
 pytestmark = NATIVE_SUITE
 
 OUT = "cloudcanal-json"
+#: The writers on the CloudCanal writer's tables, and their plans from canal-json,
+#: ticdc-canal-json and debezium-json (what is CKafka's own: ``test_native_ckafka_out.py``).
+WRITERS = (OUT, "ckafka-json")
+PLANS = {
+    OUT: (native.CANAL_TO_CLOUDCANAL, native.TICDC_TO_CLOUDCANAL, native.DEBEZIUM_TO_CLOUDCANAL),
+    "ckafka-json": (native.CANAL_TO_CKAFKA, native.TICDC_TO_CKAFKA, native.DEBEZIUM_TO_CKAFKA),
+}
 
 
 def assert_same(
@@ -62,12 +69,12 @@ def assert_same(
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
     ticdc: bool = False,
+    out: str = OUT,
 ) -> int:
     """Both paths give the same records and dead letters (``Chain.process_batch`` and the
     worker's ``convert_values``); returns how many records the plan handled."""
     decoder = "ticdc-canal-json" if ticdc else "canal-json"
-    plan = native.TICDC_TO_CLOUDCANAL if ticdc else native.CANAL_TO_CLOUDCANAL
-    return assert_both_agree(decoder, plan, records, source, sink, transforms)
+    return assert_both_agree(decoder, PLANS[out][ticdc], records, source, sink, transforms, out)
 
 
 def assert_both_agree(
@@ -116,18 +123,20 @@ def assert_worker_agrees(
     return sum(n >= 0 for n in counts)
 
 
-def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
-    canal, out = get_codec("canal-json"), lambda: get_codec(OUT)
-    assert Chain(canal, out(), [], "all").native.name == native.CANAL_TO_CLOUDCANAL
-    assert Chain(get_codec("ticdc-canal-json"), out(), [], "all").native.name == native.TICDC_TO_CLOUDCANAL
+@pytest.mark.parametrize("out", WRITERS)
+def test_the_plan_is_chosen_only_for_what_it_writes(out: str) -> None:
+    canal, writer = get_codec("canal-json"), lambda: get_codec(out)
+    assert Chain(canal, writer(), [], "all").native.name == PLANS[out][0]
+    assert Chain(get_codec("ticdc-canal-json"), writer(), [], "all").native.name == PLANS[out][1]
     for name in KEEPING:
-        assert Chain(canal, out(), build_transforms(CHAINS[name]), "all").native is not None, name
+        assert Chain(canal, writer(), build_transforms(CHAINS[name]), "all").native is not None, name
     for name in CHANGING:
-        assert Chain(canal, out(), build_transforms(CHAINS[name]), "all").native is None, name
-    for plan in (native.CANAL_TO_CLOUDCANAL, native.TICDC_TO_CLOUDCANAL):
-        assert plan in native.status()["plans"] and plan in native.plans_of(OUT)
+        assert Chain(canal, writer(), build_transforms(CHAINS[name]), "all").native is None, name
+    for plan in PLANS[out]:
+        assert plan in native.status()["plans"] and plan in native.plans_of(out)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     stream=change_streams(max_events=10),
@@ -137,31 +146,39 @@ def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
     transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
 )
 def test_random_streams_are_byte_identical(
-    stream: list[ChangeEvent], tz: str, sink_tz: str | None, merge: list[bool], transforms: list[dict[str, Any]]
+    out: str,
+    stream: list[ChangeEvent],
+    tz: str,
+    sink_tz: str | None,
+    merge: list[bool],
+    transforms: list[dict[str, Any]],
 ) -> None:
     values = canal_stream(stream, tz, merge)
-    assert_same(records_of(values), {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms)
+    assert_same(records_of(values), {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms, out=out)
 
 
-def test_generated_streams_are_mostly_handled_natively() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_generated_streams_are_mostly_handled_natively(out: str) -> None:
     total = handled = 0
     zone = {"source_timezone": "Asia/Shanghai"}
     for seed in range(30):
         values = canal_stream(_example(seed), "Asia/Shanghai", [True, False])
         total += len(values)
-        handled += assert_same(records_of(values), zone, zone)
+        handled += assert_same(records_of(values), zone, zone, out=out)
     assert handled >= total * 0.6, (handled, total)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai"])
-def test_every_edge_value(tz: str) -> None:
+def test_every_edge_value(out: str, tz: str) -> None:
     values = edge_messages(rows=2)
     zone = {"source_timezone": tz}
-    assert assert_same(records_of(values), zone, zone) >= len(values) // 2
-    assert_same(records_of(values), zone, {"source_timezone": "UTC"})
+    assert assert_same(records_of(values), zone, zone, out=out) >= len(values) // 2
+    assert_same(records_of(values), zone, {"source_timezone": "UTC"}, out=out)
 
 
-def test_updates_write_the_row_overlaid_with_old() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_updates_write_the_row_overlaid_with_old(out: str) -> None:
     types = {**_types(), "s": "set"}
     values = []
     for column, pairs in OLD_PAIRS.items():
@@ -172,7 +189,7 @@ def test_updates_write_the_row_overlaid_with_old() -> None:
                 values.append(_message("UPDATE", [row], old=[{column: b, "v": "changed"}], types=types))
     values.append(_message("UPDATE", [{"id": "1", "v": "x"}], old=[{"i": "5", "v": "y"}]))  # a column the row lacks
     values.append(_message("UPDATE", [BASE], old=[{}]))
-    assert assert_same(records_of(values)) >= len(values) // 2
+    assert assert_same(records_of(values), out=out) >= len(values) // 2
 
 
 def _types() -> dict[str, str]:
@@ -209,34 +226,40 @@ def test_messages_without_ts_are_pythons() -> None:
     assert assert_same(records_of(values)) == 1
 
 
-def test_unusual_fields() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_unusual_fields(out: str) -> None:
     values = [v for odd in UNUSUAL for v in (GOOD, odd)]
-    assert assert_same(records_of(values)) >= len(values) // 2
+    assert assert_same(records_of(values), out=out) >= len(values) // 2
 
 
-def test_malformed_messages_among_good_ones() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_malformed_messages_among_good_ones(out: str) -> None:
     values = [v for bad in MALFORMED for v in (GOOD, bad)]
-    assert assert_same(records_of(values)) >= len(MALFORMED)
+    assert assert_same(records_of(values), out=out) >= len(MALFORMED)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @settings(max_examples=150, deadline=None)
 @given(**MUTATIONS)
-def test_mutated_messages(at: int, insert: bytes, cut: int) -> None:
-    assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]))
+def test_mutated_messages(out: str, at: int, insert: bytes, cut: int) -> None:
+    assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]), out=out)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @pytest.mark.parametrize("name", KEEPING)
-def test_chains_that_keep_rows(name: str) -> None:
+def test_chains_that_keep_rows(out: str, name: str) -> None:
     values = keeping_messages()
-    assert assert_same(records_of(values), {}, {}, CHAINS[name]) == len(values)
+    assert assert_same(records_of(values), {}, {}, CHAINS[name], out=out) == len(values)
 
 
-def test_timestamps_between_zones_are_pythons() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_timestamps_between_zones_are_pythons(out: str) -> None:
     values = [GOOD, _message("INSERT", [{"id": "1", "v": "x"}], types={"id": "int", "v": "varchar(5)"})]
     source, sink = {"source_timezone": "Asia/Shanghai"}, {"source_timezone": "UTC"}
-    assert assert_same(records_of(values), source, sink) == 1  # the table without TIMESTAMP values
+    assert assert_same(records_of(values), source, sink, out=out) == 1  # the table without TIMESTAMP values
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @pytest.mark.parametrize(
     "key_type,texts",
     [
@@ -247,29 +270,31 @@ def test_timestamps_between_zones_are_pythons() -> None:
         ("datetime", ["2020-01-01 00:00:00"]),
     ],
 )
-def test_keys_of_every_kind(key_type: str, texts: list[str]) -> None:
+def test_keys_of_every_kind(out: str, key_type: str, texts: list[str]) -> None:
     types = {"id": key_type, "v": "varchar(5)"}
     values = [_message("INSERT", [{"id": t, "v": "x"}], types=types) for t in texts]
     values.append(_message("DELETE", [{"id": None, "v": "x"}], types=types))
     values.append(_message("INSERT", [{"v": "x"}], types=types))  # the key column missing
-    assert_same(records_of(values))
+    assert_same(records_of(values), out=out)
 
 
-def test_corpus_canal_files(corpus: Path) -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_corpus_canal_files(out: str, corpus: Path) -> None:
     total = count = 0
     for values in corpus_messages(corpus_files(corpus, "canal-json")):
-        count += assert_same(records_of(values))
+        count += assert_same(records_of(values), out=out)
         total += len(values)
-        assert_same(records_of(values), {}, {}, CHAINS["headers"])
+        assert_same(records_of(values), {}, {}, CHAINS["headers"], out=out)
     assert total > 0 and count > total // 2, (count, total)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @pytest.mark.parametrize("name", ["orders.canal.jsonl", "demo-shop.canal.jsonl", "orders-with-bad-line.canal.jsonl"])
-def test_example_data(name: str) -> None:
+def test_example_data(out: str, name: str) -> None:
     lines = [line for line in (ROOT / "examples" / "data" / name).read_bytes().splitlines() if line.strip()]
     zone = {"source_timezone": "Asia/Shanghai"}
-    assert assert_same(records_of(lines), zone, zone) > 0
-    assert_same(records_of(lines), zone, {})  # TIMESTAMPs re-based to UTC: Python's
+    assert assert_same(records_of(lines), zone, zone, out=out) > 0
+    assert_same(records_of(lines), zone, {}, out=out)  # TIMESTAMPs re-based to UTC: Python's
 
 
 # ---------------------------------------------------------------------------
@@ -277,6 +302,7 @@ def test_example_data(name: str) -> None:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     stream=change_streams(max_events=8),
@@ -286,6 +312,7 @@ def test_example_data(name: str) -> None:
     transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
 )
 def test_ticdc_random_streams_are_byte_identical(
+    out: str,
     stream: list[ChangeEvent],
     tz: str,
     sink_tz: str | None,
@@ -294,30 +321,33 @@ def test_ticdc_random_streams_are_byte_identical(
 ) -> None:
     values = ticdc_stream(stream, tz, encoder)
     sink = {"source_timezone": sink_tz or tz}
-    assert_same(records_of(values), {"source_timezone": tz}, sink, transforms, ticdc=True)
+    assert_same(records_of(values), {"source_timezone": tz}, sink, transforms, ticdc=True, out=out)
 
 
-def test_ticdc_streams_are_mostly_handled_natively() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_ticdc_streams_are_mostly_handled_natively(out: str) -> None:
     total = handled = 0
     zone = {"source_timezone": "Asia/Shanghai"}
     for seed in range(20):
         for encoder in TICDC_ENCODERS[:2]:
             values = ticdc_stream(_example(seed), "Asia/Shanghai", encoder)
             total += len(values)
-            handled += assert_same(records_of(values), zone, zone, ticdc=True)
+            handled += assert_same(records_of(values), zone, zone, ticdc=True, out=out)
     assert handled >= total * 0.6, (handled, total)
 
 
-def test_ticdc_texts_and_extension_messages() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_ticdc_texts_and_extension_messages(out: str) -> None:
     values = ticdc_text_messages(null_old=False) + ticdc_extension_messages()
-    assert assert_same(records_of(values), ticdc=True) > len(values) // 3
+    assert assert_same(records_of(values), ticdc=True, out=out) > len(values) // 3
 
 
-def test_ticdc_corpus_files(corpus: Path) -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_ticdc_corpus_files(out: str, corpus: Path) -> None:
     values = [v for messages in corpus_messages(corpus_files(corpus, "ticdc-canal-json")) for v in messages]
     assert values
-    assert assert_same(records_of(values), ticdc=True) > 0
-    assert_same(records_of(values), {}, {}, CHAINS["headers"], ticdc=True)
+    assert assert_same(records_of(values), ticdc=True, out=out) > 0
+    assert_same(records_of(values), {}, {}, CHAINS["headers"], ticdc=True, out=out)
 
 
 # ---------------------------------------------------------------------------
@@ -330,24 +360,26 @@ def assert_debezium(
     source: dict[str, Any] | None = None,
     sink: dict[str, Any] | None = None,
     transforms: list[dict[str, Any]] | None = None,
+    out: str = OUT,
 ) -> int:
-    return assert_both_agree("debezium-json", native.DEBEZIUM_TO_CLOUDCANAL, records, source, sink, transforms)
+    return assert_both_agree("debezium-json", PLANS[out][2], records, source, sink, transforms, out)
 
 
-def debezium_chain(transforms: list[dict[str, Any]]) -> Chain:
-    return Chain(get_codec("debezium-json"), get_codec(OUT), build_transforms(transforms), "all")
+def debezium_chain(transforms: list[dict[str, Any]], out: str = OUT) -> Chain:
+    return Chain(get_codec("debezium-json"), get_codec(out), build_transforms(transforms), "all")
 
 
-def test_the_debezium_plan_is_chosen_only_for_what_it_writes() -> None:
-    plan = debezium_chain([]).native
-    assert plan is not None and plan.name == native.DEBEZIUM_TO_CLOUDCANAL and plan.needs_keys
-    assert native.DEBEZIUM_TO_CLOUDCANAL in native.plans_of(OUT)
+@pytest.mark.parametrize("out", WRITERS)
+def test_the_debezium_plan_is_chosen_only_for_what_it_writes(out: str) -> None:
+    plan = debezium_chain([], out=out).native
+    assert plan is not None and plan.name == PLANS[out][2] and plan.needs_keys
     for name in KEEPING:
-        assert debezium_chain(CHAINS[name]).native is not None, name
+        assert debezium_chain(CHAINS[name], out=out).native is not None, name
     for name in CHANGING:
-        assert debezium_chain(CHAINS[name]).native is None, name
+        assert debezium_chain(CHAINS[name], out=out).native is None, name
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     stream=change_streams(max_events=10),
@@ -357,6 +389,7 @@ def test_the_debezium_plan_is_chosen_only_for_what_it_writes() -> None:
     transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
 )
 def test_debezium_random_streams_are_byte_identical(
+    out: str,
     stream: list[ChangeEvent],
     options: dict[str, Any],
     tz: str,
@@ -364,22 +397,24 @@ def test_debezium_random_streams_are_byte_identical(
     transforms: list[dict[str, Any]],
 ) -> None:
     records = debezium_records(stream, tz, options)
-    assert_debezium(records, {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms)
+    assert_debezium(records, {"source_timezone": tz}, {"source_timezone": sink_tz or tz}, transforms, out=out)
 
 
-def test_debezium_streams_are_mostly_handled_natively() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_debezium_streams_are_mostly_handled_natively(out: str) -> None:
     total = count = 0
     zone = {"source_timezone": "Asia/Shanghai"}
     for seed in range(30):
         records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
         total += len(records)
-        count += assert_debezium(records, zone, zone)
+        count += assert_debezium(records, zone, zone, out=out)
     assert count >= total * 0.6, (count, total)
 
 
-def test_debezium_regular_events_are_all_handled() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_debezium_regular_events_are_all_handled(out: str) -> None:
     values = [(v, k) for v, k in good() if v is not None]
-    assert assert_debezium(keyed(values)) == len(values)
+    assert assert_debezium(keyed(values), out=out) == len(values)
     pairs = [
         ({**ROW, "d": -0.0}, {**ROW, "d": 0.0}),
         ({**ROW, "b": False}, ROW),
@@ -387,10 +422,11 @@ def test_debezium_regular_events_are_all_handled() -> None:
         ({**ROW, "id": 2}, ROW),
     ]
     updates = [(event("u", before=b, after=a), KEY) for b, a in pairs]
-    assert assert_debezium(keyed(updates)) == len(updates)
+    assert assert_debezium(keyed(updates), out=out) == len(updates)
 
 
-def test_debezium_keys_sources_and_malformed_events() -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_debezium_keys_sources_and_malformed_events(out: str) -> None:
     values = [(bad, KEY) for bad in DEBEZIUM_MALFORMED] + good()
     values += [(event("c", after=ROW), key) for key in (None, b"", b'{"v":"x"}', b'{"d":1}', b'{"b":1}', b"{}")]
     values += [
@@ -400,27 +436,29 @@ def test_debezium_keys_sources_and_malformed_events() -> None:
         (event("c", after=ROW, ts_ms=None), KEY),
         (event("c", after={**ROW, "d": 1e300}), KEY),
     ]
-    assert_debezium(keyed(values))
+    assert_debezium(keyed(values), out=out)
 
 
+@pytest.mark.parametrize("out", WRITERS)
 @pytest.mark.parametrize("name", KEEPING)
-def test_debezium_chains_that_keep_rows(name: str) -> None:
+def test_debezium_chains_that_keep_rows(out: str, name: str) -> None:
     values = [
         (event(op, before=ROW if op in "ud" else None, after=None if op == "d" else ROW, source=source), KEY)
         for op in "cudr"
         for source in (SOURCE, {**SOURCE, "table": "orders"}, {**SOURCE, "db": "other"})
     ]
-    assert assert_debezium(keyed(values), {}, {}, CHAINS[name]) == len(values)
+    assert assert_debezium(keyed(values), {}, {}, CHAINS[name], out=out) == len(values)
 
 
-def test_debezium_corpus_files(corpus: Path) -> None:
+@pytest.mark.parametrize("out", WRITERS)
+def test_debezium_corpus_files(out: str, corpus: Path) -> None:
     values = [v for messages in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages]
     assert values
     for key in (None, b'{"id":101}'):
         records = keyed([(v, key) for v in values])
-        assert_debezium(records)
-        assert_debezium(records, {}, {}, CHAINS["headers"])
+        assert_debezium(records, out=out)
+        assert_debezium(records, {}, {}, CHAINS["headers"], out=out)
     schemaless = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
-    chain = debezium_chain([])
+    chain = debezium_chain([], out=out)
     counts = chain.native.convert_values(schemaless, [None] * len(schemaless))[0]
     assert sum(n >= 0 for n in counts) >= len(schemaless) // 2

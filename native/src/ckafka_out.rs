@@ -38,11 +38,22 @@ impl Default for Binlog {
 
 /// ``TIME``: ``ms // 1000`` seconds as the wall clock in ``zone`` (``yyyyMMddHHmmss``).
 fn write_time(out: &mut Vec<u8>, ms: i64, zone: Zone) -> Result<(), Fallback> {
+    use chrono::{Datelike, Timelike};
     let wall = zone.wall(ms.div_euclid(1000) * 1000).ok_or(Fallback)?;
     out.push(b'"');
-    out.extend_from_slice(wall.format("%Y%m%d%H%M%S").to_string().as_bytes());
+    let year = wall.year() as u32; // 1..=9999: four digits
+    for (n, width) in [(year, 4), (wall.month(), 2), (wall.day(), 2), (wall.hour(), 2), (wall.minute(), 2), (wall.second(), 2)] {
+        write_digits(out, n, width);
+    }
     out.push(b'"');
     Ok(())
+}
+
+/// ``n`` as ``width`` decimal digits, zero-padded (``f"{n:0{width}d}"`` of a smaller ``n``).
+fn write_digits(out: &mut Vec<u8>, n: u32, width: u32) {
+    for k in (0..width).rev() {
+        out.push(b'0' + (n / 10u32.pow(k) % 10) as u8);
+    }
 }
 
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per
