@@ -294,6 +294,7 @@ ROWS: tuple[Row, ...] = (
             sink_floor=True,
         )
     ),
+    *with_python_twin(Row("canal-json", "dataworks-json", sink_floor=True)),
     *with_python_twin(Row("tdsql-binlog-json", "canal-json", catalog=True, note="schema file")),
     *with_python_twin(
         Row(
@@ -756,6 +757,7 @@ RSS_PLANS: dict[str, RssPlan] = {
     "debezium-json -> cloudcanal-json": RssPlan("debezium-json", "cloudcanal-json"),
     "canal-json -> ckafka-json": RssPlan("canal-json", "ckafka-json"),
     "debezium-json -> ckafka-json": RssPlan("debezium-json", "ckafka-json"),
+    "canal-json -> dataworks-json": RssPlan("canal-json", "dataworks-json"),
     "maxwell-json -> debezium-json (no schema)": RssPlan("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": RssPlan("ogg-json", "canal-json"),
     "debezium-json -> maxwell-json": RssPlan("debezium-json", "maxwell-json"),

@@ -41,6 +41,8 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   catalog that get a plan.
 * ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> ckafka-json``: the CKafka
   writer on the CloudCanal writer's tables (``transforms/native_vendor_out.py``).
+* ``canal-json`` / ``ticdc-canal-json -> dataworks-json``: the DataWorks writer on the same
+  tables, ``sequenceId`` from the encoder's counter (``transforms/native_vendor_out.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -117,6 +119,8 @@ CKAFKA_TO_DEBEZIUM = "ckafka-json -> debezium-json"
 CANAL_TO_CKAFKA = "canal-json -> ckafka-json"
 TICDC_TO_CKAFKA = "ticdc-canal-json -> ckafka-json"
 DEBEZIUM_TO_CKAFKA = "debezium-json -> ckafka-json"
+CANAL_TO_DATAWORKS = "canal-json -> dataworks-json"
+TICDC_TO_DATAWORKS = "ticdc-canal-json -> dataworks-json"
 
 
 def available() -> bool:
@@ -225,6 +229,10 @@ def plan_for(chain: Any) -> NativePlan | None:
         if type(decoder) is DebeziumJsonCodec:
             return native_vendor_out.debezium_ckafka_plan(chain, _native)
         return native_vendor_out.ckafka_plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is DataWorksJson:
+        from cdc_smt.transforms import native_vendor_out
+
+        return native_vendor_out.dataworks_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1115,6 +1123,7 @@ def _enum_table(column: Any, form: Any) -> dict[str, str]:
 __all__ = [
     "CANAL_TO_CANAL",
     "CANAL_TO_CKAFKA",
+    "CANAL_TO_DATAWORKS",
     "CANAL_TO_CLOUDCANAL",
     "CANAL_TO_MAXWELL",
     "CANAL_TO_OGG",
@@ -1144,6 +1153,7 @@ __all__ = [
     "DEBEZIUM_TO_OGG",
     "TICDC_TO_CANAL",
     "TICDC_TO_CKAFKA",
+    "TICDC_TO_DATAWORKS",
     "TICDC_TO_CLOUDCANAL",
     "TICDC_TO_MAXWELL",
     "TICDC_TO_OGG",

@@ -73,7 +73,8 @@ MAX_DIRECT = 1024
 
 class DtsNativePlan(NativePlan):
     """The plan hands Python every record of a batch after the first one it does not
-    convert (record ids are numbered in order; a Debezium tombstone, which gets none, aside);
+    convert (record ids are numbered in order, as DataWorks' ``sequenceId`` are, whose writer
+    uses this plan too; a Debezium tombstone, which gets none, aside);
     :meth:`run` converts again from the next record for Python after each one Python
     processed, so a batch with a DDL or a bad record in it stays native around it.
     (:meth:`convert_values` keeps the plain contract.)"""

@@ -1,5 +1,5 @@
 """The native planner's vendor writers: canal-json, ticdc-canal-json or debezium-json ->
-cloudcanal-json and -> ckafka-json.
+cloudcanal-json and -> ckafka-json; canal-json or ticdc-canal-json -> dataworks-json.
 
 The plan (``native/src/cloudcanal_out.rs``) writes what ``CloudCanalJson.encode_message``
 writes for a Canal event: one message per row, each value MySQL's own text
@@ -16,6 +16,14 @@ render values through ``text_images`` (MySQL's own text) and key the record by t
 primary-key values; only the envelope differs (:func:`ckafka_expected`), and ``TIME`` is
 the event's second in the encoder's ``source_timezone`` (zones whose databases agree).
 
+The DataWorks writer (``native/src/dataworks_out.rs``) writes what
+``DataWorksJson._encode_rows`` writes, on the same tables with DataWorks' conversions
+(:func:`dataworks_value`): one message per row, an UPDATE as ``UPDATE_BEFOR`` and
+``UPDATE_AFTER`` sharing one ``sequenceId`` (or one ``UPDATE_AFTER``, ``update_as: single``).
+``sequenceId`` numbers rows with the encoder's counter (``_next_seq``), shared as the DTS
+writer shares its record ids: :class:`~transforms.native_dts.DtsNativePlan` hands Python
+the rest of a batch from the first record it takes, so the numbers stay Python's.
+
 From Debezium, the reader (``native/src/debezium_in.rs``) hands the writer each event as a
 one-row Canal message of texts, its layouts compiled from Debezium probes
 (:class:`DebeziumCloudCanalTables`, as ``native_debezium``'s writers are).
@@ -31,10 +39,12 @@ from cdc_smt.transforms import native
 from cdc_smt.transforms.native import (
     CANAL_TO_CKAFKA,
     CANAL_TO_CLOUDCANAL,
+    CANAL_TO_DATAWORKS,
     DEBEZIUM_TO_CKAFKA,
     DEBEZIUM_TO_CLOUDCANAL,
     TICDC_TO_CKAFKA,
     TICDC_TO_CLOUDCANAL,
+    TICDC_TO_DATAWORKS,
     NativePlan,
     _CanalTables,
     _enum_table,
@@ -153,6 +163,126 @@ class _CloudCanalOutTables(_CanalTables):
 
     def _expected(self, message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
         return expected(message, kind, columns, pk)
+
+
+def dataworks_plan(chain: Any) -> NativePlan | None:
+    """The plan for a Canal (or TiCDC) decoder and a dataworks-json encoder, or ``None``."""
+    from cdc_smt.transforms.native_dts import DtsNativePlan
+
+    encoder = chain.encoder
+    return native.row_keeping_plan(
+        chain,
+        _DataWorksOutTables,
+        (CANAL_TO_DATAWORKS, TICDC_TO_DATAWORKS),
+        plan_class=DtsNativePlan,
+        encoder="dataworks-json",
+        ids=encoder,
+        single_updates=encoder.opts.update_as == "single",
+    )
+
+
+def dataworks_value(column: Any, zone: str, event_zone: str, form: Any) -> tuple[str, Any]:
+    """How the writer turns one column's Canal text into ``DataWorksJson._value`` of the typed
+    value (``python``: a non-null value sends the record to Python); DATE and DATETIME are
+    epoch ms of the wall clock in the encoder's ``zone``, TIMESTAMP in the event's."""
+    from cdc_smt.transforms.types import Kind
+
+    t = column.mysql
+    k = t.kind
+    if k is Kind.INT or k is Kind.YEAR:
+        return "json_int", None
+    if k is Kind.FLOAT:
+        return ("json_float32" if t.is_single_float else "json_double"), None
+    if k is Kind.BYTES:
+        return "json_bytes", None
+    if k is Kind.BIT and t.length is not None:
+        return ("json_bit1" if t.length == 1 else "json_bits"), None
+    if k is Kind.DATE or k is Kind.DATETIME or k is Kind.TIMESTAMP:
+        wall_zone = event_zone if k is Kind.TIMESTAMP else zone
+        if not zones_agree(wall_zone):
+            return "python", None
+        return ("epoch_ms_date" if k is Kind.DATE else "epoch_ms"), wall_zone
+    if k is Kind.DECIMAL or k is Kind.TIME or k is Kind.STRING or k is Kind.JSON or k is Kind.ENUM or k is Kind.SET:
+        return mysql_text(column, True, form)  # MySQL's text: to_text of the typed value
+    return "python", None  # GEOMETRY, BIT without a length
+
+
+class _DataWorksOutTables(_CloudCanalOutTables):
+    """Compiles one Canal table layout for the DataWorks writer: per column its conversion
+    and DataWorks type, the key (the raw key texts), and per op whether the transforms drop
+    the rows or keep them; each op's probe must be what the writer writes for it."""
+
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        from cdc_smt.transforms.formats.dataworks_json import dataworks_type
+
+        schema = event.schema
+        if [c.name for c in schema.columns] != list(message["mysqlType"]):
+            return None
+        zone = self.encoder.opts.source_timezone
+        columns = [
+            (c.name, *dataworks_value(c, zone, self.timezone, self.form), dataworks_type(c.mysql), 0)
+            for c in schema.columns
+        ]
+        key = [(name, "str", None) for name in event.pk]
+        selected = [t.selects(event) for t in self.transforms]
+        ops = [self._op_dataworks(message, kind, selected, columns, list(event.pk)) for kind in _KINDS]
+        return columns, key, ops
+
+    def _op_dataworks(
+        self, message: dict[str, Any], kind: str, selected: list[bool], columns: list[Any], pk: list[str]
+    ) -> tuple[int, int | None]:
+        """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
+        (decoded,) = self._decode(message, kind)
+        event, edits = self._follow(decoded, selected)
+        if event is None:
+            return 0, None
+        encoder = self.encoder
+        counter = encoder._next_seq
+        try:  # the probe must not use up sequence numbers
+            records = encoder.encode(event)
+        finally:
+            encoder._next_seq = counter
+        split = encoder.opts.update_as != "single"
+        written = dataworks_expected(message, kind, columns, pk, (counter + 1) % 1_000_000, split)
+        key = orjson.dumps(dict.fromkeys(pk)) if pk else None
+        if [r.value for r in records] != [orjson.dumps(m) for m in written] or any(r.key != key for r in records):
+            raise native._Unsupported("message")  # not what the writer writes
+        if len({r.topic for r in records}) != 1:
+            raise native._Unsupported("topic")
+        return 2, self._variant(records[0].topic, edits)
+
+
+def dataworks_expected(
+    message: dict[str, Any], kind: str, columns: list[Any], pk: list[str], seq: int, split: bool
+) -> list[dict[str, Any]]:
+    """What the DataWorks writer writes for a probe ``message`` (one row, ``es`` and ``ts`` 0),
+    its ``sequenceId`` numbered ``seq``."""
+    row = message["data"][0]
+    source = {"dbType": "MySQL"}
+    if message["database"]:
+        source["dbName"] = message["database"]
+    if message["table"]:
+        source["tableName"] = message["table"]
+    schema = {"dataColumn": [{"name": c[0], "type": c[3]} for c in columns], "primaryKey": pk or None, "source": source}
+
+    def one(code: str, before: Any, after: Any) -> dict[str, Any]:
+        payload = {
+            "before": None if before is None else {"dataColumn": before},
+            "after": None if after is None else {"dataColumn": after},
+            "sequenceId": f"0{seq:06d}",
+            "timestamp": {"eventTime": 0, "systemTime": 0, "checkpointTime": 0},
+            "op": code,
+            "ddl": None,
+        }
+        return {"schema": schema, "payload": payload, "version": "0.0.1"}
+
+    if kind == "UPDATE":
+        return (
+            [one("UPDATE_BEFOR", row, None), one("UPDATE_AFTER", None, row)]
+            if split
+            else [one("UPDATE_AFTER", row, row)]
+        )
+    return [one("DELETE", row, None)] if kind == "DELETE" else [one("INSERT", None, row)]
 
 
 class _CKafkaMessages:

@@ -30,6 +30,16 @@ enum Conv {
     Float32,
     /// YEAR: ``str(int(text))`` of up to four digits (``0000`` is ``0``).
     Year,
+    /// DataWorks' JSON values (``DataWorksJson._value``): integers, doubles, BIT(1) booleans
+    /// and base64 binary as the Debezium writer's conversions write them.
+    Json(Op),
+    /// DataWorks' single-precision FLOAT values: ``float32(float(text))`` as a JSON number.
+    JsonFloat32,
+    /// DataWorks' BIT(n > 1) values: the canonical non-negative integer text as a JSON integer.
+    JsonBits,
+    /// DataWorks' DATE values: epoch milliseconds of the wall clock (a DATE's midnight, with
+    /// ``date``) in ``zone`` (``None``: UTC), sub-millisecond digits floored.
+    EpochMs { date: bool, zone: Option<chrono_tz::Tz> },
 }
 
 struct Column {
@@ -40,6 +50,8 @@ struct Column {
     /// ``"name":"type"`` (the ``dbValType`` entry) and ``"name":code`` (``jdbcType``).
     db_val_type: Vec<u8>,
     jdbc_type: Vec<u8>,
+    /// ``{"name":"name","type":"type"}`` (DataWorks' ``dataColumn`` entry).
+    pub(crate) data_column: Vec<u8>,
 }
 
 /// One table layout (Canal's ``mysqlType``, ``sqlType``, ``pkNames``, database, table).
@@ -88,6 +100,20 @@ impl Table {
                 "set" => Conv::Value(Op::Set(arg.extract()?)),
                 "float32" => Conv::Float32,
                 "year" => Conv::Year,
+                "json_int" => Conv::Json(Op::Int),
+                "json_double" => Conv::Json(Op::Double),
+                "json_bit1" => Conv::Json(Op::Bit1),
+                "json_bytes" => Conv::Json(Op::Bytes),
+                "json_bits" => Conv::JsonBits,
+                "json_float32" => Conv::JsonFloat32,
+                "epoch_ms" | "epoch_ms_date" => {
+                    let zone: String = arg.extract()?;
+                    let zone = match zone.as_str() {
+                        "UTC" => None,
+                        other => Some(other.parse().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("unknown zone {other:?}")))?),
+                    };
+                    Conv::EpochMs { date: conv == "epoch_ms_date", zone }
+                }
                 other => match TextOp::from_name(other, arg.extract()?) {
                     Some(op) => Conv::Text(op),
                     None => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown CloudCanal conversion {other:?}"))),
@@ -103,7 +129,12 @@ impl Table {
             json::write_str(&mut db_val_type, &type_text);
             let mut jdbc_type = key.clone();
             json::write_int(&mut jdbc_type, jdbc);
-            cols.push(Column { name, key, conv, db_val_type, jdbc_type });
+            let mut data_column = b"{\"name\":".to_vec();
+            json::write_str(&mut data_column, &name);
+            data_column.extend_from_slice(b",\"type\":");
+            json::write_str(&mut data_column, &type_text);
+            data_column.push(b'}');
+            cols.push(Column { name, key, conv, db_val_type, jdbc_type, data_column });
         }
         let mut pks = vec![b'['];
         let mut key_fields = Vec::with_capacity(key.len());
@@ -150,6 +181,35 @@ impl Table {
             Conv::Text(op) => op.write(out, text),
             Conv::Value(op) => op.write(out, text),
             Conv::Float32 => write_float32(out, text),
+            Conv::Json(op) => op.write(out, text),
+            Conv::JsonFloat32 => {
+                if !plain_number(text) {
+                    return Err(Fallback);
+                }
+                let single = text.parse::<f64>().map_err(|_| Fallback)? as f32 as f64;
+                if !single.is_finite() {
+                    return Err(Fallback); // beyond FLOAT's range: orjson's null, Python's
+                }
+                json::write_f64(out, single);
+                Ok(())
+            }
+            Conv::JsonBits => {
+                crate::canal_text::canonical_int(text)?;
+                if text.starts_with('-') {
+                    return Err(Fallback);
+                }
+                json::write_int(out, crate::values::int_in_json_range(text)?);
+                Ok(())
+            }
+            Conv::EpochMs { date, zone } => {
+                let wall = if *date { crate::values::date(text)?.and_hms_opt(0, 0, 0).ok_or(Fallback)? } else { crate::values::datetime(text)? };
+                let utc = match zone {
+                    None => wall,
+                    Some(tz) => crate::values::zoned_to_utc(wall, tz)?,
+                };
+                json::write_int(out, crate::values::epoch_us(utc).div_euclid(1000));
+                Ok(())
+            }
             Conv::Year => {
                 if text.is_empty() || text.len() > 4 || !text.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(Fallback);
@@ -199,6 +259,21 @@ impl Table {
         let merged = cols.iter().zip(&row.0).map(|(&c, (_, v))| (c, find(c).unwrap_or(v.as_deref())));
         let rest = ocols.iter().zip(&o.0).filter(|(c, _)| !cols.contains(c)).map(|(&c, (_, v))| (c, v.as_deref()));
         self.image(merged.chain(rest), out, seen)
+    }
+
+    /// ``pks`` as written, ``None`` for a table without a primary key.
+    pub(crate) fn pks(&self) -> Option<&[u8]> {
+        (!self.key.is_empty()).then_some(self.pks.as_slice())
+    }
+
+    /// The number of columns (a row naming each in order is the whole table's).
+    pub(crate) fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// The table's ``dataColumn`` entries, in column order.
+    pub(crate) fn data_columns(&self) -> impl Iterator<Item = &[u8]> {
+        self.columns.iter().map(|c| c.data_column.as_slice())
     }
 
     /// ``{"pk": typed value, ...}`` of a row (``None``: no primary key).

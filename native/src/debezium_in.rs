@@ -723,7 +723,7 @@ impl Reader {
                     Encoder::Ticdc => ticdc_out::Table::from_spec(&spec, None, None)?.map(Table::Ticdc),
                     Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
                     Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
-                    Encoder::CloudCanal | Encoder::CKafka(_) => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
+                    Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
                 };
                 Ok(table.map(|table| Compiled { table, connect }))
             },
@@ -734,7 +734,7 @@ impl Reader {
     /// process it. ``key``: the record's key (``None``: not known, Python's).
     pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &mut Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
         let Some(key) = key else { return Ok(false) };
-        let closed = matches!(encoder, Encoder::Canal { transaction: true }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
+        let closed = matches!(encoder, Encoder::Canal { transaction: true } | Encoder::DataWorks { .. }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
         if value.len() > self.max_message_bytes || closed {
             return Ok(false);
         }

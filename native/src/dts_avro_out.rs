@@ -376,31 +376,33 @@ fn write_parts(out: &mut Vec<u8>, parts: &[Option<i32>; 7]) {
     }
 }
 
-/// The encoder's record id counter (``DtsAvro._next_id``), shared with the Python path: a
-/// batch (``convert``) reads it first and writes it back last, and once one record of the
-/// batch is Python's every later one is too (Python numbers them after the plan's, in
-/// order). Outside a batch (``convert_arrow``) every record is Python's.
+/// The encoder's record id counter (``DtsAvro._next_id``; DataWorks' ``_next_seq``), shared
+/// with the Python path: a batch (``convert``) reads it first and writes it back last, and
+/// once one record of the batch is Python's every later one is too (Python numbers them
+/// after the plan's, in order). Outside a batch (``convert_arrow``) every record is Python's.
 pub struct Ids {
     pub encoder: PyObject,
+    /// The encoder's attribute holding the last id given.
+    attr: &'static str,
     pub next: i64,
     /// Inside ``convert``, before its first record for Python: the plan may write records.
     pub open: bool,
 }
 
 impl Ids {
-    pub fn new(encoder: PyObject) -> Ids {
-        Ids { encoder, next: 0, open: false }
+    pub fn new(encoder: PyObject, attr: &'static str) -> Ids {
+        Ids { encoder, attr, next: 0, open: false }
     }
 
     pub fn begin(&mut self, py: Python) -> PyResult<()> {
-        self.next = self.encoder.getattr(py, "_next_id")?.extract(py)?;
+        self.next = self.encoder.getattr(py, self.attr)?.extract(py)?;
         self.open = true;
         Ok(())
     }
 
     pub fn end(&mut self, py: Python) -> PyResult<()> {
         self.open = false;
-        self.encoder.setattr(py, "_next_id", self.next)
+        self.encoder.setattr(py, self.attr, self.next)
     }
 }
 

@@ -18,6 +18,7 @@ mod cloudcanal;
 mod cloudcanal_out;
 mod connect_in;
 mod dataworks_in;
+mod dataworks_out;
 mod debezium_in;
 mod dts_avro_in;
 mod dts_avro_out;
@@ -86,6 +87,8 @@ const PLANS: &[&str] = &[
     "canal-json -> ckafka-json",
     "ticdc-canal-json -> ckafka-json",
     "debezium-json -> ckafka-json",
+    "canal-json -> dataworks-json",
+    "ticdc-canal-json -> dataworks-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -206,6 +209,24 @@ enum Encoder {
     CloudCanal,
     /// CKafka's format 1 (``ckafka_out``, on CloudCanal's tables), ``TIME`` in this zone.
     CKafka(dataworks_in::Zone),
+    /// DataWorks' JSON (``dataworks_out``, on CloudCanal's tables), ``sequenceId`` from the
+    /// encoder's counter; ``split``: updates as two messages.
+    DataWorks { ids: dts_avro_out::Ids, split: bool },
+}
+
+impl Encoder {
+    /// The encoder's counter the plan numbers records by (DTS record ids, DataWorks sequences).
+    fn ids(&mut self) -> Option<&mut dts_avro_out::Ids> {
+        match self {
+            Encoder::DtsAvro(ids) | Encoder::DataWorks { ids, .. } => Some(ids),
+            _ => None,
+        }
+    }
+
+    /// Inside a batch after a record Python numbers: every record is Python's.
+    fn closed(&self) -> bool {
+        matches!(self, Encoder::DtsAvro(ids) | Encoder::DataWorks { ids, .. } if !ids.open)
+    }
 }
 
 /// The plan's reader: the decoder side of the seam (what differs per input dialect lives
@@ -279,7 +300,9 @@ impl CanalToDebezium {
     /// ``"maxwell-json"`` or ``"ogg-json"`` (``compile(database, table, key_names,
     /// [(column, kind)])``, see ``typed_in``). ``zone``: the DataWorks and CKafka readers'
     /// ``source_timezone``, or the CKafka writer's (``None``: zones whose databases disagree).
-    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json", codec=None, zone=None))]
+    /// ``ids``: the DTS and DataWorks encoders (their counters); ``single_updates``: DataWorks'
+    /// ``update_as: single``.
+    #[pyo3(signature = (compile, *, schemas_enable=false, tombstones_on_delete=false, max_message_bytes, ticdc=false, encoder="debezium-json", batch_transaction=false, ids=None, reader="canal-json", codec=None, zone=None, single_updates=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python,
@@ -294,13 +317,15 @@ impl CanalToDebezium {
         reader: &str,
         codec: Option<PyObject>,
         zone: Option<&str>,
+        single_updates: bool,
     ) -> PyResult<Self> {
         let encoder = match (encoder, ids) {
             ("debezium-json", _) => Encoder::Debezium,
             ("canal-json", _) => Encoder::Canal { transaction: batch_transaction },
             ("maxwell-json", _) => Encoder::Maxwell,
             ("ogg-json", _) => Encoder::Ogg,
-            ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder)),
+            ("dts-avro", Some(encoder)) => Encoder::DtsAvro(dts_avro_out::Ids::new(encoder, "_next_id")),
+            ("dataworks-json", Some(encoder)) => Encoder::DataWorks { ids: dts_avro_out::Ids::new(encoder, "_next_seq"), split: !single_updates },
             ("ticdc-canal-json", _) => Encoder::Ticdc,
             ("cloudcanal-json", _) => Encoder::CloudCanal,
             ("ckafka-json", _) => Encoder::CKafka(dataworks_in::Zone::of(zone)),
@@ -352,7 +377,7 @@ impl CanalToDebezium {
         let out_variants = PyList::empty(py);
         let none = py.None().into_bound(py);
         let mut records = Vec::new();
-        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+        if let Some(ids) = self.encoder.ids() {
             ids.begin(py)?;
         }
         if let Reader::DataWorks(r) = &mut self.reader {
@@ -391,7 +416,7 @@ impl CanalToDebezium {
             if !handled {
                 // A Debezium tombstone is no event to Python (no record id): the plan numbers on.
                 let numbered = !(item.is_none() && matches!(self.reader, Reader::Debezium(_)));
-                if let (Encoder::DtsAvro(ids), true) = (&mut self.encoder, numbered) {
+                if let (Some(ids), true) = (self.encoder.ids(), numbered) {
                     ids.open = false; // Python numbers this record: it and the rest are Python's
                 }
                 counts.append(-1)?;
@@ -410,7 +435,7 @@ impl CanalToDebezium {
                 out_variants.append(variant)?;
             }
         }
-        if let Encoder::DtsAvro(ids) = &mut self.encoder {
+        if let Some(ids) = self.encoder.ids() {
             ids.end(py)?;
         }
         if let Reader::DataWorks(r) = &mut self.reader {
@@ -490,7 +515,7 @@ impl CanalToDebezium {
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
-                        Encoder::CloudCanal | Encoder::CKafka(_) => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
                 };
@@ -533,7 +558,7 @@ impl CanalToDebezium {
         if let Reader::CKafka(_) = self.reader {
             return self.ckafka_message(py, value, out);
         }
-        if value.len() > self.max_message_bytes || matches!(&self.encoder, Encoder::DtsAvro(ids) if !ids.open) {
+        if value.len() > self.max_message_bytes || self.encoder.closed() {
             return Ok(false);
         }
         let parsed = if matches!(self.reader, Reader::CloudCanal) { cloudcanal::parse(value) } else { canal::parse(value) };
@@ -582,9 +607,10 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::CloudCanal(t), Encoder::CloudCanal | Encoder::CKafka(_)) => {
-                return Ok(match (&t.ops[op], &self.encoder) {
+            (Table::CloudCanal(t), Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. }) => {
+                return Ok(match (&t.ops[op], &mut self.encoder) {
                     (canal_out::Entry::Write(variant), Encoder::CKafka(zone)) => ckafka_out::write(t, &m, op, *variant, *zone, &Default::default(), out).is_ok(),
+                    (canal_out::Entry::Write(variant), Encoder::DataWorks { ids, split }) => dataworks_out::write(t, &m, op, *variant, *split, ids, out).is_ok(),
                     (canal_out::Entry::Write(variant), _) => cloudcanal_out::write(t, &m, op, *variant, out).is_ok(),
                     (canal_out::Entry::Python, _) => false,
                     (canal_out::Entry::Dropped, _) => t.knows(data),
