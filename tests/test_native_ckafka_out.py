@@ -21,7 +21,7 @@ from cdc_smt.transforms.chain import Chain
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Record
 from tests.test_native import BASE, GOOD, NATIVE_SUITE, _message, records_of
-from tests.test_native_cloudcanal_out import assert_both_agree
+from tests.test_native_cloudcanal_out import assert_both_agree, regular_messages
 from tests.test_native_debezium import KEY, ROW, SOURCE, event, keyed
 
 pytestmark = NATIVE_SUITE
@@ -42,21 +42,8 @@ def assert_debezium(records: list[Record]) -> int:
 
 
 def test_regular_messages_are_all_handled() -> None:
-    rows = [BASE, {**BASE, "id": "2"}, {**BASE, "id": "3", "v": "z"}]
-    values = [
-        _message("INSERT", rows),
-        _message("UPDATE", rows, old=[{"v": "a"}, {"i": None}, {"v": None, "i": "9"}]),
-        _message("UPDATE", rows),
-        _message("DELETE", rows),
-        _message("INIT", rows),
-        _message("INSERT", rows, pkNames=["v"]),
-        _message("INSERT", rows, pkNames=[]),
-        _message("INSERT", rows, pkNames=None),
-        _message("INSERT", rows, es=-1500),
-        _message("INSERT", rows, es=None),  # TIME from ``ts``
-        _message("INSERT", rows, ts=None),
-        _message("INSERT", rows, database="", table=""),
-    ]
+    values = regular_messages([{"v": "a"}, {"i": None}, {"v": None, "i": "9"}])
+    values.append(_message("INSERT", [BASE], ts=None))  # TIME from ``es`` (without it, ``ts``)
     assert assert_same(records_of(values)) == len(values)
     result = Chain(get_codec("canal-json"), get_codec(OUT), [], "all").process_batch(records_of(values[1:2]))
     assert len(result.outputs) == 3

@@ -177,8 +177,9 @@ def test_every_edge_value(out: str, tz: str) -> None:
     assert_same(records_of(values), zone, {"source_timezone": "UTC"}, out=out)
 
 
-@pytest.mark.parametrize("out", WRITERS)
-def test_updates_write_the_row_overlaid_with_old(out: str) -> None:
+def update_messages(also: dict[str, str]) -> list[bytes]:
+    """UPDATEs whose ``old`` changes one column of every type (both ways), then that and the
+    columns of ``also``; one naming a column the row lacks, one with an empty ``old``."""
     types = {**_types(), "s": "set"}
     values = []
     for column, pairs in OLD_PAIRS.items():
@@ -186,9 +187,15 @@ def test_updates_write_the_row_overlaid_with_old(out: str) -> None:
             for a, b in ((now, before), (before, now)):
                 row = {**BASE, "s": None, column: a}
                 values.append(_message("UPDATE", [row], old=[{column: b}], types=types))
-                values.append(_message("UPDATE", [row], old=[{column: b, "v": "changed"}], types=types))
+                values.append(_message("UPDATE", [row], old=[{column: b, **also}], types=types))
     values.append(_message("UPDATE", [{"id": "1", "v": "x"}], old=[{"i": "5", "v": "y"}]))  # a column the row lacks
     values.append(_message("UPDATE", [BASE], old=[{}]))
+    return values
+
+
+@pytest.mark.parametrize("out", WRITERS)
+def test_updates_write_the_row_overlaid_with_old(out: str) -> None:
+    values = update_messages({"v": "changed"})
     assert assert_same(records_of(values), out=out) >= len(values) // 2
 
 
@@ -198,21 +205,30 @@ def _types() -> dict[str, str]:
     return dict(TYPES)
 
 
-def test_regular_messages_are_all_handled() -> None:
-    rows = [BASE, {**BASE, "id": "2"}, {**BASE, "id": "3", "v": "z"}]
-    values = [
-        _message("INSERT", rows),
-        _message("UPDATE", rows, old=[{"v": "a"}, {"i": None}, {"v": None, "i": "9"}]),
-        _message("UPDATE", rows),
-        _message("DELETE", rows),
-        _message("INIT", rows),
-        _message("INSERT", rows, pkNames=["v"]),
-        _message("INSERT", rows, pkNames=[]),
-        _message("INSERT", rows, pkNames=None),
-        _message("INSERT", rows, es=-1500),
-        _message("INSERT", rows, es=None),
-        _message("INSERT", rows, database="", table=""),
+#: Three rows of the edge table's first values (the second and third with other keys).
+ROWS = [BASE, {**BASE, "id": "2"}, {**BASE, "id": "3", "v": "z"}]
+
+
+def regular_messages(old: list[dict[str, str | None]]) -> list[bytes]:
+    """Messages of :data:`ROWS` the vendor writers convert: every op (an UPDATE with ``old``
+    and without), keys of one, none or no ``pkNames``, negative and missing ``es``, empty names."""
+    return [
+        _message("INSERT", ROWS),
+        _message("UPDATE", ROWS, old=old),
+        _message("UPDATE", ROWS),
+        _message("DELETE", ROWS),
+        _message("INIT", ROWS),
+        _message("INSERT", ROWS, pkNames=["v"]),
+        _message("INSERT", ROWS, pkNames=[]),
+        _message("INSERT", ROWS, pkNames=None),
+        _message("INSERT", ROWS, es=-1500),
+        _message("INSERT", ROWS, es=None),
+        _message("INSERT", ROWS, database="", table=""),
     ]
+
+
+def test_regular_messages_are_all_handled() -> None:
+    values = regular_messages([{"v": "a"}, {"i": None}, {"v": None, "i": "9"}])
     assert assert_same(records_of(values)) == len(values)
     result = Chain(get_codec("canal-json"), get_codec(OUT), [], "all").process_batch(records_of(values[:1]))
     assert len(result.outputs) == 3
