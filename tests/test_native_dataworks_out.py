@@ -300,3 +300,14 @@ def test_ticdc_random_streams_are_byte_identical(
 def test_ticdc_texts() -> None:
     values = ticdc_text_messages(null_old=False)
     assert assert_same(records_of(values), ticdc=True) > 0
+
+
+def test_the_arrow_path_leaves_every_record_to_python() -> None:
+    """Outside ``convert`` (the backfill's Arrow path) the counter is Python's: no record is the plan's."""
+    pa = pytest.importorskip("pyarrow")
+    from cdc_smt import _native
+
+    chain = chain_of()
+    assert chain.native is not None
+    counts, *_ = _native.convert_arrow(chain.native.plan, pa.array([GOOD, GOOD], pa.binary()))
+    assert pa.array(counts).to_pylist() == [-1, -1] and chain.encoder._next_seq == 0
