@@ -295,6 +295,15 @@ ROWS: tuple[Row, ...] = (
         )
     ),
     *with_python_twin(Row("canal-json", "dataworks-json", sink_floor=True)),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "dataworks-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
     *with_python_twin(Row("tdsql-binlog-json", "canal-json", catalog=True, note="schema file")),
     *with_python_twin(
         Row(
@@ -758,6 +767,7 @@ RSS_PLANS: dict[str, RssPlan] = {
     "canal-json -> ckafka-json": RssPlan("canal-json", "ckafka-json"),
     "debezium-json -> ckafka-json": RssPlan("debezium-json", "ckafka-json"),
     "canal-json -> dataworks-json": RssPlan("canal-json", "dataworks-json"),
+    "debezium-json -> dataworks-json": RssPlan("debezium-json", "dataworks-json"),
     "maxwell-json -> debezium-json (no schema)": RssPlan("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": RssPlan("ogg-json", "canal-json"),
     "debezium-json -> maxwell-json": RssPlan("debezium-json", "maxwell-json"),

@@ -47,6 +47,8 @@ from tests.test_native import (
 )
 from tests.test_native_canal_out import UNUSUAL, keeping_messages, ticdc_text_messages
 from tests.test_native_cloudcanal_out import assert_both_agree, regular_messages, update_messages
+from tests.test_native_debezium import INPUTS, KEY, ROW, SOURCE, debezium_records, event, good, keyed
+from tests.test_native_debezium import MALFORMED as DEBEZIUM_MALFORMED
 from tests.test_native_maxwell import CHANGING, KEEPING
 from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
 from tests.test_native_ticdc import ticdc_stream
@@ -119,7 +121,6 @@ def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
         assert chain_of(transforms=CHAINS[name]).native is not None, name
     for name in CHANGING:
         assert chain_of(transforms=CHAINS[name]).native is None, name
-    assert chain_of("debezium-json").native is None  # no Debezium reader for this writer yet
     for plan in (native.CANAL_TO_DATAWORKS, native.TICDC_TO_DATAWORKS):
         assert plan in native.status()["plans"] and plan in native.plans_of(OUT)
 
@@ -311,3 +312,105 @@ def test_the_arrow_path_leaves_every_record_to_python() -> None:
     assert chain.native is not None
     counts, *_ = _native.convert_arrow(chain.native.plan, pa.array([GOOD, GOOD], pa.binary()))
     assert pa.array(counts).to_pylist() == [-1, -1] and chain.encoder._next_seq == 0
+
+
+# ---------------------------------------------------------------------------
+# from debezium-json
+# ---------------------------------------------------------------------------
+
+
+def assert_debezium(
+    records: list[Record],
+    source: dict[str, Any] | None = None,
+    sink: dict[str, Any] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
+) -> int:
+    """As :func:`assert_same`, for the Debezium reader (which reads the records' keys)."""
+    handled = assert_both_agree("debezium-json", native.DEBEZIUM_TO_DATAWORKS, records, source, sink, transforms, OUT)
+    assert_one_per_batch("debezium-json", records, source, sink, transforms)
+    return handled
+
+
+def test_the_debezium_plan_is_chosen_only_for_what_it_writes() -> None:
+    plan = chain_of("debezium-json").native
+    assert plan is not None and plan.name == native.DEBEZIUM_TO_DATAWORKS and plan.needs_keys
+    assert native.DEBEZIUM_TO_DATAWORKS in native.plans_of(OUT)
+    for name in KEEPING:
+        assert chain_of("debezium-json", transforms=CHAINS[name]).native is not None, name
+    for name in CHANGING:
+        assert chain_of("debezium-json", transforms=CHAINS[name]).native is None, name
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=st.sampled_from(INPUTS),
+    tz=st.sampled_from(ZONES),
+    sink_tz=st.sampled_from([None, "UTC"]),
+    shape=st.sampled_from(SHAPES),
+    transforms=st.sampled_from([[], *(CHAINS[n] for n in KEEPING)]),
+)
+def test_debezium_random_streams_are_byte_identical(
+    stream: list[ChangeEvent],
+    options: dict[str, Any],
+    tz: str,
+    sink_tz: str | None,
+    shape: dict[str, Any],
+    transforms: list[dict[str, Any]],
+) -> None:
+    records = debezium_records(stream, tz, options)
+    assert_debezium(records, {"source_timezone": tz}, {"source_timezone": sink_tz or tz, **shape}, transforms)
+
+
+def test_debezium_streams_are_mostly_handled_natively() -> None:
+    total = count = 0
+    zone = {"source_timezone": "Asia/Shanghai"}
+    for seed in range(20):
+        records = [r for r in debezium_records(_example(seed), "Asia/Shanghai", {}) if r.value is not None]
+        total += len(records)
+        assert_debezium(records, zone, zone)
+        plan = chain_of("debezium-json", zone, zone).native
+        assert plan is not None
+        count += sum(plan.convert_values([r.value], [r.key])[0][0] >= 0 for r in records)
+    assert count >= total * 0.6, (count, total)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_debezium_regular_events_and_updates_of_the_key(shape: dict[str, Any]) -> None:
+    values = [(v, k) for v, k in good() if v is not None]
+    values += [
+        (event("u", before={**ROW, "id": 2}, after=ROW), KEY),  # the key changed: the halves' keys differ
+        (event("u", before={**ROW, "v": None}, after={**ROW, "v": "y"}), KEY),
+        (event("d", before=ROW), None),
+    ]
+    records = keyed(values)
+    assert assert_debezium(records, {}, shape) == len(values)
+    result = chain_of("debezium-json", {}, shape).process_batch(records[len(values) - 3 : len(values) - 2])
+    if shape.get("update_as") != "single":
+        assert [r.key for r in result.outputs] == [b'{"id":2}', b'{"id":1}']
+
+
+def test_debezium_sources_the_writer_leaves_to_python() -> None:
+    """An empty ``db`` or ``table`` is written as it is (Canal's are read as null), an ``scn``
+    per event, a ``schema`` as ``schemaName``, another connector as its ``dbType``: Python's."""
+    values = [(bad, KEY) for bad in DEBEZIUM_MALFORMED]
+    values += [
+        (event("c", after=ROW, source={**SOURCE, **fields}), KEY)
+        for fields in ({"db": ""}, {"table": ""}, {"scn": "123"}, {"scn": 5}, {"schema": "public"},
+                       {"connector": "oracle"}, {"connector": None}, {"ts_ms": -1})
+    ]  # fmt: skip
+    values.append((event("c", after=ROW).replace(b'"db":"shop"', b'"db":"shop","scn":"9"'), KEY))
+    assert_debezium(keyed(values))
+    plan = chain_of("debezium-json").native
+    assert plan is not None
+    assert [plan.convert_values([v], [k])[0][0] for v, k in values[-9:]][:4] == [-1, -1, -1, -1]
+
+
+@pytest.mark.parametrize("name", KEEPING)
+def test_debezium_chains_that_keep_rows(name: str) -> None:
+    values = [
+        (event(op, before=ROW if op in "ud" else None, after=None if op == "d" else ROW, source=source), KEY)
+        for op in "cudr"
+        for source in (SOURCE, {**SOURCE, "table": "orders"}, {**SOURCE, "db": "other"})
+    ]
+    assert assert_debezium(keyed(values), {}, {}, CHAINS[name]) > 0

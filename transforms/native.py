@@ -41,7 +41,7 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   catalog that get a plan.
 * ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> ckafka-json``: the CKafka
   writer on the CloudCanal writer's tables (``transforms/native_vendor_out.py``).
-* ``canal-json`` / ``ticdc-canal-json -> dataworks-json``: the DataWorks writer on the same
+* ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> dataworks-json``: the DataWorks writer on the same
   tables, ``sequenceId`` from the encoder's counter (``transforms/native_vendor_out.py``).
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
@@ -121,6 +121,7 @@ TICDC_TO_CKAFKA = "ticdc-canal-json -> ckafka-json"
 DEBEZIUM_TO_CKAFKA = "debezium-json -> ckafka-json"
 CANAL_TO_DATAWORKS = "canal-json -> dataworks-json"
 TICDC_TO_DATAWORKS = "ticdc-canal-json -> dataworks-json"
+DEBEZIUM_TO_DATAWORKS = "debezium-json -> dataworks-json"
 
 
 def available() -> bool:
@@ -229,9 +230,11 @@ def plan_for(chain: Any) -> NativePlan | None:
         if type(decoder) is DebeziumJsonCodec:
             return native_vendor_out.debezium_ckafka_plan(chain, _native)
         return native_vendor_out.ckafka_plan(chain)
-    if type(decoder) in (CanalJson, TicdcCanalJson) and type(encoder) is DataWorksJson:
+    if type(decoder) in (CanalJson, TicdcCanalJson, DebeziumJsonCodec) and type(encoder) is DataWorksJson:
         from cdc_smt.transforms import native_vendor_out
 
+        if type(decoder) is DebeziumJsonCodec:
+            return native_vendor_out.debezium_dataworks_plan(chain, _native)
         return native_vendor_out.dataworks_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
@@ -1133,6 +1136,7 @@ __all__ = [
     "CKAFKA_TO_CANAL",
     "CKAFKA_TO_DEBEZIUM",
     "DEBEZIUM_TO_CKAFKA",
+    "DEBEZIUM_TO_DATAWORKS",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

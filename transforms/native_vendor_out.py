@@ -1,5 +1,5 @@
 """The native planner's vendor writers: canal-json, ticdc-canal-json or debezium-json ->
-cloudcanal-json and -> ckafka-json; canal-json or ticdc-canal-json -> dataworks-json.
+cloudcanal-json, -> ckafka-json and -> dataworks-json.
 
 The plan (``native/src/cloudcanal_out.rs``) writes what ``CloudCanalJson.encode_message``
 writes for a Canal event: one message per row, each value MySQL's own text
@@ -42,6 +42,7 @@ from cdc_smt.transforms.native import (
     CANAL_TO_DATAWORKS,
     DEBEZIUM_TO_CKAFKA,
     DEBEZIUM_TO_CLOUDCANAL,
+    DEBEZIUM_TO_DATAWORKS,
     TICDC_TO_CKAFKA,
     TICDC_TO_CLOUDCANAL,
     TICDC_TO_DATAWORKS,
@@ -181,6 +182,28 @@ def dataworks_plan(chain: Any) -> NativePlan | None:
     )
 
 
+def debezium_dataworks_plan(chain: Any, extension: Any) -> NativePlan | None:
+    """debezium-json -> dataworks-json through the Debezium reader, as -> cloudcanal-json, its
+    ``sequenceId`` numbered as from Canal (:func:`dataworks_plan`)."""
+    if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
+        return None
+    from cdc_smt.transforms.native_debezium import reader_plan
+    from cdc_smt.transforms.native_dts import DtsNativePlan
+
+    encoder = chain.encoder
+    tables = DebeziumDataWorksTables(chain.decoder, encoder, list(chain.transforms))
+    plan = reader_plan(
+        DEBEZIUM_TO_DATAWORKS,
+        tables,
+        chain,
+        extension,
+        encoder="dataworks-json",
+        ids=encoder,
+        single_updates=encoder.opts.update_as == "single",
+    )
+    return DtsNativePlan(plan.name, plan.plan, plan.variants)
+
+
 def dataworks_value(column: Any, zone: str, event_zone: str, form: Any) -> tuple[str, Any]:
     """How the writer turns one column's Canal text into ``DataWorksJson._value`` of the typed
     value (``python``: a non-null value sends the record to Python); DATE and DATETIME are
@@ -234,22 +257,39 @@ class _DataWorksOutTables(_CloudCanalOutTables):
         """One op's entry: ``(0, None)`` dropped, ``(2, variant)`` written."""
         (decoded,) = self._decode(message, kind)
         event, edits = self._follow(decoded, selected)
-        if event is None:
-            return 0, None
-        encoder = self.encoder
-        counter = encoder._next_seq
-        try:  # the probe must not use up sequence numbers
-            records = encoder.encode(event)
-        finally:
-            encoder._next_seq = counter
-        split = encoder.opts.update_as != "single"
-        written = dataworks_expected(message, kind, columns, pk, (counter + 1) % 1_000_000, split)
-        key = orjson.dumps(dict.fromkeys(pk)) if pk else None
-        if [r.value for r in records] != [orjson.dumps(m) for m in written] or any(r.key != key for r in records):
-            raise native._Unsupported("message")  # not what the writer writes
-        if len({r.topic for r in records}) != 1:
-            raise native._Unsupported("topic")
-        return 2, self._variant(records[0].topic, edits)
+        return check_dataworks(self, event, edits, message, kind, columns, pk)
+
+
+def check_dataworks(
+    tables: Any,
+    event: Any,
+    edits: Any,
+    message: dict[str, Any],
+    kind: str,
+    columns: list[Any],
+    pk: list[str],
+    key: bytes | None = None,
+) -> tuple[int, int | None]:
+    """One op's entry from its probe ``event`` after the transforms (``None``: dropped): what
+    Python writes must be what the DataWorks writer writes for ``message`` (its ``data``: the
+    row's written values), with ``key`` (else the null key) on every record."""
+    if event is None:
+        return 0, None
+    encoder = tables.encoder
+    counter = encoder._next_seq
+    try:  # the probe must not use up sequence numbers
+        records = encoder.encode(event)
+    finally:
+        encoder._next_seq = counter
+    split = encoder.opts.update_as != "single"
+    written = dataworks_expected(message, kind, columns, pk, (counter + 1) % 1_000_000, split)
+    if key is None and pk:
+        key = orjson.dumps(dict.fromkeys(pk))
+    if [r.value for r in records] != [orjson.dumps(m) for m in written] or any(r.key != key for r in records):
+        raise native._Unsupported("message")  # not what the writer writes
+    if len({r.topic for r in records}) != 1:
+        raise native._Unsupported("topic")
+    return 2, tables._variant(records[0].topic, edits)
 
 
 def dataworks_expected(
@@ -413,6 +453,32 @@ class DebeziumCloudCanalTables(_Layouts):
 
     def _expected(self, message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:
         return expected(message, kind, columns, pk)
+
+
+class DebeziumDataWorksTables(_Layouts):
+    """Compiles one Debezium layout (columns typed by their JSON kinds) for the DataWorks
+    writer; each op's probe must be what the writer writes for it."""
+
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
+        from cdc_smt.transforms.formats.dataworks_json import dataworks_type
+
+        if probe.head is not None:
+            return PYTHON_HEAD  # values in the schema's representations: Python converts them
+        decoded, shape = self._probe_shape(probe, pk)
+        if len(set(pk)) != len(pk):
+            return None
+        zone = self.encoder.opts.source_timezone
+        specs = [
+            (c.name, *dataworks_value(c, zone, self.timezone, self.form), dataworks_type(c.mysql), 0)
+            for c in decoded.schema.columns
+        ]
+        message = {"database": probe.source["db"], "table": probe.source["table"], "data": [probe.row]}
+        ops = []
+        for code, kind in _OPS:
+            event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
+            key = probe.record_key(tuple(pk))
+            ops.append(check_dataworks(self, event, edits, message, kind, specs, list(decoded.pk), key))
+        return specs, [(name, "str", None) for name in decoded.pk], ops
 
 
 class DebeziumCKafkaTables(_CKafkaMessages, DebeziumCloudCanalTables):

@@ -167,6 +167,8 @@ struct Source<'a> {
     pos: Option<&'a str>,
     server_id: Option<&'a str>,
     gtid: Option<&'a str>,
+    /// An Oracle ``scn`` (DataWorks writes it per event: the DataWorks writer leaves it to Python).
+    scn: bool,
 }
 
 impl<'de> Deserialize<'de> for Source<'de> {
@@ -199,6 +201,10 @@ impl<'de> Deserialize<'de> for Source<'de> {
                         "pos" => s.pos = Some(checked(&mut map)?),
                         "server_id" => s.server_id = Some(checked(&mut map)?),
                         "gtid" => s.gtid = Some(checked(&mut map)?),
+                        "scn" => {
+                            s.scn = true;
+                            map.next_value::<Checked>()?;
+                        }
                         _ => {
                             map.next_value::<Checked>()?;
                         }
@@ -404,6 +410,7 @@ fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
                 if others.contains(&name) {
                     return None;
                 }
+                s.scn |= name == "scn";
                 others.push(name);
                 return scan.value().map(drop);
             }
@@ -734,7 +741,7 @@ impl Reader {
     /// process it. ``key``: the record's key (``None``: not known, Python's).
     pub fn message(&mut self, py: Python, value: &[u8], key: Option<Option<&[u8]>>, encoder: &mut Encoder, out: &mut Vec<Output>) -> PyResult<bool> {
         let Some(key) = key else { return Ok(false) };
-        let closed = matches!(encoder, Encoder::Canal { transaction: true } | Encoder::DataWorks { .. }) || matches!(encoder, Encoder::DtsAvro(ids) if !ids.open);
+        let closed = matches!(encoder, Encoder::Canal { transaction: true }) || encoder.closed();
         if value.len() > self.max_message_bytes || closed {
             return Ok(false);
         }
@@ -829,6 +836,26 @@ impl Reader {
         let written = match (&compiled.table, encoder) {
             (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
             (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
+            (Table::CloudCanal(t), Encoder::DataWorks { ids, split }) => {
+                // DataWorks' dbName and tableName are the source's even when empty; an scn is written per event.
+                if database.is_empty() || source.table.as_deref().unwrap_or_default().is_empty() || source.scn {
+                    return Ok(false);
+                }
+                let split = *split;
+                if crate::dataworks_out::write(t, &m, op, variant, split, ids, out).is_err() {
+                    out.truncate(start);
+                    return Ok(false);
+                }
+                // The keys are the key columns' JSON values; an UPDATE_BEFOR's its before-image's.
+                let record_key = row_key(&pk, row);
+                for record in &mut out[start..] {
+                    record.1 = record_key.clone();
+                }
+                if let (true, 1, Some(b)) = (split, op, old) {
+                    out[start].1 = row_key(&pk, b);
+                }
+                return Ok(true);
+            }
             (Table::CloudCanal(t), Encoder::CKafka(zone)) => match Position::of(&e, source).and_then(|p| p.ckafka(source)) {
                 // CKafka's DATABASE and TABLE are the source's even when empty (Canal's read as null).
                 Some(binlog) if !database.is_empty() && !source.table.as_deref().unwrap_or_default().is_empty() => crate::ckafka_out::write(t, &m, op, variant, *zone, &binlog, out),

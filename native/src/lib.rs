@@ -89,6 +89,7 @@ const PLANS: &[&str] = &[
     "debezium-json -> ckafka-json",
     "canal-json -> dataworks-json",
     "ticdc-canal-json -> dataworks-json",
+    "debezium-json -> dataworks-json",
 ];
 
 /// What the chain's transforms do to one column's values.
