@@ -364,6 +364,15 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:ticdc-canal-json>ogg-json": NativeTarget("ticdc-canal-json", "ogg-json"),
     "native:canal-json>cloudcanal-json": NativeTarget("canal-json", "cloudcanal-json"),
     "native:ticdc-canal-json>cloudcanal-json": NativeTarget("ticdc-canal-json", "cloudcanal-json"),
+    "native:canal-json>ckafka-json": NativeTarget(
+        "canal-json", "ckafka-json", sink_options=(("source_timezone", "Asia/Shanghai"),)
+    ),
+    "native:debezium-json>ckafka-json": NativeTarget("debezium-json", "ckafka-json"),
+    # the encoder's sequence counter follows the chains from input to input
+    "native:canal-json>dataworks-json": NativeTarget("canal-json", "dataworks-json"),
+    "native:debezium-json>dataworks-json": NativeTarget(
+        "debezium-json", "dataworks-json", sink_options=(("update_as", "single"),)
+    ),
     "native:canal-json>dts-avro": NativeTarget("canal-json", "dts-avro"),
     "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
     "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),
