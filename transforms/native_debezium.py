@@ -51,6 +51,7 @@ from cdc_smt.transforms.native import (
     _supported,
     _Unsupported,
     canal_text_op,
+    zones_agree,
 )
 from cdc_smt.transforms.native_dts import DtsNativePlan, _DtsOutTables
 from cdc_smt.transforms.native_maxwell import _TypedJsonTables
@@ -191,16 +192,24 @@ class _Layouts(_CanalOutTables):
         return {f.column.name: f.repr for f in plan.fields}
 
     def _reads(
-        self, reprs: dict[str, Any], decoded: Any, columns: list[tuple[str, str]], as_written: list[bool]
+        self,
+        reprs: dict[str, Any],
+        decoded: Any,
+        columns: list[tuple[str, str]],
+        as_written: list[bool],
+        zones: bool = False,
     ) -> list[str | None] | None:
         """Under a schema part (``reprs``: its Connect representations), per column how the
         reader turns its values into the Canal text the writer's conversion reads
         (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
         that text, such as ENUM labels), or ``None`` when a column with values needs a
-        conversion the reader lacks."""
-        utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
+        conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
+        a zone other than UTC (the Canal writer's text; not those that make an instant of it
+        again, where a wall clock in a DST fold would need Python's ``fold``)."""
+        source = self.decoder.opts.source_timezone
+        zone = _wall_clock_zone(source, self.encoder.opts.source_timezone, zones)
         reads = [
-            "text" if same else _connect_read(canal_text_op(c, utc), c, reprs.get(c.name), kind, utc)
+            "text" if same else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone)
             for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
         ]
         if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
@@ -231,16 +240,17 @@ class DebeziumCanalTables(_Layouts):
         labels: list[dict[str, str] | None] = [None] * len(names)
         if probe.head is not None:  # columns typed by the schema part: values in their Connect representations
             reprs = self._reprs(probe.head, pk)
-            labels = [
-                _enum_labels(c, reprs.get(c.name), kind, pk)
-                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
-            ]
-            found = self._reads(reprs, decoded, columns, [label is not None for label in labels])
+            typed = list(zip(decoded.schema.columns, columns, strict=True))
+            labels = [_enum_labels(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            own = [_canal_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            as_written = [label is not None or read is not None for label, read in zip(labels, own, strict=True)]
+            found = self._reads(reprs, decoded, columns, as_written, zones=True)
             if found is None:
                 return PYTHON_HEAD
-            reads = found
+            reads = [read[0] if read is not None else f for read, f in zip(own, found, strict=True)]
             texts = [
-                t if read is not None else (t[0], "python", None, *t[3:]) for t, read in zip(texts, reads, strict=True)
+                (t[0], *read[1], *t[3:]) if read is not None else t if f is not None else (t[0], "python", None, *t[3:])
+                for t, read, f in zip(texts, own, found, strict=True)
             ]
         written = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
@@ -317,6 +327,19 @@ def _enum_labels(column: Any, r: Any, kind: str, pk: list[str]) -> dict[str, str
     return None if column.name in pk else _enum_index_table(mt)
 
 
+def _canal_read(column: Any, r: Any, kind: str, pk: list[str]) -> tuple[str, tuple[str, None]] | None:
+    """The reader's conversion and the Canal writer's text op (``canal_text.rs``) of columns whose
+    Debezium values Canal writes otherwise than their type's text: a SET's labels (``EnumSet``) as
+    Canal's bitmask, a FLOAT's ``float32`` numbers as Java's ``Float.toString``; else ``None``."""
+    from cdc_smt.transforms.types import Kind
+
+    if _single_float(column, r, kind):
+        return "text", ("float32", None)
+    if column.mysql.kind is Kind.SET and _label_text(column, r, kind, pk):
+        return "setbits:" + orjson.dumps(list(column.mysql.values)).decode(), ("bits", None)
+    return None
+
+
 def _with_reads(reads: list[str | None], spec: Any) -> tuple[str, list[str | None], Any]:
     """A writer's spec with its columns' Connect conversions (``debezium_in.rs``'s ``split_spec``)."""
     return ("connect", reads, spec)
@@ -348,11 +371,20 @@ def _single_float(column: Any, r: Any, kind: str) -> bool:
     )
 
 
-def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, utc: bool) -> str | None:
+def _wall_clock_zone(source: str, sink: str, zones: bool) -> str | None:
+    """The zone a ``ZonedTimestamp`` is read into natively: both codecs' ``source_timezone``
+    when they are the same (the writer then writes the wall clock as read), UTC, or (``zones``)
+    another zone both zone databases agree on (``native.zones_agree``); else ``None``."""
+    if source != sink:
+        return None
+    return source if source == "UTC" or (zones and zones_agree(source)) else None
+
+
+def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None) -> str | None:
     """How the reader turns a column's Debezium values into the text its Canal conversion
     (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
-    (Python converts them). ``r``: the column's Connect representation; ``utc``: both
-    codecs' ``source_timezone`` is UTC (a ``ZonedTimestamp`` is then read and written in UTC)."""
+    (Python converts them). ``r``: the column's Connect representation; ``zone``: the zone a
+    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's)."""
     from cdc_smt.transforms.types import Kind
 
     op, arg = text_op
@@ -365,10 +397,12 @@ def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: st
         return "u64" if mt.unsigned and mt.base == "bigint" and r.ctype == "int64" else "text"
     if (op, kind) in _AS_WRITTEN and not mt.unsigned and (op != "bits" or arg == 1):
         return "text" if r.kind in ("string", "float64", "bool") else None
+    if (op, r.kind, kind) == ("bits", "bits", "str"):
+        return "bits"  # io.debezium.data.Bits: the bits' number (BIT(1) too: 0 or 1 only)
     if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:
         return f"decimal:{r.scale}"
-    if (op, r.kind, kind) == ("datetime", "zoned", "str") and utc:
-        return "zoned"
+    if (op, r.kind, kind) == ("datetime", "zoned", "str") and zone is not None:
+        return "zoned" if zone == "UTC" else f"zoned:{zone}"
     if op == "datetime" and mt.kind is not Kind.DATETIME:
         return None  # a TIMESTAMP as epoch counts: Python
     return _CONNECT_READS.get((op, r.kind, kind))
@@ -492,17 +526,18 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
-        from cdc_smt.transforms.types import Kind
-
         reads: list[str | None] = []
         labels = [False] * len(columns)
         if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
             reprs = self._reprs(probe.head, pk)
-            labels = [
-                c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk)
-                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            typed = list(zip(decoded.schema.columns, columns, strict=True))
+            labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+            as_written = [
+                label or _single_float(c, reprs.get(c.name), kind)
+                for (c, (_, kind)), label in zip(typed, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, labels)
+            found = self._reads(reprs, decoded, columns, as_written)
             if found is None:
                 return PYTHON_HEAD
             reads = found
@@ -522,11 +557,15 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         return spec if probe.head is None else _with_reads(reads, spec)
 
     def _label_column(self, column: Any) -> tuple[Any, ...]:
-        """An ENUM under the schema part: Debezium writes its label, the typed value Python
-        keeps, so each label's DTS value is the label itself (other texts: Python's)."""
+        """An ENUM or SET under the schema part: Debezium writes its labels, the typed value
+        Python keeps, so an ENUM's DTS value is the label itself (other texts: Python's), a
+        SET's the text as written (``TextObject``, as ``encode_value`` writes it)."""
         from cdc_smt.transforms.formats.dts_avro import encode_value
+        from cdc_smt.transforms.types import Kind
 
         _, fields = encode_value(column.mysql, "", self.timezone)
+        if column.mysql.kind is Kind.SET:
+            return "text_object", 0, 0, fields["type"], None
         return "enum", 0, 0, fields["type"], {label: label for label in column.mysql.values}
 
     def _null_probe(self, probe: _Probe, code: str) -> Any:

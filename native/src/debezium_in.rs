@@ -1051,7 +1051,7 @@ fn connect_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], connect: &[Connect]) 
     }
     let mut row = Vec::with_capacity(image.len());
     for (n, (k, v)) in image.iter().enumerate() {
-        let text = connect.get(n).copied().unwrap_or(Connect::Text).text(v).ok()?;
+        let text = connect.get(n).unwrap_or(&Connect::Text).text(v).ok()?;
         row.push((Cow::Borrowed(k.as_ref()), text));
     }
     Some(canal::Row(row))
