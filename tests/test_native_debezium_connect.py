@@ -121,6 +121,31 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[Any, bool]]]] = [
     ("decimal bad scale", _field(DECIMAL, "bytes", scale="x"), [(unscaled(7), False)]),
     ("decimal negative scale", _field(DECIMAL, "bytes", scale="-2"), [(unscaled(7), False)]),
     (
+        "VariableScaleDecimal",
+        {
+            **_field("io.debezium.data.VariableScaleDecimal", "struct"),
+            "fields": [
+                {"type": "int32", "optional": False, "field": "scale"},
+                {"type": "bytes", "optional": False, "field": "value"},
+            ],
+        },
+        [
+            ({"scale": 2, "value": unscaled(12345)}, True),
+            ({"scale": 0, "value": unscaled(-7)}, True),
+            ({"scale": 30, "value": unscaled(-(10**40) - 1)}, True),
+            ({"value": unscaled(5), "scale": 1, "other": [1]}, True),  # other fields: ignored by both
+            ({"scale": 31, "value": unscaled(1)}, False),  # more fraction digits than decimal(65,30): rounded
+            ({"scale": 2.0, "value": unscaled(1)}, False),  # Python's int() reads these
+            ({"scale": "2", "value": unscaled(1)}, False),
+            ({"scale": -1, "value": unscaled(1)}, False),
+            ({"value": unscaled(1)}, False),  # Python's error
+            ({"scale": 2, "value": "QR=="}, False),
+            ({"scale": 2, "value": 5}, False),
+            ("1.5", False),
+            (1.5, False),
+        ],
+    ),
+    (
         "MicroTimestamp",
         _field("io.debezium.time.MicroTimestamp", "int64"),
         [

@@ -397,6 +397,8 @@ def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: st
         return "u64" if mt.unsigned and mt.base == "bigint" and r.ctype == "int64" else "text"
     if (op, kind) in _AS_WRITTEN and not mt.unsigned and (op != "bits" or arg == 1):
         return "text" if r.kind in ("string", "float64", "bool") else None
+    if (op, r.kind, kind) == ("decimal", "vsdecimal", "obj"):
+        return "vsdecimal"  # io.debezium.data.VariableScaleDecimal: {scale, value}
     if (op, r.kind, kind) == ("bits", "bits", "str"):
         return "bits"  # io.debezium.data.Bits: the bits' number (BIT(1) too: 0 or 1 only)
     if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:

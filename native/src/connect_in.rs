@@ -48,6 +48,9 @@ pub(crate) enum Connect {
     /// ``io.debezium.data.EnumSet`` (the labels as written, which Python keeps) as the bitmask
     /// text Canal writes (``_set_bits``: each part a label of these, else Python's error).
     SetBits(Arc<[String]>),
+    /// ``io.debezium.data.VariableScaleDecimal``: ``{"scale": n, "value": base64 unscaled}``
+    /// (``_vsdecimal_decoder``) as its decimal text at its own scale.
+    VariableScale,
 }
 
 impl Connect {
@@ -66,6 +69,7 @@ impl Connect {
             "base64" => Connect::Base64,
             "u64" => Connect::Unsigned64,
             "bits" => Connect::Bits,
+            "vsdecimal" => Connect::VariableScale,
             "setbits" => Connect::SetBits(serde_json::from_str::<Vec<String>>(arg).ok()?.into()),
             _ => return None,
         })
@@ -75,6 +79,9 @@ impl Connect {
     /// out of range, not canonical base64, ...).
     pub(crate) fn text<'a>(&self, v: &'a Value<'a>) -> Result<Option<Cow<'a, str>>, ()> {
         let Some(text) = v.text.as_deref() else { return Ok(None) };
+        if (v.kind == Kind::Obj) != (*self == Connect::VariableScale) {
+            return Err(()); // an object where a scalar belongs, or the other way round: Python's
+        }
         let int = || if v.kind == Kind::Int { text.parse::<i64>().map_err(|_| ()) } else { Err(()) };
         let string = || if v.kind == Kind::Str { Ok(text) } else { Err(()) };
         let owned = match self {
@@ -87,6 +94,7 @@ impl Connect {
             Connect::Base64 => b64(string()?)?.iter().map(|&b| b as char).collect(),
             Connect::Unsigned64 => (int()? as u64).to_string(),
             Connect::Bits => bits_text(&b64(string()?)?)?,
+            Connect::VariableScale => variable_scale_text(text)?,
             Connect::SetBits(labels) => set_bits_text(labels, string()?)?,
         };
         Ok(Some(Cow::Owned(owned)))
@@ -115,6 +123,16 @@ fn micros(v: i64, per_second: i64) -> Result<i64, ()> {
 /// anything else (it skips stray characters, accepts loose trailing bits) is Python's.
 fn b64(text: &str) -> Result<Vec<u8>, ()> {
     base64::engine::general_purpose::STANDARD.decode(text).map_err(|_| ())
+}
+
+/// A ``VariableScaleDecimal`` struct's decimal text: ``scale`` a JSON integer (0 to 1000),
+/// ``value`` canonical base64 (the last of repeated fields, as orjson reads them); any other
+/// form (Python's ``int()`` also reads ``2.0`` or ``"2"``) is Python's.
+fn variable_scale_text(raw: &str) -> Result<String, ()> {
+    let object: serde_json::Value = serde_json::from_str(raw).map_err(|_| ())?;
+    let scale = object.get("scale").and_then(serde_json::Value::as_u64).filter(|s| *s <= 1000).ok_or(())?;
+    let value = object.get("value").and_then(serde_json::Value::as_str).ok_or(())?;
+    Ok(decimal_text(&b64(value)?, scale as usize))
 }
 
 /// The unsigned little-endian integer of ``bytes`` (``int.from_bytes(b, "little")``) as
@@ -330,5 +348,7 @@ mod tests {
         assert_eq!(set_bits_text(&labels, "a").unwrap(), "5");
         assert_eq!(set_bits_text(&labels, "").unwrap(), "0");
         assert!(set_bits_text(&labels, "a,,b").is_err());
+        assert_eq!(variable_scale_text(r#"{"scale":2,"value":"MDk="}"#).unwrap(), "123.45");
+        assert!(variable_scale_text(r#"{"scale":2.0,"value":"MDk="}"#).is_err());
     }
 }

@@ -21,7 +21,7 @@
 //! deserializers below, which decide.
 //!
 //! Anything the plan does not reproduce for certain goes to Python: duplicate fields, values whose kinds differ between the images, integers past 64
-//! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
+//! bits, objects (but the Connect structs ``connect_in`` reads under the schema part) and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -47,6 +47,9 @@ pub enum Kind {
     Int,
     Float,
     Str,
+    /// A JSON object (the Debezium reader's scanner only: a Connect struct under the schema
+    /// part, ``VariableScaleDecimal``'s ``{scale, value}``); its text the object as written.
+    Obj,
 }
 
 impl Kind {
@@ -57,6 +60,7 @@ impl Kind {
             Kind::Int => "int",
             Kind::Float => "float",
             Kind::Str => "str",
+            Kind::Obj => "obj",
         }
     }
 }
@@ -369,6 +373,10 @@ fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
             Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
         }
         b'n' | b't' | b'f' => Value::of_text(scan.value()?),
+        b'{' => {
+            let raw = scan.value()?;
+            Some(Value { kind: Kind::Obj, raw, text: Some(Cow::Borrowed(raw)) })
+        }
         _ => None,
     }
 }
@@ -620,9 +628,11 @@ impl DebeziumOut {
         Ok(DebeziumOut { ops: canal_out::entries(ops.extract()?)?, envelope_schema, key_schema, exact })
     }
 
-    /// Are the images' values ones this writer copies (no exact re-read of numbers)?
+    /// Are the images' values ones this writer copies (no objects, whose text orjson may
+    /// re-write; no exact re-read of numbers)?
     fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
-        self.exact.is_empty()
+        let objects = images.iter().flatten().any(|image| image.iter().any(|(_, v)| v.kind == Kind::Obj));
+        !objects && self.exact.is_empty()
             || images.iter().flatten().all(|image| {
                 image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
             })
@@ -782,6 +792,9 @@ impl Reader {
                 return Ok(false);
             }
             columns.push((name.as_ref(), kind));
+        }
+        if head.is_none() && columns.iter().any(|(_, k)| *k == Kind::Obj) {
+            return Ok(false); // an object typed by its JSON kind: Python's
         }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
         let variant = match compiled.table.op(op) {
