@@ -178,7 +178,8 @@ fn write_double(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
 
 /// ``java_float_text(float32(float(text)), True)``: ``Float.toString``'s plain notation
 /// (1e-3 <= |v| < 1e7) of the shortest ``%.{p}g`` digits that read back as the float
-/// (``_shortest``); Java's E notation: Python.
+/// (``_shortest``, as ``ticdc_out`` writes them for Go; a rounding tie never reads back, so
+/// Rust's and Python's tie rules do not matter); Java's E notation: Python.
 fn write_float32(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
     let plain = text.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'));
     if !plain || text.is_empty() {
@@ -193,64 +194,17 @@ fn write_float32(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
         if v < 0.0 {
             out.push(b'-');
         }
-        out.extend_from_slice(plain_float32(single.abs()).ok_or(Fallback)?.as_bytes());
+        // Go's text of the same digits (TiCDC's), with Java's ".0" for integers
+        let start = out.len();
+        crate::ticdc_out::write_shortest_single(out, single.abs())?;
+        if !out[start..].contains(&b'.') {
+            out.extend_from_slice(b".0");
+        }
     } else {
         return Err(Fallback); // Java's E notation (and infinities): Python
     }
     out.push(b'"');
     Ok(())
-}
-
-/// The plain decimal text (``format(Decimal(s).normalize(), "f")``, ``.0`` added to integers)
-/// of ``_shortest(a, single=True)`` for a positive finite ``a``: the first of ``%.{p}g``
-/// (rounded half to even from the exact digits, as Python does) to read back as ``a``.
-fn plain_float32(a: f32) -> Option<String> {
-    let exact = format!("{:.60e}", f64::from(a)); // every digit of an f32 in the plain range (at most ~35)
-    let (mantissa, exponent) = exact.split_once('e')?;
-    let exact_exponent: i32 = exponent.parse().ok()?;
-    let exact_digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).map(|d| d - b'0').collect();
-    for p in 1..=9usize {
-        let (mut kept, rest) = (exact_digits[..p].to_vec(), &exact_digits[p..]);
-        let half = rest[0] == 5 && rest[1..].iter().all(|&d| d == 0);
-        let up = rest[0] > 5 || (rest[0] == 5 && !half) || (half && kept[p - 1] % 2 == 1);
-        let mut exponent = exact_exponent;
-        if up {
-            let mut i = p;
-            while i > 0 && kept[i - 1] == 9 {
-                kept[i - 1] = 0;
-                i -= 1;
-            }
-            if i == 0 {
-                kept.insert(0, 1);
-                kept.pop();
-                exponent += 1;
-            } else {
-                kept[i - 1] += 1;
-            }
-        }
-        let digits: String = kept.iter().map(|d| char::from(b'0' + d)).collect();
-        let digits = digits.trim_end_matches('0');
-        let digits = if digits.is_empty() { "0" } else { digits };
-        let text = format!("0.{digits}e{}", exponent + 1);
-        if text.parse::<f64>().ok()? as f32 == a {
-            return Some(plain_decimal(digits, exponent));
-        }
-    }
-    None
-}
-
-/// ``digits`` (no trailing zeros) with the first digit at 10^``exponent``, in plain notation
-/// with at least one fractional digit (``1`` at 6: ``1000000.0``; ``25`` at -3: ``0.0025``).
-fn plain_decimal(digits: &str, exponent: i32) -> String {
-    if exponent < 0 {
-        return format!("0.{}{digits}", "0".repeat((-exponent - 1) as usize));
-    }
-    let int_len = exponent as usize + 1;
-    if digits.len() <= int_len {
-        format!("{digits}{}.0", "0".repeat(int_len - digits.len()))
-    } else {
-        format!("{}.{}", &digits[..int_len], &digits[int_len..])
-    }
 }
 
 fn two(b: &[u8]) -> Option<u32> {
@@ -355,21 +309,4 @@ fn write_time(out: &mut Vec<u8>, text: &str, fsp: usize) -> Result<(), Fallback>
     write_fraction(out, &micro, fsp);
     out.push(b'"');
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn float32_texts() {
-        let text = |v: f32| plain_float32(v).unwrap();
-        assert_eq!(text(1.5), "1.5"); // %.1g rounds the tie 1.5 to 2, which is not 1.5
-        assert_eq!(text(3.14), "3.14");
-        assert_eq!(text(0.125), "0.125");
-        assert_eq!(text(1e6), "1000000.0");
-        assert_eq!(text(9_999_999.0), "9999999.0");
-        assert_eq!(text(0.001), "0.001");
-        assert_eq!(text(2.5), "2.5");
-    }
 }
