@@ -285,8 +285,9 @@ ZONED = [
 ]
 
 
+@pytest.mark.parametrize("sink", ["canal-json", "ticdc-canal-json"])
 @pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York", "Asia/Shanghai"])
-def test_zoned_timestamps_outside_utc(zone: str) -> None:
+def test_zoned_timestamps_outside_utc(zone: str, sink: str) -> None:
     """Both codecs in one zone: each instant written as its wall clock there, natively within
     the years the zone databases agree on (DST folds and gaps too); between different zones
     Python's (it re-bases the wall clock)."""
@@ -294,9 +295,9 @@ def test_zoned_timestamps_outside_utc(zone: str) -> None:
     zoned = {"schemas_enable": True, "source_timezone": zone}
     for value in ZONED:
         records = keyed([(m, KEY) for m in messages(field, value)])
-        count = assert_same(records, zoned, {"source_timezone": zone}, None, "canal-json")
+        count = assert_same(records, zoned, {"source_timezone": zone}, None, sink)
         assert count == (len(records) if value[:4] not in ("1899", "2038") else 0), (value, count)
-        assert assert_same(records, {"schemas_enable": True}, {"source_timezone": zone}, None, "canal-json") == 0
+        assert assert_same(records, {"schemas_enable": True}, {"source_timezone": zone}, None, sink) == 0
 
 
 #: Every mode combination of the Python encoder the stream is written with (and read back by
@@ -378,16 +379,43 @@ def test_enum_labels_to_canal() -> None:
         assert count == (len(records) if native_ else 0), (value, count)
 
 
-def test_the_schema_part_to_ticdc_is_pythons() -> None:
-    """debezium-json -> ticdc-canal-json leaves the schema part to Python (its values need
-    converting for the TiCDC writer): remembered per schema part, mixed with schemaless
-    events that stay the plan's, the output Python's either way."""
+def test_the_schema_part_to_ticdc() -> None:
+    """debezium-json -> ticdc-canal-json reads the schema part as for Canal: messages with and
+    without it mixed, all the plan's, the output Python's byte for byte."""
     field = _field(DECIMAL, "bytes", scale="2")
     wrapped = [(m, KEY) for m in messages(field, unscaled(12345))]
     plain = [(event("c", after={"id": 1, "c": "x"}), KEY)]
     records = keyed([pair for both in zip(wrapped, plain * len(wrapped), strict=True) for pair in both])
     count = assert_same(records, {"schemas_enable": True}, {}, None, "ticdc-canal-json")
-    assert count == len(wrapped)  # the schemaless ones
+    assert count == len(records)
+
+
+#: Cases TiCDC writes natively although the Canal writer leaves them to Python (decimals'
+#: digits as they are), and the reverse (a SET whose labels repeat: TiCDC's bitmask is Python's).
+TICDC_WRITES = {"decimal(65,30)", "decimal scale 4 of 2"}
+TICDC_PYTHONS = {"EnumSet repeated label"}
+
+
+@pytest.mark.parametrize(("case", "field", "values"), CASES, ids=[c[0] for c in CASES])
+def test_connect_values_to_ticdc(case: str, field: dict[str, Any], values: list[tuple[Any, bool]]) -> None:
+    """Each value alone to TiCDC's Canal-JSON: both paths equal; the plan writes what the reader
+    reads as for Canal (ENUM labels as TiCDC's index, SET labels as its bitmask, FLOAT as Go's text)."""
+    field = _source_types(field)
+    for value, native_ in values:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "ticdc-canal-json")
+        written = (native_ or case in TICDC_WRITES) and case not in TICDC_PYTHONS
+        assert count == (len(records) if written else 0), (value, count)
+
+
+def test_enum_labels_to_ticdc() -> None:
+    """``io.debezium.data.Enum`` to TiCDC: each label as its index (digit labels too, which
+    Canal's index texts would read otherwise); a text that is no label, and key columns, Python's."""
+    field = _field("io.debezium.data.Enum", "string", allowed="2,1,x y")
+    for value, native_ in [("2", True), ("1", True), ("x y", True), ("", True), ("3", False), (1, False)]:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, "ticdc-canal-json")
+        assert count == (len(records) if native_ else 0), (value, count)
 
 
 #: The writers that convert each value from its Canal text, as the Canal writer does.
@@ -396,6 +424,8 @@ CONVERTING_SINKS = ["maxwell-json", "ogg-json", "dts-avro"]
 #: does: a decimal's digits as they are (66 digits; more fraction digits than the column's),
 #: a SET's labels (``EnumSet``: Maxwell's list of them, GoldenGate's text).
 TYPED_WRITE = {"decimal(65,30)", "decimal scale 4 of 2"}
+#: Every writer but Canal's that reads the schema part's values as the Canal writer does.
+READING_SINKS = [*CONVERTING_SINKS, "ticdc-canal-json"]
 #: Cases the Canal writer leaves to Python but every converting writer writes as Python does:
 #: a SET's text as it is, even one that names no label.
 LABELS_WRITE = {"EnumSet"}
@@ -423,7 +453,7 @@ def test_connect_values_to_the_converting_writers(
     options=MODES,
     tz=st.sampled_from(["UTC", *ZONES]),
     sink_tz=st.sampled_from(["UTC", "Asia/Shanghai"]),
-    sink=st.sampled_from(CONVERTING_SINKS),
+    sink=st.sampled_from(READING_SINKS),
 )
 def test_streams_in_every_mode_to_the_converting_writers(
     stream: list[ChangeEvent], options: dict[str, Any], tz: str, sink_tz: str, sink: str
@@ -433,7 +463,7 @@ def test_streams_in_every_mode_to_the_converting_writers(
     assert_same(records, source, {"source_timezone": sink_tz}, None, sink)
 
 
-@pytest.mark.parametrize("sink", CONVERTING_SINKS)
+@pytest.mark.parametrize("sink", READING_SINKS)
 def test_default_modes_to_the_converting_writers(sink: str) -> None:
     """Debezium's default representations go natively to Maxwell, GoldenGate and DTS Avro
     too, but for those left to Python (geometry)."""
@@ -448,7 +478,7 @@ def test_default_modes_to_the_converting_writers(sink: str) -> None:
 def test_corpus_debezium_with_the_schema_part_to_the_converting_writers(corpus: Path) -> None:
     values = [v for messages_ in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages_]
     wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
-    for sink in CONVERTING_SINKS:
+    for sink in READING_SINKS:
         for key in (None, b'{"id":101}'):
             assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True}, {}, None, sink)
 

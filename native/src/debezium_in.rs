@@ -14,7 +14,7 @@
 //!
 //! Under the schema part the columns are the schema's, each value read from its Connect
 //! representation (``connect_in``) as the Canal text the writer's conversion reads (Canal,
-//! Maxwell, GoldenGate, DTS Avro; TiCDC's planner leaves the schema part to Python).
+//! Maxwell, GoldenGate, DTS Avro, TiCDC).
 //!
 //! A message is read in one pass by ``json_scan`` (borrowing from it); what the scanner
 //! stops at (escapes aside, which serde decodes for it) is read by the serde
