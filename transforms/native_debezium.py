@@ -44,7 +44,9 @@ from cdc_smt.transforms.native import (
     DEBEZIUM_TO_MAXWELL,
     DEBEZIUM_TO_OGG,
     NativePlan,
+    _apply_step,
     _CanalOutTables,
+    _follow_tombstone,
     _keeps_rows,
     _schema_part,
     _Shape,
@@ -87,9 +89,14 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
 
     decoder, encoder = chain.decoder, chain.encoder
+    transforms = list(chain.transforms)
+    if type(encoder) is DebeziumJsonCodec and _copied_unwrap(transforms):
+        if encoder.connect != decoder.connect:
+            return None
+        unwrapping = DebeziumTables(decoder, encoder, transforms)
+        return reader_plan(DEBEZIUM_TO_DEBEZIUM, unwrapping, chain, native, tombstones_on_delete=False)
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
-    transforms = list(chain.transforms)
     if encoder.name in _TYPED:
         typed = DebeziumTypedTables(decoder, encoder, transforms)
         return reader_plan(_TYPED[encoder.name], typed, chain, native, encoder=encoder.name)
@@ -112,6 +119,20 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
         return None  # Python groups consecutive events of a transaction into one message
     canal = DebeziumCanalTables(decoder, encoder, transforms)
     return reader_plan(DEBEZIUM_TO_CANAL, canal, chain, native, encoder="canal-json")
+
+
+def _copied_unwrap(transforms: list[Any]) -> bool:
+    """Is the chain one ``unwrap`` that leaves the row's values as read (no ``add_fields``,
+    ``add_headers`` or ``rewrite``, which type them) among transforms that keep rows as they are?
+    The Debezium writer then writes the image it copies flat (``DebeziumTables``)."""
+    from cdc_smt.transforms.smt.unwrap import Unwrap
+
+    unwraps = [t for t in transforms if type(t) is Unwrap]
+    if len(unwraps) != 1 or not all(_supported(t) for t in transforms):
+        return False
+    u = unwraps[0]
+    plain = not u._fields and not u._headers and not u._rewrite
+    return plain and all(_keeps_rows(t) for t in transforms if t is not u)
 
 
 def reader_plan(name: str, tables: Any, chain: Any, native: Any, **writer: Any) -> NativePlan:
@@ -428,6 +449,18 @@ class DebeziumTables(_Layouts):
         else:
             envelope, exact = None, []
         parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
+        if _copied_unwrap(self.transforms):
+            if schemas and probe.head is not None:
+                self._reprs(
+                    probe.head, pk
+                )  # no Connect struct (``"schema":null``): Python infers the row's from its values
+            parts["envelope"] = None  # the flat row's, from the probe's records
+            unwrapped = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            ops = [
+                (0, None) if row is None and tomb is None else (2, tomb if row is None else row)
+                for row, tomb in unwrapped
+            ]
+            return ops, parts["envelope"], parts["key"], exact, unwrapped
         ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
         return ops, parts["envelope"], parts["key"], exact
 
@@ -456,6 +489,65 @@ class DebeziumTables(_Layouts):
         if [(r.value, r.key) for r in records] != expected or len({r.topic for r in records}) != 1:
             raise _Unsupported("message")  # not what the writer writes
         return 2, self._variant(records[0].topic, edits)
+
+    def _unwrapped_layout(
+        self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None], pk: list[str]
+    ) -> tuple[int | None, int | None]:
+        """One op under ``unwrap``: the variants of its flat row and of its tombstone (``None``:
+        not written). The probe's records must be the image written flat (the row's schema
+        under ``schemas_enable``) and a null value, each with the row's key."""
+        from cdc_smt.transforms.smt.base import UNWRAPPED
+
+        event: Any = self._decode_probe(probe, code)
+        edits: list[Any] | None = None
+        tomb: tuple[Any, list[Any] | None] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if tomb is not None:
+                tomb = _follow_tombstone(t, *tomb)
+            if event is None:
+                continue
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            event, edits, tomb = _apply_step(t, event, selected, edits, tomb)
+        if event is None and tomb is None:
+            return None, None  # dropped
+        image = probe.row
+        key = probe.record_key(tuple(pk))
+        if key is not None and self.encoder.schemas_enable:
+            key = self._key_part(event or (tomb[0] if tomb else None), parts, key)
+        row = None
+        if event is not None:
+            if not event.extra.get(UNWRAPPED):
+                raise _Unsupported("not unwrapped")  # unwrap's predicate passed the envelope: Python
+            (record,) = self.encoder.encode(event)
+            value = orjson.dumps(image)
+            if self.encoder.schemas_enable:
+                schema = _schema_part(record.value or b"")
+                if parts["envelope"] not in (None, schema):
+                    raise _Unsupported("row schema")
+                parts["envelope"] = schema
+                value = b'{"schema":' + schema + b',"payload":' + value + b"}"
+            if (record.value, record.key) != (value, key):
+                raise _Unsupported("message")  # not what the writer writes
+            row = self._variant(record.topic, edits)
+        tombstone = None
+        if tomb is not None:
+            (record,) = self.encoder.encode(tomb[0])
+            if record.value is not None or record.key != key or key is None:
+                raise _Unsupported("tombstone")
+            tombstone = self._variant(record.topic, tomb[1])
+        return row, tombstone
+
+    def _key_part(self, event: Any, parts: dict[str, bytes | None], key: bytes) -> bytes:
+        """The key wrapped in the key's schema (the same for every op), from ``event``'s record."""
+        if event is None:
+            raise _Unsupported("key")
+        (record,) = self.encoder.encode(event)[:1]
+        key_schema = _schema_part(record.key or b"")
+        if parts["key"] not in (None, key_schema):
+            raise _Unsupported("key schema")
+        parts["key"] = key_schema
+        return b'{"schema":' + key_schema + b',"payload":' + key + b"}"
 
 
 class DebeziumTypedTables(_Layouts, _TypedJsonTables):

@@ -618,14 +618,19 @@ struct DebeziumOut {
     /// Columns whose JSON numbers Python re-reads exactly (numeric decimals): a value
     /// other than a string or null there is Python's.
     exact: Vec<String>,
+    /// Under ``unwrap`` (``native_debezium._copied_unwrap``), per op the variants of the flat
+    /// row (``envelope_schema`` then the row's schema) and of its tombstone, each if written.
+    unwrap: Option<Vec<(Option<usize>, Option<usize>)>>,
 }
 
 impl DebeziumOut {
-    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`canal_out::entries`].
+    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap])``; ``ops`` as
+    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``.
     fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
-        type Spec<'py> = (Bound<'py, PyAny>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
-        let (ops, envelope_schema, key_schema, exact): Spec = spec.extract()?;
-        Ok(DebeziumOut { ops: canal_out::entries(ops.extract()?)?, envelope_schema, key_schema, exact })
+        let unwrap = if spec.len()? > 4 { Some(spec.get_item(4)?.extract()?) } else { None };
+        let ops = canal_out::entries(spec.get_item(0)?.extract()?)?;
+        let (envelope_schema, key_schema, exact) = (spec.get_item(1)?.extract()?, spec.get_item(2)?.extract()?, spec.get_item(3)?.extract()?);
+        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap })
     }
 
     /// Are the images' values ones this writer copies (no objects, whose text orjson may
@@ -806,7 +811,10 @@ impl Reader {
                 return Ok(false);
             }
             let start = out.len();
-            let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+            let ok = match &d.unwrap {
+                Some(unwrap) => write_unwrapped(&e, d, unwrap, op, before, after, &pk, out).is_ok(),
+                None => write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok(),
+            };
             if !ok {
                 out.truncate(start);
             }
@@ -1029,6 +1037,45 @@ fn write_debezium(
     out.push((Some(v), key.clone(), variant));
     if op == 2 && tombstones_on_delete && key.is_some() {
         out.push((None, key, variant));
+    }
+    Ok(())
+}
+
+/// The records ``unwrap`` makes of an event (``unwrap``: per op the variants of the flat row
+/// and of the tombstone): the row image it keeps (a delete's ``before``, else ``after``) as
+/// orjson writes the values read, under ``schemas_enable`` wrapped in the row's schema, and a
+/// null value, each with the row's key. A missing image (Python passes the event on as it
+/// is) or a partial envelope is Python's.
+#[allow(clippy::too_many_arguments)]
+fn write_unwrapped(
+    e: &Envelope,
+    d: &DebeziumOut,
+    unwrap: &[(Option<usize>, Option<usize>)],
+    op: usize,
+    before: Option<&[(Cow<str>, Value)]>,
+    after: Option<&[(Cow<str>, Value)]>,
+    pk: &[Cow<str>],
+    out: &mut Vec<Output>,
+) -> Result<(), ()> {
+    if e.seen != ALL_FIELDS || e.source.is_none() || e.ts_ms.is_none() {
+        return Err(());
+    }
+    let (row_variant, tomb_variant) = *unwrap.get(op).ok_or(())?;
+    let image = if op == 2 { before } else { after }.ok_or(())?;
+    let mut key = row_key(pk, image);
+    if let (Some(schema), Some(k)) = (&d.key_schema, &key) {
+        key = Some(wrap(schema, k));
+    }
+    if let Some(variant) = row_variant {
+        let mut v = Vec::with_capacity(256);
+        write_image(&mut v, Some(image));
+        if let Some(schema) = &d.envelope_schema {
+            v = wrap(schema, &v);
+        }
+        out.push((Some(v), key.clone(), variant));
+    }
+    if let Some(variant) = tomb_variant {
+        out.push((None, Some(key.ok_or(())?), variant));
     }
     Ok(())
 }
