@@ -268,6 +268,15 @@ ROWS: tuple[Row, ...] = (
         Row("debezium-json", "dts-avro", input_options={"schemas_enable": True}, note="with schema", floor="fastavro")
     ),
     *with_python_twin(
+        Row(
+            "debezium-json",
+            "ticdc-canal-json",
+            input_options={"schemas_enable": True},
+            note="with schema",
+            sink_floor=True,
+        )
+    ),
+    *with_python_twin(
         Row("dataworks-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema")
     ),
     *with_python_twin(Row("dataworks-json", "canal-json")),

@@ -748,7 +748,7 @@ class _CanalTables:
 
     def _op(self, message: dict[str, Any], kind: str, shape: _Shape, explicit: bool) -> tuple[int, Any]:
         """One op's entry: ``(0, None)`` dropped, ``(1, None)`` Python, ``(2, plan)``."""
-        from cdc_smt.transforms.smt.base import UNWRAPPED, is_tombstone
+        from cdc_smt.transforms.smt.base import UNWRAPPED
 
         (decoded,) = self._decode(message, kind)
         event: Any = decoded
@@ -766,19 +766,7 @@ class _CanalTables:
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             if selected and any(c not in event.schema.by_name for c in t.columns):
                 raise _Unsupported("on_missing")  # Python handles (and counts or reports) the table
-            prior = edits
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            made = [e for e in out if is_tombstone(e)]
-            rows = [e for e in out if not is_tombstone(e)]
-            if made:
-                if len(made) > 1 or len(rows) > 1 or tomb is not None:
-                    raise _Unsupported("tombstones")
-                tomb = (made[0], prior)  # unwrap's, cut before it added headers
-            if len(rows) > 1:
-                raise _Unsupported("rows")
-            event = rows[0] if rows else None
+            event, edits, tomb = _apply_step(t, event, selected, edits, tomb)
             if event is None and tomb is None:
                 return (1 if typing else 0), None
             typing = typing or types_rows
@@ -879,6 +867,29 @@ class _CanalTables:
             value_schema,
             (event is not None, tomb_variant),
         )
+
+
+def _apply_step(
+    t: Any, event: Any, selected: bool, edits: list[HeaderEdit] | None, tomb: Any
+) -> tuple[Any, list[HeaderEdit] | None, Any]:
+    """One transform on an op's probe ``event``: the row event after it (``None``: dropped),
+    the header edits, and ``unwrap``'s tombstone (with the edits made before it) if it cut one
+    (``tomb``: the one cut before); more than one of either is Python's."""
+    from cdc_smt.transforms.smt.base import is_tombstone
+
+    prior = edits
+    if selected:
+        edits = _header_edits(t, event, edits)
+    out = t.apply_batch([event])
+    made = [e for e in out if is_tombstone(e)]
+    rows = [e for e in out if not is_tombstone(e)]
+    if made:
+        if len(made) > 1 or len(rows) > 1 or tomb is not None:
+            raise _Unsupported("tombstones")
+        tomb = (made[0], prior)  # unwrap's, cut before it added headers
+    if len(rows) > 1:
+        raise _Unsupported("rows")
+    return (rows[0] if rows else None), edits, tomb
 
 
 def _follow_tombstone(t: Any, tomb: Any, edits: list[HeaderEdit] | None) -> tuple[Any, list[HeaderEdit] | None] | None:

@@ -44,13 +44,16 @@ from cdc_smt.transforms.native import (
     DEBEZIUM_TO_MAXWELL,
     DEBEZIUM_TO_OGG,
     NativePlan,
+    _apply_step,
     _CanalOutTables,
+    _follow_tombstone,
     _keeps_rows,
     _schema_part,
     _Shape,
     _supported,
     _Unsupported,
     canal_text_op,
+    zones_agree,
 )
 from cdc_smt.transforms.native_dts import DtsNativePlan, _DtsOutTables
 from cdc_smt.transforms.native_maxwell import _TypedJsonTables
@@ -86,9 +89,14 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
 
     decoder, encoder = chain.decoder, chain.encoder
+    transforms = list(chain.transforms)
+    if type(encoder) is DebeziumJsonCodec and _copied_unwrap(transforms):
+        if encoder.connect != decoder.connect:
+            return None
+        unwrapping = DebeziumTables(decoder, encoder, transforms)
+        return reader_plan(DEBEZIUM_TO_DEBEZIUM, unwrapping, chain, native, tombstones_on_delete=False)
     if not all(_supported(t) and _keeps_rows(t) for t in chain.transforms):
         return None
-    transforms = list(chain.transforms)
     if encoder.name in _TYPED:
         typed = DebeziumTypedTables(decoder, encoder, transforms)
         return reader_plan(_TYPED[encoder.name], typed, chain, native, encoder=encoder.name)
@@ -111,6 +119,20 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
         return None  # Python groups consecutive events of a transaction into one message
     canal = DebeziumCanalTables(decoder, encoder, transforms)
     return reader_plan(DEBEZIUM_TO_CANAL, canal, chain, native, encoder="canal-json")
+
+
+def _copied_unwrap(transforms: list[Any]) -> bool:
+    """Is the chain one ``unwrap`` that leaves the row's values as read (no ``add_fields``,
+    ``add_headers`` or ``rewrite``, which type them) among transforms that keep rows as they are?
+    The Debezium writer then writes the image it copies flat (``DebeziumTables``)."""
+    from cdc_smt.transforms.smt.unwrap import Unwrap
+
+    unwraps = [t for t in transforms if type(t) is Unwrap]
+    if len(unwraps) != 1 or not all(_supported(t) for t in transforms):
+        return False
+    u = unwraps[0]
+    plain = not u._fields and not u._headers and not u._rewrite
+    return plain and all(_keeps_rows(t) for t in transforms if t is not u)
 
 
 def reader_plan(name: str, tables: Any, chain: Any, native: Any, **writer: Any) -> NativePlan:
@@ -191,16 +213,24 @@ class _Layouts(_CanalOutTables):
         return {f.column.name: f.repr for f in plan.fields}
 
     def _reads(
-        self, reprs: dict[str, Any], decoded: Any, columns: list[tuple[str, str]], as_written: list[bool]
+        self,
+        reprs: dict[str, Any],
+        decoded: Any,
+        columns: list[tuple[str, str]],
+        as_written: list[bool],
+        zones: bool = False,
     ) -> list[str | None] | None:
         """Under a schema part (``reprs``: its Connect representations), per column how the
         reader turns its values into the Canal text the writer's conversion reads
         (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
         that text, such as ENUM labels), or ``None`` when a column with values needs a
-        conversion the reader lacks."""
-        utc = self.decoder.opts.source_timezone == "UTC" == self.encoder.opts.source_timezone
+        conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
+        a zone other than UTC (the Canal writer's text; not those that make an instant of it
+        again, where a wall clock in a DST fold would need Python's ``fold``)."""
+        source = self.decoder.opts.source_timezone
+        zone = _wall_clock_zone(source, self.encoder.opts.source_timezone, zones)
         reads = [
-            "text" if same else _connect_read(canal_text_op(c, utc), c, reprs.get(c.name), kind, utc)
+            "text" if same else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone)
             for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
         ]
         if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
@@ -231,16 +261,17 @@ class DebeziumCanalTables(_Layouts):
         labels: list[dict[str, str] | None] = [None] * len(names)
         if probe.head is not None:  # columns typed by the schema part: values in their Connect representations
             reprs = self._reprs(probe.head, pk)
-            labels = [
-                _enum_labels(c, reprs.get(c.name), kind, pk)
-                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
-            ]
-            found = self._reads(reprs, decoded, columns, [label is not None for label in labels])
+            typed = list(zip(decoded.schema.columns, columns, strict=True))
+            labels = [_enum_labels(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            own = [_canal_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            as_written = [label is not None or read is not None for label, read in zip(labels, own, strict=True)]
+            found = self._reads(reprs, decoded, columns, as_written, zones=True)
             if found is None:
                 return PYTHON_HEAD
-            reads = found
+            reads = [read[0] if read is not None else f for read, f in zip(own, found, strict=True)]
             texts = [
-                t if read is not None else (t[0], "python", None, *t[3:]) for t, read in zip(texts, reads, strict=True)
+                (t[0], *read[1], *t[3:]) if read is not None else t if f is not None else (t[0], "python", None, *t[3:])
+                for t, read, f in zip(texts, own, found, strict=True)
             ]
         written = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         mysql_types = {n: texts[i][0] for i, n in enumerate(names)}
@@ -317,6 +348,19 @@ def _enum_labels(column: Any, r: Any, kind: str, pk: list[str]) -> dict[str, str
     return None if column.name in pk else _enum_index_table(mt)
 
 
+def _canal_read(column: Any, r: Any, kind: str, pk: list[str]) -> tuple[str, tuple[str, None]] | None:
+    """The reader's conversion and the Canal writer's text op (``canal_text.rs``) of columns whose
+    Debezium values Canal writes otherwise than their type's text: a SET's labels (``EnumSet``) as
+    Canal's bitmask, a FLOAT's ``float32`` numbers as Java's ``Float.toString``; else ``None``."""
+    from cdc_smt.transforms.types import Kind
+
+    if _single_float(column, r, kind):
+        return "text", ("float32", None)
+    if column.mysql.kind is Kind.SET and _label_text(column, r, kind, pk):
+        return "setbits:" + orjson.dumps(list(column.mysql.values)).decode(), ("bits", None)
+    return None
+
+
 def _with_reads(reads: list[str | None], spec: Any) -> tuple[str, list[str | None], Any]:
     """A writer's spec with its columns' Connect conversions (``debezium_in.rs``'s ``split_spec``)."""
     return ("connect", reads, spec)
@@ -348,11 +392,20 @@ def _single_float(column: Any, r: Any, kind: str) -> bool:
     )
 
 
-def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, utc: bool) -> str | None:
+def _wall_clock_zone(source: str, sink: str, zones: bool) -> str | None:
+    """The zone a ``ZonedTimestamp`` is read into natively: both codecs' ``source_timezone``
+    when they are the same (the writer then writes the wall clock as read), UTC, or (``zones``)
+    another zone both zone databases agree on (``native.zones_agree``); else ``None``."""
+    if source != sink:
+        return None
+    return source if source == "UTC" or (zones and zones_agree(source)) else None
+
+
+def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None) -> str | None:
     """How the reader turns a column's Debezium values into the text its Canal conversion
     (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
-    (Python converts them). ``r``: the column's Connect representation; ``utc``: both
-    codecs' ``source_timezone`` is UTC (a ``ZonedTimestamp`` is then read and written in UTC)."""
+    (Python converts them). ``r``: the column's Connect representation; ``zone``: the zone a
+    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's)."""
     from cdc_smt.transforms.types import Kind
 
     op, arg = text_op
@@ -365,10 +418,14 @@ def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: st
         return "u64" if mt.unsigned and mt.base == "bigint" and r.ctype == "int64" else "text"
     if (op, kind) in _AS_WRITTEN and not mt.unsigned and (op != "bits" or arg == 1):
         return "text" if r.kind in ("string", "float64", "bool") else None
+    if (op, r.kind, kind) == ("decimal", "vsdecimal", "obj"):
+        return "vsdecimal"  # io.debezium.data.VariableScaleDecimal: {scale, value}
+    if (op, r.kind, kind) == ("bits", "bits", "str"):
+        return "bits"  # io.debezium.data.Bits: the bits' number (BIT(1) too: 0 or 1 only)
     if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:
         return f"decimal:{r.scale}"
-    if (op, r.kind, kind) == ("datetime", "zoned", "str") and utc:
-        return "zoned"
+    if (op, r.kind, kind) == ("datetime", "zoned", "str") and zone is not None:
+        return "zoned" if zone == "UTC" else f"zoned:{zone}"
     if op == "datetime" and mt.kind is not Kind.DATETIME:
         return None  # a TIMESTAMP as epoch counts: Python
     return _CONNECT_READS.get((op, r.kind, kind))
@@ -392,6 +449,18 @@ class DebeziumTables(_Layouts):
         else:
             envelope, exact = None, []
         parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
+        if _copied_unwrap(self.transforms):
+            if schemas and probe.head is not None:
+                self._reprs(
+                    probe.head, pk
+                )  # no Connect struct (``"schema":null``): Python infers the row's from its values
+            parts["envelope"] = None  # the flat row's, from the probe's records
+            unwrapped = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            ops = [
+                (0, None) if row is None and tomb is None else (2, tomb if row is None else row)
+                for row, tomb in unwrapped
+            ]
+            return ops, parts["envelope"], parts["key"], exact, unwrapped
         ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
         return ops, parts["envelope"], parts["key"], exact
 
@@ -420,6 +489,65 @@ class DebeziumTables(_Layouts):
         if [(r.value, r.key) for r in records] != expected or len({r.topic for r in records}) != 1:
             raise _Unsupported("message")  # not what the writer writes
         return 2, self._variant(records[0].topic, edits)
+
+    def _unwrapped_layout(
+        self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None], pk: list[str]
+    ) -> tuple[int | None, int | None]:
+        """One op under ``unwrap``: the variants of its flat row and of its tombstone (``None``:
+        not written). The probe's records must be the image written flat (the row's schema
+        under ``schemas_enable``) and a null value, each with the row's key."""
+        from cdc_smt.transforms.smt.base import UNWRAPPED
+
+        event: Any = self._decode_probe(probe, code)
+        edits: list[Any] | None = None
+        tomb: tuple[Any, list[Any] | None] | None = None
+        for t, selected in zip(self.transforms, shape.selected, strict=True):
+            if tomb is not None:
+                tomb = _follow_tombstone(t, *tomb)
+            if event is None:
+                continue
+            if t.selects(event) != selected:
+                raise _Unsupported("predicate")  # it judges ops differently: Python
+            event, edits, tomb = _apply_step(t, event, selected, edits, tomb)
+        if event is None and tomb is None:
+            return None, None  # dropped
+        image = probe.row
+        key = probe.record_key(tuple(pk))
+        if key is not None and self.encoder.schemas_enable:
+            key = self._key_part(event or (tomb[0] if tomb else None), parts, key)
+        row = None
+        if event is not None:
+            if not event.extra.get(UNWRAPPED):
+                raise _Unsupported("not unwrapped")  # unwrap's predicate passed the envelope: Python
+            (record,) = self.encoder.encode(event)
+            value = orjson.dumps(image)
+            if self.encoder.schemas_enable:
+                schema = _schema_part(record.value or b"")
+                if parts["envelope"] not in (None, schema):
+                    raise _Unsupported("row schema")
+                parts["envelope"] = schema
+                value = b'{"schema":' + schema + b',"payload":' + value + b"}"
+            if (record.value, record.key) != (value, key):
+                raise _Unsupported("message")  # not what the writer writes
+            row = self._variant(record.topic, edits)
+        tombstone = None
+        if tomb is not None:
+            (record,) = self.encoder.encode(tomb[0])
+            if record.value is not None or record.key != key or key is None:
+                raise _Unsupported("tombstone")
+            tombstone = self._variant(record.topic, tomb[1])
+        return row, tombstone
+
+    def _key_part(self, event: Any, parts: dict[str, bytes | None], key: bytes) -> bytes:
+        """The key wrapped in the key's schema (the same for every op), from ``event``'s record."""
+        if event is None:
+            raise _Unsupported("key")
+        (record,) = self.encoder.encode(event)[:1]
+        key_schema = _schema_part(record.key or b"")
+        if parts["key"] not in (None, key_schema):
+            raise _Unsupported("key schema")
+        parts["key"] = key_schema
+        return b'{"schema":' + key_schema + b',"payload":' + key + b"}"
 
 
 class DebeziumTypedTables(_Layouts, _TypedJsonTables):
@@ -492,17 +620,18 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
-        from cdc_smt.transforms.types import Kind
-
         reads: list[str | None] = []
         labels = [False] * len(columns)
         if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
             reprs = self._reprs(probe.head, pk)
-            labels = [
-                c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk)
-                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
+            typed = list(zip(decoded.schema.columns, columns, strict=True))
+            labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+            as_written = [
+                label or _single_float(c, reprs.get(c.name), kind)
+                for (c, (_, kind)), label in zip(typed, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, labels)
+            found = self._reads(reprs, decoded, columns, as_written)
             if found is None:
                 return PYTHON_HEAD
             reads = found
@@ -522,11 +651,15 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         return spec if probe.head is None else _with_reads(reads, spec)
 
     def _label_column(self, column: Any) -> tuple[Any, ...]:
-        """An ENUM under the schema part: Debezium writes its label, the typed value Python
-        keeps, so each label's DTS value is the label itself (other texts: Python's)."""
+        """An ENUM or SET under the schema part: Debezium writes its labels, the typed value
+        Python keeps, so an ENUM's DTS value is the label itself (other texts: Python's), a
+        SET's the text as written (``TextObject``, as ``encode_value`` writes it)."""
         from cdc_smt.transforms.formats.dts_avro import encode_value
+        from cdc_smt.transforms.types import Kind
 
         _, fields = encode_value(column.mysql, "", self.timezone)
+        if column.mysql.kind is Kind.SET:
+            return "text_object", 0, 0, fields["type"], None
         return "enum", 0, 0, fields["type"], {label: label for label in column.mysql.values}
 
     def _null_probe(self, probe: _Probe, code: str) -> Any:

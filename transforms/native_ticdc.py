@@ -25,7 +25,16 @@ from cdc_smt.transforms.native import (
     _CanalOutTables,
     _Shape,
 )
-from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts
+from cdc_smt.transforms.native_debezium import (
+    _OPS,
+    _SAMPLES,
+    PYTHON_HEAD,
+    _canal_read,
+    _label_text,
+    _Layouts,
+    _wall_clock_zone,
+    _with_reads,
+)
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
@@ -165,20 +174,57 @@ def debezium_plan(chain: Any, extension: Any) -> NativePlan | None:
 
 
 class _DebeziumTicdcTables(_Layouts):
-    """Compiles one Debezium layout (columns typed by their JSON kinds) for the TiCDC
-    writer: per column its conversion and type maps; each op's probe must be what the
-    writer writes for it (TiCDC's fields, the whole before-image as UPDATE ``old``)."""
+    """Compiles one Debezium layout (columns typed by their JSON kinds, or by the schema
+    part with each value's Connect conversion) for the TiCDC writer: per column its
+    conversion and type maps; each op's probe must be what the writer writes for it
+    (TiCDC's fields, the whole before-image as UPDATE ``old``)."""
 
     def _compile_probe(self, probe: Any, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            # values in the schema's representations: Python converts them, and the reader
-            # hands the schema part's later messages to Python unread
-            return PYTHON_HEAD
         decoded, shape = self._probe_shape(probe, pk)
-        specs = [column_spec(self, c, True) for c in decoded.schema.columns]
-        texts = {name: _SAMPLES[kind][1] for name, kind in columns}
+        if probe.head is None:
+            specs = [column_spec(self, c, True) for c in decoded.schema.columns]
+            texts = {name: _SAMPLES[kind][1] for name, kind in columns}
+            reads: list[str | None] = []
+        else:  # columns typed by the schema part: values read from their Connect representations
+            found = self._schema_reads(probe.head, pk, decoded, columns)
+            if found is None:
+                return (
+                    PYTHON_HEAD  # a representation the reader does not convert: the schema part's messages are Python's
+                )
+            specs, reads = found
+            texts = dict.fromkeys(probe.row)
         ops = [self._op_ticdc_layout(probe, code, kind, shape, texts, specs) for code, kind in _OPS]
-        return specs, list(pk), ops, (False, self.encoder.opts.content_compatible, False, False)
+        spec = specs, list(pk), ops, (False, self.encoder.opts.content_compatible, False, False)
+        return spec if probe.head is None else _with_reads(reads, spec)
+
+    def _schema_reads(
+        self, head: bytes, pk: list[str], decoded: Any, columns: list[tuple[str, str]]
+    ) -> tuple[list[ColumnSpec], list[str | None]] | None:
+        """Under a schema part, each column's spec and the reader's Connect conversion into the
+        Canal text the writer's conversion reads (``native_debezium._reads``; ENUM labels as
+        Debezium writes them, mapped to TiCDC's index; SET labels as Canal's bitmask, FLOAT's
+        ``float32`` numbers as written), or ``None`` when a column's values need a conversion
+        the reader lacks."""
+        from cdc_smt.transforms.formats.canal_json import _enum_index_table
+        from cdc_smt.transforms.types import Kind
+
+        reprs = self._reprs(head, pk)
+        typed = list(zip(decoded.schema.columns, columns, strict=True))
+        enums = [c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+        own = [_canal_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+        as_written = [enum or read is not None for enum, read in zip(enums, own, strict=True)]
+        found = self._reads(reprs, decoded, columns, as_written, zones=True)
+        if found is None:
+            return None
+        source = self.decoder.opts.source_timezone
+        zoned = _wall_clock_zone(source, self.encoder.opts.source_timezone, True) is not None
+        specs = [column_spec(self, c, zoned) for c in decoded.schema.columns]
+        specs = [
+            (*spec[:2], "enum", _enum_index_table(c.mysql), *spec[4:]) if enum else spec
+            for spec, (c, _), enum in zip(specs, typed, enums, strict=True)
+        ]
+        reads = [read[0] if read is not None else f for read, f in zip(own, found, strict=True)]
+        return specs, reads
 
     def _op_ticdc_layout(
         self,

@@ -23,6 +23,9 @@ pub enum TextOp {
     Decimal(usize),
     /// ``java_float_text(float(text))`` of a DOUBLE, in Java's plain range.
     Double,
+    /// ``java_float_text(float32(float(text)), single=True)`` of a FLOAT (the Debezium reader's
+    /// ``float32`` numbers), in Java's plain range.
+    Float32,
     /// ``date.fromisoformat(text).isoformat()``.
     Date,
     /// ``datetime.fromisoformat(text)`` written with this many fractional digits.
@@ -45,6 +48,7 @@ impl TextOp {
             ("bits", _) => TextOp::Bits,
             ("decimal", Some(scale)) => TextOp::Decimal(scale),
             ("double", _) => TextOp::Double,
+            ("float32", _) => TextOp::Float32,
             ("date", _) => TextOp::Date,
             ("datetime", Some(fsp)) if fsp <= 6 => TextOp::DateTime(fsp),
             ("time", Some(fsp)) if fsp <= 6 => TextOp::Time(fsp),
@@ -87,6 +91,7 @@ impl TextOp {
             }
             TextOp::Decimal(scale) => write_decimal(out, text, *scale)?,
             TextOp::Double => write_double(out, text)?,
+            TextOp::Float32 => write_float32(out, text)?,
             TextOp::Date => {
                 date(text.as_bytes())?;
                 json::write_str(out, text);
@@ -166,6 +171,37 @@ fn write_double(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
         json::write_f64(out, v); // Python's repr: shortest digits, plain, ".0" for integers
     } else {
         return Err(Fallback); // Java's E notation: Python
+    }
+    out.push(b'"');
+    Ok(())
+}
+
+/// ``java_float_text(float32(float(text)), True)``: ``Float.toString``'s plain notation
+/// (1e-3 <= |v| < 1e7) of the shortest ``%.{p}g`` digits that read back as the float
+/// (``_shortest``, as ``ticdc_out`` writes them for Go; a rounding tie never reads back, so
+/// Rust's and Python's tie rules do not matter); Java's E notation: Python.
+fn write_float32(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
+    let plain = text.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'));
+    if !plain || text.is_empty() {
+        return Err(Fallback);
+    }
+    let single = text.parse::<f64>().map_err(|_| Fallback)? as f32;
+    let v = f64::from(single);
+    out.push(b'"');
+    if v == 0.0 {
+        out.extend_from_slice(if v.is_sign_negative() { b"-0.0" } else { b"0.0" });
+    } else if (1e-3..1e7).contains(&v.abs()) {
+        if v < 0.0 {
+            out.push(b'-');
+        }
+        // Go's text of the same digits (TiCDC's), with Java's ".0" for integers
+        let start = out.len();
+        crate::ticdc_out::write_shortest_single(out, single.abs())?;
+        if !out[start..].contains(&b'.') {
+            out.extend_from_slice(b".0");
+        }
+    } else {
+        return Err(Fallback); // Java's E notation (and infinities): Python
     }
     out.push(b'"');
     Ok(())

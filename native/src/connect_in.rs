@@ -10,6 +10,7 @@
 //! (or refuse) goes to Python.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use base64::Engine;
 
@@ -19,7 +20,7 @@ use crate::debezium_in::{Kind, Value};
 const EPOCH_ORDINAL: i64 = 719_163;
 
 /// How one column's Debezium value becomes Canal text.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub(crate) enum Connect {
     /// The value's own text (integers, strings, doubles, booleans as ``1``/``0``).
     Text,
@@ -31,14 +32,25 @@ pub(crate) enum Connect {
     /// ``Timestamp``/``MicroTimestamp``/``NanoTimestamp``: counts of 1/N seconds since the
     /// epoch, a naive datetime (``_epoch_to_datetime``; nanoseconds floored to micros).
     Epoch(i64),
-    /// ``ZonedTimestamp`` in UTC (``…Z``), read in UTC (``_zoned_decoder("UTC")``).
-    ZonedUtc,
+    /// ``ZonedTimestamp`` (``…Z`` or ``…±HH:MM``) read as the wall clock in the decoder's
+    /// ``source_timezone`` (``_zoned_decoder``: ``astimezone``; ``None``: UTC). The planner
+    /// names a zone only where both zone databases agree (``native.zones_agree``).
+    Zoned(Option<chrono_tz::Tz>),
     /// ``Time``/``MicroTime``/``NanoTime``: counts of 1/N seconds (``_int_to_time``).
     Time(i64),
     /// ``bytes`` as base64 (``_unb64``), each byte one ISO-8859-1 char.
     Base64,
     /// BIGINT UNSIGNED as Connect's ``int64`` (``_unwrap_u64``: negative values wrap).
     Unsigned64,
+    /// ``io.debezium.data.Bits`` of BIT(n): base64 of the bits, little-endian (``_bits_decoder``),
+    /// as the unsigned number's text.
+    Bits,
+    /// ``io.debezium.data.EnumSet`` (the labels as written, which Python keeps) as the bitmask
+    /// text Canal writes (``_set_bits``: each part a label of these, else Python's error).
+    SetBits(Arc<[String]>),
+    /// ``io.debezium.data.VariableScaleDecimal``: ``{"scale": n, "value": base64 unscaled}``
+    /// (``_vsdecimal_decoder``) as its decimal text at its own scale.
+    VariableScale,
 }
 
 impl Connect {
@@ -51,29 +63,39 @@ impl Connect {
             "days" => Connect::Days,
             "decimal" => Connect::Decimal(arg.parse().ok()?),
             "epoch" => Connect::Epoch(per_second(arg)?),
-            "zoned" => Connect::ZonedUtc,
+            "zoned" if arg.is_empty() => Connect::Zoned(None),
+            "zoned" => Connect::Zoned(Some(arg.parse().ok()?)),
             "time" => Connect::Time(per_second(arg)?),
             "base64" => Connect::Base64,
             "u64" => Connect::Unsigned64,
+            "bits" => Connect::Bits,
+            "vsdecimal" => Connect::VariableScale,
+            "setbits" => Connect::SetBits(serde_json::from_str::<Vec<String>>(arg).ok()?.into()),
             _ => return None,
         })
     }
 
     /// The value's Canal text (``Ok(None)``: null); ``Err``: Python's (another JSON kind,
     /// out of range, not canonical base64, ...).
-    pub(crate) fn text<'a>(self, v: &'a Value<'a>) -> Result<Option<Cow<'a, str>>, ()> {
+    pub(crate) fn text<'a>(&self, v: &'a Value<'a>) -> Result<Option<Cow<'a, str>>, ()> {
         let Some(text) = v.text.as_deref() else { return Ok(None) };
+        if (v.kind == Kind::Obj) != (*self == Connect::VariableScale) {
+            return Err(()); // an object where a scalar belongs, or the other way round: Python's
+        }
         let int = || if v.kind == Kind::Int { text.parse::<i64>().map_err(|_| ()) } else { Err(()) };
         let string = || if v.kind == Kind::Str { Ok(text) } else { Err(()) };
         let owned = match self {
             Connect::Text => return Ok(Some(Cow::Borrowed(text))),
             Connect::Days => days_text(int()?).ok_or(())?,
-            Connect::Decimal(scale) => decimal_text(&b64(string()?)?, scale as usize),
-            Connect::Epoch(n) => datetime_text(micros(int()?, n)?)?,
-            Connect::ZonedUtc => zoned_text(string()?)?,
-            Connect::Time(n) => time_text(micros(int()?, n)?)?,
+            Connect::Decimal(scale) => decimal_text(&b64(string()?)?, *scale as usize),
+            Connect::Epoch(n) => datetime_text(micros(int()?, *n)?)?,
+            Connect::Zoned(zone) => zoned_text(string()?, zone.as_ref())?,
+            Connect::Time(n) => time_text(micros(int()?, *n)?)?,
             Connect::Base64 => b64(string()?)?.iter().map(|&b| b as char).collect(),
             Connect::Unsigned64 => (int()? as u64).to_string(),
+            Connect::Bits => bits_text(&b64(string()?)?)?,
+            Connect::VariableScale => variable_scale_text(text)?,
+            Connect::SetBits(labels) => set_bits_text(labels, string()?)?,
         };
         Ok(Some(Cow::Owned(owned)))
     }
@@ -101,6 +123,42 @@ fn micros(v: i64, per_second: i64) -> Result<i64, ()> {
 /// anything else (it skips stray characters, accepts loose trailing bits) is Python's.
 fn b64(text: &str) -> Result<Vec<u8>, ()> {
     base64::engine::general_purpose::STANDARD.decode(text).map_err(|_| ())
+}
+
+/// A ``VariableScaleDecimal`` struct's decimal text: ``scale`` a JSON integer (0 to 1000),
+/// ``value`` canonical base64 (the last of repeated fields, as orjson reads them); any other
+/// form (Python's ``int()`` also reads ``2.0`` or ``"2"``) is Python's.
+fn variable_scale_text(raw: &str) -> Result<String, ()> {
+    let object: serde_json::Value = serde_json::from_str(raw).map_err(|_| ())?;
+    let scale = object.get("scale").and_then(serde_json::Value::as_u64).filter(|s| *s <= 1000).ok_or(())?;
+    let value = object.get("value").and_then(serde_json::Value::as_str).ok_or(())?;
+    Ok(decimal_text(&b64(value)?, scale as usize))
+}
+
+/// The unsigned little-endian integer of ``bytes`` (``int.from_bytes(b, "little")``) as
+/// text; wider than 128 bits (BIT has at most 64): Python's.
+fn bits_text(bytes: &[u8]) -> Result<String, ()> {
+    if bytes.len() > 16 {
+        return Err(());
+    }
+    Ok(bytes.iter().rev().fold(0u128, |n, &b| (n << 8) | u128::from(b)).to_string())
+}
+
+/// ``set_bits_from_labels`` after ``_check_labels``: every part of a non-empty text is a
+/// label (else Python's error), each label named sets its bit (equal labels each theirs).
+fn set_bits_text(labels: &[String], text: &str) -> Result<String, ()> {
+    if labels.len() > 128 {
+        return Err(());
+    }
+    if text.is_empty() {
+        return Ok("0".to_owned());
+    }
+    let parts: Vec<&str> = text.split(',').collect();
+    if !parts.iter().all(|p| labels.iter().any(|l| l == p)) {
+        return Err(());
+    }
+    let bits = labels.iter().enumerate().filter(|(_, l)| parts.contains(&l.as_str())).fold(0u128, |n, (i, _)| n | 1 << i);
+    Ok(bits.to_string())
 }
 
 /// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
@@ -134,15 +192,65 @@ fn time_text(micros: i64) -> Result<String, ()> {
     Ok(format!("{sign}{:02}:{:02}:{:02}.{fraction:06}", seconds / 3600, seconds / 60 % 60, seconds % 60))
 }
 
-/// ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` as ``YYYY-MM-DD HH:MM:SS[.f]`` (the writer checks the
-/// date and time); any other form (offsets, other separators) is Python's.
-fn zoned_text(text: &str) -> Result<String, ()> {
-    let body = text.strip_suffix('Z').ok_or(())?;
-    let b = body.as_bytes();
-    if b.len() < 19 || b[10] != b'T' {
+/// ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]`` then ``Z`` or ``±HH:MM`` (what ``fromisoformat`` reads
+/// alike; any other form is Python's) as the wall clock ``YYYY-MM-DD HH:MM:SS.ffffff`` of the
+/// instant in ``zone`` (``None``: UTC, years 1 to 9999; a zone: years 1900 to 2037, where
+/// the zone databases agree).
+fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>) -> Result<String, ()> {
+    use chrono::{NaiveDate, TimeZone};
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Result<u32, ()> {
+        let part = b.get(r).ok_or(())?;
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return Err(());
+        }
+        Ok(part.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    let punctuated = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')].iter().all(|&(i, c)| b.get(i) == Some(&c));
+    if !punctuated {
         return Err(());
     }
-    Ok(format!("{} {}", &body[..10], &body[11..]))
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let mut at = 19;
+    let mut micros = 0;
+    if b.get(at) == Some(&b'.') {
+        let n = b[at + 1..].iter().take_while(|d| d.is_ascii_digit()).count();
+        if !(1..=6).contains(&n) {
+            return Err(());
+        }
+        micros = digits(at + 1..at + 1 + n)? * 10u32.pow(6 - n as u32);
+        at += 1 + n;
+    }
+    let offset_seconds: i64 = match &b[at..] {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (h, m) = (digits(at + 1..at + 3)?, digits(at + 4..at + 6)?);
+            if h > 23 || m > 59 {
+                return Err(());
+            }
+            let seconds = i64::from(h * 3600 + m * 60);
+            if *sign == b'-' { -seconds } else { seconds }
+        }
+        _ => return Err(()),
+    };
+    let local = NaiveDate::from_ymd_opt(i32::try_from(year).map_err(|_| ())?, month, day)
+        .and_then(|d| d.and_hms_micro_opt(hour, minute, second, micros))
+        .ok_or(())?;
+    let utc = local.checked_sub_signed(chrono::TimeDelta::seconds(offset_seconds)).ok_or(())?;
+    let wall = match zone {
+        None => utc,
+        Some(tz) => {
+            use chrono::Datelike;
+            if !(1900..=2037).contains(&utc.year()) {
+                return Err(());
+            }
+            tz.from_utc_datetime(&utc).naive_local()
+        }
+    };
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or(())?.and_hms_opt(0, 0, 0).ok_or(())?;
+    let us = (wall - epoch).num_microseconds().ok_or(())?;
+    datetime_text(us)
 }
 
 /// The decimal text of a big-endian two's complement integer at ``scale``: what
@@ -225,5 +333,22 @@ mod tests {
         assert_eq!(datetime_text(-1).unwrap(), "1969-12-31 23:59:59.999999");
         assert_eq!(time_text(-1).unwrap(), "-00:00:00.000001");
         assert_eq!(days_text(0).unwrap(), "1970-01-01");
+        assert_eq!(zoned_text("2023-11-14T22:13:20.5+01:30", None).unwrap(), "2023-11-14 20:43:20.500000");
+        let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+        assert_eq!(zoned_text("2023-07-01T00:00:00Z", Some(&berlin)).unwrap(), "2023-07-01 02:00:00.000000");
+        assert!(zoned_text("2023-07-01T00:00:00+24:00", None).is_err());
+        assert!(zoned_text("2023-07-01 00:00:00Z", None).is_err());
+    }
+
+    #[test]
+    fn bits_and_sets() {
+        assert_eq!(bits_text(&[0x01, 0x02]).unwrap(), "513");
+        assert_eq!(bits_text(&[]).unwrap(), "0");
+        let labels: Vec<String> = ["a", "b", "a"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(set_bits_text(&labels, "a").unwrap(), "5");
+        assert_eq!(set_bits_text(&labels, "").unwrap(), "0");
+        assert!(set_bits_text(&labels, "a,,b").is_err());
+        assert_eq!(variable_scale_text(r#"{"scale":2,"value":"MDk="}"#).unwrap(), "123.45");
+        assert!(variable_scale_text(r#"{"scale":2.0,"value":"MDk="}"#).is_err());
     }
 }

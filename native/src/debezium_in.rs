@@ -14,14 +14,14 @@
 //!
 //! Under the schema part the columns are the schema's, each value read from its Connect
 //! representation (``connect_in``) as the Canal text the writer's conversion reads (Canal,
-//! Maxwell, GoldenGate, DTS Avro; TiCDC's planner leaves the schema part to Python).
+//! Maxwell, GoldenGate, DTS Avro, TiCDC).
 //!
 //! A message is read in one pass by ``json_scan`` (borrowing from it); what the scanner
 //! stops at (escapes aside, which serde decodes for it) is read by the serde
 //! deserializers below, which decide.
 //!
 //! Anything the plan does not reproduce for certain goes to Python: duplicate fields, values whose kinds differ between the images, integers past 64
-//! bits, objects and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
+//! bits, objects (but the Connect structs ``connect_in`` reads under the schema part) and arrays, partial deletes, non-row ops, a message without ``ts_ms``.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -47,6 +47,9 @@ pub enum Kind {
     Int,
     Float,
     Str,
+    /// A JSON object (the Debezium reader's scanner only: a Connect struct under the schema
+    /// part, ``VariableScaleDecimal``'s ``{scale, value}``); its text the object as written.
+    Obj,
 }
 
 impl Kind {
@@ -57,6 +60,7 @@ impl Kind {
             Kind::Int => "int",
             Kind::Float => "float",
             Kind::Str => "str",
+            Kind::Obj => "obj",
         }
     }
 }
@@ -375,6 +379,10 @@ fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
             Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
         }
         b'n' | b't' | b'f' => Value::of_text(scan.value()?),
+        b'{' => {
+            let raw = scan.value()?;
+            Some(Value { kind: Kind::Obj, raw, text: Some(Cow::Borrowed(raw)) })
+        }
         _ => None,
     }
 }
@@ -617,19 +625,26 @@ struct DebeziumOut {
     /// Columns whose JSON numbers Python re-reads exactly (numeric decimals): a value
     /// other than a string or null there is Python's.
     exact: Vec<String>,
+    /// Under ``unwrap`` (``native_debezium._copied_unwrap``), per op the variants of the flat
+    /// row (``envelope_schema`` then the row's schema) and of its tombstone, each if written.
+    unwrap: Option<Vec<(Option<usize>, Option<usize>)>>,
 }
 
 impl DebeziumOut {
-    /// ``(ops, envelope_schema, key_schema, exact_columns)``; ``ops`` as [`canal_out::entries`].
+    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap])``; ``ops`` as
+    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``.
     fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
-        type Spec<'py> = (Bound<'py, PyAny>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>);
-        let (ops, envelope_schema, key_schema, exact): Spec = spec.extract()?;
-        Ok(DebeziumOut { ops: canal_out::entries(ops.extract()?)?, envelope_schema, key_schema, exact })
+        let unwrap = if spec.len()? > 4 { Some(spec.get_item(4)?.extract()?) } else { None };
+        let ops = canal_out::entries(spec.get_item(0)?.extract()?)?;
+        let (envelope_schema, key_schema, exact) = (spec.get_item(1)?.extract()?, spec.get_item(2)?.extract()?, spec.get_item(3)?.extract()?);
+        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap })
     }
 
-    /// Are the images' values ones this writer copies (no exact re-read of numbers)?
+    /// Are the images' values ones this writer copies (no objects, whose text orjson may
+    /// re-write; no exact re-read of numbers)?
     fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
-        self.exact.is_empty()
+        let objects = images.iter().flatten().any(|image| image.iter().any(|(_, v)| v.kind == Kind::Obj));
+        !objects && self.exact.is_empty()
             || images.iter().flatten().all(|image| {
                 image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
             })
@@ -790,6 +805,9 @@ impl Reader {
             }
             columns.push((name.as_ref(), kind));
         }
+        if head.is_none() && columns.iter().any(|(_, k)| *k == Kind::Obj) {
+            return Ok(false); // an object typed by its JSON kind: Python's
+        }
         let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
         let variant = match compiled.table.op(op) {
             Ok(variant) => variant,
@@ -800,7 +818,10 @@ impl Reader {
                 return Ok(false);
             }
             let start = out.len();
-            let ok = write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok();
+            let ok = match &d.unwrap {
+                Some(unwrap) => write_unwrapped(&e, d, unwrap, op, before, after, &pk, out).is_ok(),
+                None => write_debezium(&e, d, op, before, after, &pk, variant, self.tombstones_on_delete, out).is_ok(),
+            };
             if !ok {
                 out.truncate(start);
             }
@@ -1069,6 +1090,45 @@ fn write_debezium(
     Ok(())
 }
 
+/// The records ``unwrap`` makes of an event (``unwrap``: per op the variants of the flat row
+/// and of the tombstone): the row image it keeps (a delete's ``before``, else ``after``) as
+/// orjson writes the values read, under ``schemas_enable`` wrapped in the row's schema, and a
+/// null value, each with the row's key. A missing image (Python passes the event on as it
+/// is) or a partial envelope is Python's.
+#[allow(clippy::too_many_arguments)]
+fn write_unwrapped(
+    e: &Envelope,
+    d: &DebeziumOut,
+    unwrap: &[(Option<usize>, Option<usize>)],
+    op: usize,
+    before: Option<&[(Cow<str>, Value)]>,
+    after: Option<&[(Cow<str>, Value)]>,
+    pk: &[Cow<str>],
+    out: &mut Vec<Output>,
+) -> Result<(), ()> {
+    if e.seen != ALL_FIELDS || e.source.is_none() || e.ts_ms.is_none() {
+        return Err(());
+    }
+    let (row_variant, tomb_variant) = *unwrap.get(op).ok_or(())?;
+    let image = if op == 2 { before } else { after }.ok_or(())?;
+    let mut key = row_key(pk, image);
+    if let (Some(schema), Some(k)) = (&d.key_schema, &key) {
+        key = Some(wrap(schema, k));
+    }
+    if let Some(variant) = row_variant {
+        let mut v = Vec::with_capacity(256);
+        write_image(&mut v, Some(image));
+        if let Some(schema) = &d.envelope_schema {
+            v = wrap(schema, &v);
+        }
+        out.push((Some(v), key.clone(), variant));
+    }
+    if let Some(variant) = tomb_variant {
+        out.push((None, Some(key.ok_or(())?), variant));
+    }
+    Ok(())
+}
+
 /// An image (``None``: null) as orjson writes the values it read.
 fn write_image(out: &mut Vec<u8>, image: Option<&[(Cow<str>, Value)]>) {
     let Some(image) = image else {
@@ -1100,7 +1160,7 @@ fn connect_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], connect: &[Connect]) 
     }
     let mut row = Vec::with_capacity(image.len());
     for (n, (k, v)) in image.iter().enumerate() {
-        let text = connect.get(n).copied().unwrap_or(Connect::Text).text(v).ok()?;
+        let text = connect.get(n).unwrap_or(&Connect::Text).text(v).ok()?;
         row.push((Cow::Borrowed(k.as_ref()), text));
     }
     Some(canal::Row(row))

@@ -121,7 +121,7 @@ fn parse_float(text: &str) -> Result<f64, Fallback> {
 
 /// ``go_float_text(v, single=True)``: the first of ``f"{v:.{p}g}"`` (p = 1..9) that reads
 /// back as ``v`` in 32 bits, written plainly without trailing zeros.
-fn write_shortest_single(out: &mut Vec<u8>, single: f32) -> Result<(), Fallback> {
+pub(crate) fn write_shortest_single(out: &mut Vec<u8>, single: f32) -> Result<(), Fallback> {
     let v = single as f64;
     for p in 1..=9usize {
         let text = format!("{:.*e}", p - 1, v);

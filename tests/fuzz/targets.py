@@ -405,6 +405,27 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>dts-avro+schema": NativeTarget(
         "debezium-json", "dts-avro", source_options=(("schemas_enable", True),)
     ),
+    "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
+        "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
+    ),
+    # ZonedTimestamp read as a zone's wall clock (both codecs in it)
+    "native:debezium-json>canal-json+schema-zone": NativeTarget(
+        "debezium-json",
+        "canal-json",
+        source_options=(("schemas_enable", True), ("source_timezone", "Europe/Berlin")),
+        sink_options=(("source_timezone", "Europe/Berlin"),),
+    ),
+    # unwrap of the values as read: the image copied flat (and the row's schema)
+    "native:debezium-json>debezium-json+unwrap": NativeTarget(
+        "debezium-json", "debezium-json", transforms=({"type": "unwrap"},)
+    ),
+    "native:debezium-json>debezium-json+schema+unwrap": NativeTarget(
+        "debezium-json",
+        "debezium-json",
+        source_options=(("schemas_enable", True),),
+        sink_options=(("schemas_enable", True),),
+        transforms=({"type": "unwrap", "drop_tombstones": True},),
+    ),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
     "native:dts-avro>dts-avro": NativeTarget(
