@@ -37,8 +37,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
   (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
 * ``ckafka-json -> debezium-json`` and ``-> canal-json``: the CKafka reader, its rows
-  typed by the schema catalog (``transforms/native_catalog.py``): the only chains with a
-  catalog that get a plan.
+  typed by the schema catalog (``transforms/native_catalog.py``); ``tdsql-binlog-json``
+  the same ways, its positional SQL literals named and typed by the catalog: the only
+  chains with a catalog that get a plan.
 
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
@@ -112,6 +113,8 @@ DEBEZIUM_TO_CLOUDCANAL = "debezium-json -> cloudcanal-json"
 DTS_TO_DTS = "dts-avro -> dts-avro"
 CKAFKA_TO_CANAL = "ckafka-json -> canal-json"
 CKAFKA_TO_DEBEZIUM = "ckafka-json -> debezium-json"
+TDSQL_TO_CANAL = "tdsql-binlog-json -> canal-json"
+TDSQL_TO_DEBEZIUM = "tdsql-binlog-json -> debezium-json"
 
 
 def available() -> bool:
@@ -1110,6 +1113,8 @@ __all__ = [
     "CANAL_TO_TICDC",
     "CKAFKA_TO_CANAL",
     "CKAFKA_TO_DEBEZIUM",
+    "TDSQL_TO_CANAL",
+    "TDSQL_TO_DEBEZIUM",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

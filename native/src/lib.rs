@@ -13,6 +13,7 @@ mod canal_shape;
 mod canal_text;
 mod canon;
 mod ckafka_in;
+mod tdsql_in;
 mod cloudcanal;
 mod cloudcanal_out;
 mod connect_in;
@@ -82,6 +83,8 @@ const PLANS: &[&str] = &[
     "dts-avro -> dts-avro",
     "ckafka-json -> canal-json",
     "ckafka-json -> debezium-json",
+    "tdsql-binlog-json -> canal-json",
+    "tdsql-binlog-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -219,7 +222,8 @@ enum Reader {
     DataWorks(Box<dataworks_in::Reader>),
     /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
     DtsAvro(Box<dts_avro_in::Reader>),
-    /// CKafka format-1 messages (``ckafka_in``): tables keyed by the row's columns, typed by
+    /// CKafka format-1 messages (``ckafka_in``), or TDSQL's binlog rows (``tdsql_in``, ``tdsql``
+    /// set): tables keyed by the row's columns (TDSQL: width), typed by
     /// the schema catalog (DDL closes the batch: the catalog is Python's).
     CKafka(Box<ckafka_in::Reader>),
 }
@@ -309,9 +313,9 @@ impl CanalToDebezium {
                 None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
             },
             "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
-            "ckafka-json" => match codec {
-                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
-                None => return Err(PyValueError::new_err("the CKafka reader needs its codec")),
+            "ckafka-json" | "tdsql-binlog-json" => match codec {
+                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone), reader == "tdsql-binlog-json"))),
+                None => return Err(PyValueError::new_err("the catalog readers need their codec")),
             },
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };
