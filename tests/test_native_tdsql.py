@@ -293,7 +293,13 @@ def test_updates_whose_literals_differ_where_their_values_do_not(sink: str) -> N
     assert result.handled == 3  # '1.00' -> '1.0' (texts differ too), 'a' -> 'b', the key
 
 
-literal_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+#: Text rich in what literals escape or quote (quotes, backslashes, escape letters).
+literal_text = st.text(
+    st.sampled_from(list("''\"\\ nZ0%_bé数"))
+    | st.sampled_from("'\"\\")
+    | st.characters(codec="utf-8", exclude_categories=("Cs",)),
+    max_size=8,
+)
 
 
 def _string_literal(text: str, style: int) -> str:
@@ -320,9 +326,26 @@ any_literal = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+#: A row of the forms table whose every literal suits its column (the reader's own, mostly).
+suited_row = st.tuples(
+    st.integers(-(2**31), 2**31 - 1).map(str),
+    st.one_of(st.integers(-(2**31), 2**31 - 1).map(str), st.integers(0, 255).map(lambda n: f"b'{n:b}'")),
+    st.decimals(-(10**9), 10**9, allow_nan=False, places=2).map(str),
+    st.builds(_string_literal, literal_text, st.sampled_from([0, 1, 2, 3, 4, 6])),
+    st.binary(max_size=6).map(lambda b: f"X'{b.hex()}'") | st.builds(_string_literal, literal_text, st.integers(0, 6)),
+    st.sampled_from(["'a'", '"b"', "_utf8mb4'a'", "NULL"]),
+    st.sampled_from(["'2024-02-29 12:00:00'", "NULL", None]),
+).map(list)
+
+
+#: A row of any literals (mostly Python's, many malformed).
+random_row = st.lists(any_literal, min_size=7, max_size=7)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
-    rows=st.lists(st.lists(any_literal, min_size=7, max_size=7), min_size=1, max_size=6), sink=st.sampled_from(SINKS)
+    rows=st.lists(st.one_of(suited_row, suited_row, suited_row, random_row), min_size=1, max_size=6),
+    sink=st.sampled_from(SINKS),
 )
 def test_random_literals_in_every_column(rows: list[list[str | None]], sink: str) -> None:
     """Hypothesis literals (numbers of any width, strings in every quoting, hexadecimal and
