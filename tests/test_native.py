@@ -294,6 +294,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.DTS_TO_CANAL,
             native.CANAL_TO_CLOUDCANAL,
             native.CKAFKA_TO_CANAL,
+            native.TDSQL_TO_CANAL,
         ]
         if native.enabled()
         else [],
