@@ -30,7 +30,7 @@ from cdc_smt.transforms.native import TDSQL_TO_CANAL, TDSQL_TO_DEBEZIUM
 from cdc_smt.transforms.sqltext import quote_string
 from tests.messages import tdsql_message
 from tests.strategies import change_streams, table_schemas
-from tests.test_native import NATIVE_SUITE
+from tests.test_native import NATIVE_SUITE, dead_letters, records_of
 from tests.test_native_ckafka import Compared, assert_batch_is_one_at_a_time, plan_name, run_chains, run_corpus
 
 pytestmark = NATIVE_SUITE
@@ -378,3 +378,46 @@ def test_the_worker_path_leaves_a_closed_batch_to_python(sink: str) -> None:
             if n < 0:
                 fast.process_batch([Record(value=value)])
     assert counts_seen == [[-1, -1], [1, -1, -1], [1]]
+
+
+DEBEZIUM_OPTIONS: list[dict[str, Any]] = [
+    {"schemas_enable": True},
+    {"schemas_enable": True, "decimal_handling_mode": "string", "time_precision_mode": "connect"},
+    {"decimal_handling_mode": "double", "binary_handling_mode": "hex", "tombstones_on_delete": False},
+    {"bigint_unsigned_handling_mode": "precise", "topic_prefix": "tdsql"},
+]
+
+
+@pytest.mark.parametrize("options", DEBEZIUM_OPTIONS, ids=str)
+def test_debezium_options_and_the_schema_part(options: dict[str, Any]) -> None:
+    """To Debezium with its schema part and the other modes: the plan writes what Python
+    writes (columns a mode leaves to Python go there), byte for byte."""
+
+    def chain() -> Chain:
+        return Chain(get_codec(FMT, {}), get_codec("debezium-json", options), [], "all")
+
+    changed = ["18446744073709551615", "1.00"] + WIDE_ROW[2:3] + ["'changed'"] + WIDE_ROW[4:]
+    values = [
+        msg("query", 2, sql=WIDE, table="wide"),
+        wide("insert", 30, [], WIDE_ROW),
+        wide("insert", 23, [], NULL_ROW, gtid="3E11FA47-71CA-11E1-9E33-C80AA9429562:23"),
+        wide("update", 31, WIDE_ROW, changed, gtid=None),
+        wide("delete", 32, NULL_ROW, []),
+        msg("query", 2, sql=CREATE),
+        insert("1", "'a'", "9.50"),
+        msg("delete", 25, where=["1", "'a'", "9.50"], field=[]),
+    ]
+    fast, slow = chain(), chain()
+    assert plan_name(fast) == TDSQL_TO_DEBEZIUM
+    slow.native = None
+    python_calls: list[Record] = []
+    one = fast._one
+    fast._one = lambda record, result: (python_calls.append(record), one(record, result))  # type: ignore[method-assign]
+    records = records_of(values)
+    native_result, python_result = fast.process_batch(records), slow.process_batch(records)
+    assert [(r.value, r.key, r.topic, r.headers) for r in native_result.outputs] == [
+        (r.value, r.key, r.topic, r.headers) for r in python_result.outputs
+    ]
+    assert dead_letters(native_result) == dead_letters(python_result) == []
+    # every row; under other decimal modes the wide table's (its DECIMAL column's) are Python's
+    assert len(records) - len(python_calls) == (2 if "decimal_handling_mode" in options else 6)

@@ -334,15 +334,12 @@ impl CanalToDebezium {
         }
         let within = value.len() <= self.max_message_bytes;
         let parsed = if within { parse::<Message>(value) } else { None };
-        let kind = match &parsed {
-            Some(m) => m.kind.as_deref().map(str::to_owned),
-            None if within => kind_of(value),
-            None => None,
-        };
-        let Some((op, codes)) = kind.as_deref().and_then(row_op) else {
+        let lenient = if parsed.is_none() && within { kind_of(value) } else { None };
+        let kind = parsed.as_ref().map_or(lenient.as_deref(), |m| m.kind.as_deref());
+        let Some((op, codes)) = kind.and_then(row_op) else {
             // Only a JSON object can be DDL; transaction markers never are.
             let object = value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-            if object && !matches!(kind.as_deref(), Some("gtid" | "xid")) {
+            if object && !matches!(kind, Some("gtid" | "xid")) {
                 reader.closed_at = Some(i); // DDL (or not certainly a row event): Python applies it to the catalog
             }
             return Ok(false);
