@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use serde::de::MapAccess;
 use serde_json::value::RawValue;
 
-use crate::canal::{Checked, Row};
+use crate::canal::{Checked, Row, Text};
 use crate::ckafka_in::position;
 use crate::typed_in::{parse, text, Fields};
 use crate::{CanalToDebezium, Output, Reader as PlanReader};
@@ -40,8 +40,8 @@ struct Message<'a> {
     gtid: Option<Cow<'a, str>>,
     /// ``begintime`` (epoch seconds) when it is an integer.
     begintime: Option<i64>,
-    before: Option<Vec<Option<Cow<'a, str>>>>,
-    after: Option<Vec<Option<Cow<'a, str>>>>,
+    before: Option<Vec<Option<Text<'a>>>>,
+    after: Option<Vec<Option<Text<'a>>>>,
 }
 
 /// A JSON integer as Python reads it (no fraction, exponent or boolean) within 64 bits.
@@ -68,20 +68,14 @@ impl<'de> Fields<'de> for Message<'de> {
             "table" => self.table = text(map)?,
             "gtid" => self.gtid = text(map)?,
             "begintime" => self.begintime = integer(map)?,
-            "where" => self.before = literals(map)?,
-            "field" => self.after = literals(map)?,
+            "where" => self.before = map.next_value()?,
+            "field" => self.after = map.next_value()?,
             _ => {
                 map.next_value::<Checked>()?;
             }
         }
         Ok(())
     }
-}
-
-/// An array of literal strings and nulls (any other element: the message is Python's).
-fn literals<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Vec<Option<Cow<'de, str>>>>, A::Error> {
-    let items: Option<Vec<Option<crate::canal::Text<'de>>>> = map.next_value()?;
-    Ok(items.map(|v| v.into_iter().map(|t| t.map(|t| t.0)).collect()))
 }
 
 /// ``eventtypestr`` of a message the plan does not read (read leniently, the last of
@@ -136,7 +130,8 @@ const SPACE: &[char] = &[' ', '\t', '\r', '\n'];
 /// ``text`` as one literal, or ``None`` (not a literal, or one the reader leaves to Python:
 /// ``TRUE``/``FALSE``, exponents, ``+``, ``.5``, ``1.``, nested introducers, ...).
 fn literal(text: &str) -> Option<Literal<'_>> {
-    let t = text.trim_start_matches(SPACE);
+    let spaced = text.as_bytes().first().is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    let t = if spaced { text.trim_start_matches(SPACE) } else { text };
     let b = t.as_bytes();
     let (lit, rest) = match *b.first()? {
         b'\'' | b'"' => string(t)?,
@@ -183,7 +178,7 @@ fn literal(text: &str) -> Option<Literal<'_>> {
             (Literal::Null, &t[end..])
         }
     };
-    rest.trim_start_matches(SPACE).is_empty().then_some(lit)
+    (rest.is_empty() || rest.trim_start_matches(SPACE).is_empty()).then_some(lit)
 }
 
 /// A quoted string at the start of ``t`` (backslash escapes, doubled quotes) and the text after it.
@@ -314,14 +309,15 @@ fn column_text<'b>(raw: Option<&'b str>, class: u8) -> Option<Option<Cow<'b, str
     }))
 }
 
-/// An image's literals as texts (``column_text``), or ``None``: Python's.
-fn texts<'b>(values: &'b [Option<Cow<'b, str>>], classes: &[u8]) -> Option<Vec<Option<Cow<'b, str>>>> {
-    values.iter().zip(classes).map(|(v, c)| column_text(v.as_deref(), *c)).collect()
+/// A literal as the message has it (``None``: JSON null).
+fn raw<'t>(value: &'t Option<Text>) -> Option<&'t str> {
+    value.as_ref().map(|t| t.0.as_ref())
 }
 
-/// A row of the catalog's column ``names`` and their texts.
-fn named<'b>(names: &'b [String], texts: Vec<Option<Cow<'b, str>>>) -> Row<'b> {
-    Row(names.iter().map(|n| Cow::Borrowed(n.as_str())).zip(texts).collect())
+/// An image's literals as a row of the catalog's column ``names`` and their texts
+/// (``column_text`` by each column's class), or ``None``: Python's.
+fn named<'b>(names: &'b [String], values: &'b [Option<Text<'b>>], classes: &[u8]) -> Option<Row<'b>> {
+    names.iter().zip(values).zip(classes).map(|((n, v), c)| Some((Cow::Borrowed(n.as_str()), column_text(raw(v), *c)?))).collect::<Option<Vec<_>>>().map(Row)
 }
 
 impl CanalToDebezium {
@@ -364,33 +360,26 @@ impl CanalToDebezium {
         if compiled.names.len() != width || compiled.classes.len() != width {
             return Ok(false);
         }
-        let classes = &compiled.classes;
-        let image = |values| texts(values, classes);
-        let (new, old) = match op {
+        let image = |values| named(&compiled.names, values, &compiled.classes);
+        let (row, old) = match op {
             0 => (image(after), None),
-            1 => (image(after), image(before)),
-            _ => (None, image(before)),
+            1 => (image(after), Some(image(before))),
+            _ => (image(before), None),
         };
-        if op == 1 {
-            let (Some(new), Some(old)) = (&new, &old) else { return Ok(false) };
-            // Python's changed columns compare the literals: each must differ exactly where its text does.
-            if (0..width).any(|c| (before[c] != after[c]) != (old[c] != new[c])) {
-                return Ok(false);
+        let Some(row) = row else { return Ok(false) };
+        let old = match old {
+            Some(None) => return Ok(false),
+            Some(Some(old)) => {
+                // Python's changed columns compare the literals: each must differ exactly where its text does.
+                if (0..width).any(|c| (raw(&before[c]) != raw(&after[c])) != (old.0[c].1 != row.0[c].1)) {
+                    return Ok(false);
+                }
+                Some(old)
             }
-        }
-        let (row_image, old_image) = match op {
-            0 => (new, None),
-            1 => (new, old),
-            _ => (old, None),
-        };
-        let Some(row_image) = row_image else { return Ok(false) };
-        let old_row = match old_image {
-            Some(o) => Some(named(&compiled.names, o)),
-            None if op == 1 => return Ok(false),
             None => None,
         };
         let position = position(None, m.gtid.as_deref(), None, None);
-        Ok(self.write_row(&compiled, op, Some(named(&compiled.names, row_image)), old_row, (database, table_name), es, position, out))
+        Ok(self.write_row(&compiled, op, Some(row), old, (database, table_name), es, position, out))
     }
 }
 
