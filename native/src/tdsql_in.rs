@@ -95,10 +95,15 @@ fn row_op(kind: &str) -> Option<(usize, [i64; 4])> {
     }
 }
 
-/// Is a GTID MariaDB's (``domain-server-sequence``: Python's ``_MARIADB_GTID``)?
-fn mariadb(gtid: &str) -> bool {
+/// Is a GTID MariaDB's (``domain-server-sequence``: Python's ``_MARIADB_GTID``)? ``None``
+/// (Python's): a GTID whose answer the regular expression gives otherwise than ASCII digits
+/// would (``\d`` matches other scripts' digits, ``$`` a final newline).
+fn mariadb(gtid: &str) -> Option<bool> {
+    if !gtid.is_ascii() || gtid.ends_with('\n') {
+        return None;
+    }
     let parts: Vec<&str> = gtid.split('-').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    Some(parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
 }
 
 /// A column's literal class, by its MySQL type (``native_catalog._literal_class``): which
@@ -355,7 +360,7 @@ impl CanalToDebezium {
             return Ok(false);
         }
         let width = if op == 2 { before.len() } else { after.len() };
-        let mariadb = m.gtid.as_deref().is_some_and(mariadb);
+        let Some(mariadb) = m.gtid.as_deref().map_or(Some(false), mariadb) else { return Ok(false) };
         let Some(compiled) = reader.table(py, database, table_name, &[], Some((width, mariadb)), &self.encoder)? else { return Ok(false) };
         if compiled.names.len() != width || compiled.classes.len() != width {
             return Ok(false);
