@@ -459,3 +459,40 @@ def test_unusual_messages_among_good_ones(sink: str) -> None:
     # natively: six GTIDs (not the newline's or other digits'), begintime 0 and -5, eventtype 30 and
     # 169, null where, unknown fields, escaped JSON, and the insert after the hidden QUERY
     assert result.handled == 14
+
+
+#: Transforms the plans run (to Canal only the row-keeping ones), over the items table.
+TRANSFORMS: dict[str, list[list[dict[str, Any]]]] = {
+    "canal-json": [
+        [{"type": "filter", "tables": [r"shop\.items"], "exclude_ops": ["delete"]}],
+        [
+            {"type": "route", "topic": "cdc.{database}.{table}"},
+            {"type": "insert_header", "header": "table", "value": "{database}.{table}", "replace": True},
+        ],
+    ],
+    "debezium-json": [
+        [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone", "add_fields": ["op", "source_ts_ms"]}],
+        [
+            {"type": "replace_field", "renames": {"price": "cost"}},
+            {"type": "mask_field", "fields": ["name"], "mode": "hash", "salt": "s"},
+            {"type": "insert_field", "static": {"_region": "east"}, "metadata": {"_es": "source_ts_ms"}},
+        ],
+        [{"type": "value_to_key", "fields": ["name"]}],
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("sink", "transforms"), [(sink, t) for sink, chains in TRANSFORMS.items() for t in chains], ids=str
+)
+def test_chains_with_transforms(sink: str, transforms: list[dict[str, Any]]) -> None:
+    values = [
+        msg("query", 2, sql=CREATE),
+        insert("1", "'a'", "1.00"),
+        insert("2", "NULL", "NULL", gtid="0-1-2"),
+        msg("update", 31, where=["2", "NULL", "NULL"], field=["2", "'数据'", "3.50"]),
+        msg("delete", 32, where=["1", "'a'", "1.00"], field=[]),
+    ]
+    result = run_chains(FMT, sink, values, source={}, transforms=transforms)
+    assert not result.dead_letters
+    assert result.handled == 4
