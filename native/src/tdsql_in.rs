@@ -18,9 +18,10 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 
 use pyo3::prelude::*;
-use serde::de::MapAccess;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{Checked, Row, Text};
@@ -40,8 +41,31 @@ struct Message<'a> {
     gtid: Option<Cow<'a, str>>,
     /// ``begintime`` (epoch seconds) when it is an integer.
     begintime: Option<i64>,
-    before: Option<Vec<Option<Text<'a>>>>,
-    after: Option<Vec<Option<Text<'a>>>>,
+    before: Option<Literals<'a>>,
+    after: Option<Literals<'a>>,
+}
+
+/// A positional array of literal strings and nulls (any other element: the message is Python's).
+struct Literals<'a>(Vec<Option<Text<'a>>>);
+
+impl<'de> Deserialize<'de> for Literals<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Literals<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of SQL literals")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(16); // (serde's own Vec grows from nothing: rows are wide)
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Literals(items))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 /// A JSON integer as Python reads it (no fraction, exponent or boolean) within 64 bits.
@@ -322,7 +346,11 @@ fn raw<'t>(value: &'t Option<Text>) -> Option<&'t str> {
 /// An image's literals as a row of the catalog's column ``names`` and their texts
 /// (``column_text`` by each column's class), or ``None``: Python's.
 fn named<'b>(names: &'b [String], values: &'b [Option<Text<'b>>], classes: &[u8]) -> Option<Row<'b>> {
-    names.iter().zip(values).zip(classes).map(|((n, v), c)| Some((Cow::Borrowed(n.as_str()), column_text(raw(v), *c)?))).collect::<Option<Vec<_>>>().map(Row)
+    let mut row = Vec::with_capacity(names.len()); // (an ``Option`` collect would grow it from nothing)
+    for ((name, value), class) in names.iter().zip(values).zip(classes) {
+        row.push((Cow::Borrowed(name.as_str()), column_text(raw(value), *class)?));
+    }
+    Some(Row(row))
 }
 
 impl CanalToDebezium {
@@ -350,7 +378,7 @@ impl CanalToDebezium {
             return Ok(false);
         }
         let (Some(database), Some(table_name), Some(es)) = (m.database.as_deref(), m.table.as_deref(), m.begintime.and_then(|s| s.checked_mul(1000))) else { return Ok(false) };
-        let (before, after) = (m.before.as_deref().unwrap_or_default(), m.after.as_deref().unwrap_or_default());
+        let (before, after) = (m.before.as_ref().map_or(&[][..], |l| &l.0), m.after.as_ref().map_or(&[][..], |l| &l.0));
         let shaped = match op {
             0 => !after.is_empty() && before.is_empty(),
             1 => !before.is_empty() && before.len() == after.len(),
