@@ -30,7 +30,7 @@ from cdc_smt.transforms.native import TDSQL_TO_CANAL, TDSQL_TO_DEBEZIUM
 from cdc_smt.transforms.sqltext import quote_string
 from tests.messages import tdsql_message
 from tests.strategies import change_streams, table_schemas
-from tests.test_native import NATIVE_SUITE, dead_letters, records_of
+from tests.test_native import NATIVE_SUITE, corpus_files, corpus_messages, dead_letters, records_of
 from tests.test_native_ckafka import Compared, assert_batch_is_one_at_a_time, plan_name, run_chains, run_corpus
 
 pytestmark = NATIVE_SUITE
@@ -496,3 +496,22 @@ def test_chains_with_transforms(sink: str, transforms: list[dict[str, Any]]) -> 
     result = run_chains(FMT, sink, values, source={}, transforms=transforms)
     assert not result.dead_letters
     assert result.handled == 4
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_corpus_transaction_with_its_ddl_and_the_documented_row(sink: str, corpus: Path) -> None:
+    """The vendor document's GTID, QUERY (``create table test_table1``) and XID events, with the
+    document's insert row (``"1"``, ``"'name1'"``) into the table the QUERY creates between
+    them: the row natively, typed by the DDL the stream carried."""
+    by_kind: dict[str, bytes] = {}
+    for messages in corpus_messages(corpus_files(corpus, FMT)):
+        for m in messages:
+            by_kind.setdefault(orjson.loads(m)["eventtypestr"], m)
+    if not {"gtid", "query", "xid"} <= by_kind.keys():
+        pytest.skip("the corpus lacks the tdsql-binlog-json gtid, query and xid examples")
+    query = orjson.loads(by_kind["query"])
+    row = tdsql_message("insert", 23, db=query["db"], table="test_table1", where=[], field=["1", "'name1'"])
+    values = [by_kind["gtid"], by_kind["query"], orjson.dumps(row), by_kind["xid"]]
+    result = run(sink, values)
+    assert not result.dead_letters
+    assert result.handled == 1
