@@ -16,6 +16,9 @@
 //! the record after it. Each ``convert`` starts by comparing the catalog's version with
 //! the one the tables were compiled at, and forgets them when it changed.
 //!
+//! The same reader follows the catalog for TDSQL's positional rows (``tdsql`` set: its
+//! messages read by ``tdsql_in``, its layouts keyed by the row's width).
+//!
 //! To Debezium, the source block's binlog position (``server_id``, ``gtid``, ``file``,
 //! ``pos``) is the message's: the writer's source block (the probe's, without one) gets
 //! it written in.
@@ -147,7 +150,7 @@ impl Layout {
 }
 
 /// A layout's compiled table, the primary key the catalog gives it and, for positional
-/// rows, the catalog's column names and each column's literal class (``tdsql_in::Class``).
+/// rows, the catalog's column names and each column's literal class (``tdsql_in::class``).
 pub(crate) struct Compiled {
     pub table: Arc<Table>,
     pub pk: Vec<String>,

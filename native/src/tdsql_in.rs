@@ -6,15 +6,15 @@
 //! catalog gives the names and types, so a table layout is (database, table, the row's
 //! width, whether the GTID is MariaDB's: the Debezium connector name). Per layout Python
 //! compiles the writer's table (``transforms/native_catalog.py``) with the catalog's
-//! column names and each column's literal class ([`Class`]). Each literal the reader is
+//! column names and each column's literal class (`class`). Each literal the reader is
 //! certain of becomes the MySQL text whose ``from_text`` is the value ``literal_value``
 //! gives it, and the row goes to the writers as CKafka's (``ckafka_in``) does; any other
 //! literal leaves the message to Python.
 //!
 //! The catalog is followed by the CKafka reader's mechanism (``ckafka_in::Reader``): a
-//! message that is not certainly a row event (``query``: DDL, anything unreadable) closes
-//! the batch; ``gtid`` and ``xid`` events are Python's without closing it (they do not
-//! change the catalog).
+//! JSON object that is not certainly a row event (``query``: DDL, anything unreadable)
+//! closes the batch; ``gtid`` and ``xid`` events, and values that are no JSON object, are
+//! Python's without closing it (they cannot change the catalog).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
