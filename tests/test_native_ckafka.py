@@ -31,7 +31,7 @@ from cdc_smt.transforms.chain import Chain, ChainResult
 from cdc_smt.transforms.config import build_transforms
 from cdc_smt.transforms.formats import get_codec
 from cdc_smt.transforms.model import Column, Record, TableSchema
-from cdc_smt.transforms.native import CKAFKA_TO_CANAL, CKAFKA_TO_DEBEZIUM
+from cdc_smt.transforms.native import CKAFKA_TO_CANAL, CKAFKA_TO_DEBEZIUM, TDSQL_TO_CANAL, TDSQL_TO_DEBEZIUM
 from tests.strategies import change_streams, table_schemas
 from tests.test_ckafka_json import ddl, dml
 from tests.test_native import NATIVE_SUITE, corpus_files, corpus_messages, dead_letters, records_of
@@ -54,7 +54,12 @@ def insert(i: int, **values: Any) -> bytes:
 
 
 #: The native plan of each (source, sink); the other formats' chains with a catalog have none.
-PLANS = {(FMT, "canal-json"): CKAFKA_TO_CANAL, (FMT, "debezium-json"): CKAFKA_TO_DEBEZIUM}
+PLANS = {
+    (FMT, "canal-json"): CKAFKA_TO_CANAL,
+    (FMT, "debezium-json"): CKAFKA_TO_DEBEZIUM,
+    ("tdsql-binlog-json", "canal-json"): TDSQL_TO_CANAL,
+    ("tdsql-binlog-json", "debezium-json"): TDSQL_TO_DEBEZIUM,
+}
 
 
 def plan_name(chain: Chain) -> str | None:

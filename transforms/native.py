@@ -37,8 +37,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 * ``dts-avro -> debezium-json`` and ``-> canal-json``: the DTS Avro reader
   (``transforms/native_dts_in.py``) and the Debezium or the Canal writer.
 * ``ckafka-json -> debezium-json`` and ``-> canal-json``: the CKafka reader, its rows
-  typed by the schema catalog (``transforms/native_catalog.py``): the only chains with a
-  catalog that get a plan.
+  typed by the schema catalog (``transforms/native_catalog.py``); ``tdsql-binlog-json``
+  the same ways, its positional SQL literals named and typed by the catalog: the only
+  chains with a catalog that get a plan.
 * ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> ckafka-json``: the CKafka
   writer on the CloudCanal writer's tables (``transforms/native_vendor_out.py``).
 * ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> dataworks-json``: the DataWorks writer on the same
@@ -122,6 +123,8 @@ DEBEZIUM_TO_CKAFKA = "debezium-json -> ckafka-json"
 CANAL_TO_DATAWORKS = "canal-json -> dataworks-json"
 TICDC_TO_DATAWORKS = "ticdc-canal-json -> dataworks-json"
 DEBEZIUM_TO_DATAWORKS = "debezium-json -> dataworks-json"
+TDSQL_TO_CANAL = "tdsql-binlog-json -> canal-json"
+TDSQL_TO_DEBEZIUM = "tdsql-binlog-json -> debezium-json"
 
 
 def available() -> bool:
@@ -1148,6 +1151,8 @@ __all__ = [
     "CKAFKA_TO_DEBEZIUM",
     "DEBEZIUM_TO_CKAFKA",
     "DEBEZIUM_TO_DATAWORKS",
+    "TDSQL_TO_CANAL",
+    "TDSQL_TO_DEBEZIUM",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

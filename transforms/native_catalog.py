@@ -1,5 +1,5 @@
-"""The native plans that follow the schema catalog: ckafka-json -> canal-json and
--> debezium-json.
+"""The native plans that follow the schema catalog: ckafka-json and tdsql-binlog-json ->
+canal-json and -> debezium-json.
 
 CKafka's format 1 carries no column types: its decoder types each row by the catalog's
 current schema of the table (the columns the row names; a column the schema lacks as
@@ -16,6 +16,14 @@ may change it (``closed_at``); :class:`CatalogNativePlan` lets Python process th
 record and converts again from the next one, and the reader forgets its tables whenever
 the catalog's version moved since it compiled them (also between the worker's batches,
 whose ``convert_values`` leaves the rest of a closed batch to Python).
+
+TDSQL's rows are positional arrays of SQL literals (``native/src/tdsql_in.rs``): its
+tables are keyed by (database, table, the row's width, whether the GTID is MariaDB's)
+and :meth:`_TdsqlProbe.compile_table` gives, besides the writer's table, the catalog's
+column names and each column's literal class (:func:`_literal_class`): the literals the
+reader turns into the MySQL text whose ``from_text`` is the value ``literal_value`` gives.
+The probes are TDSQL messages of the same values as SQL literals, so the writers' tables
+are CKafka's (MySQL text, ENUM and SET labels).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
     CKAFKA_TO_CANAL,
     CKAFKA_TO_DEBEZIUM,
+    TDSQL_TO_CANAL,
+    TDSQL_TO_DEBEZIUM,
     _keeps_rows,
     _supported,
     zones_agree,
@@ -92,6 +102,91 @@ class _CKafkaProbe:
         return decoded
 
 
+def _literal_class(mtype: Any) -> bytes:
+    """Which SQL literals of a column of ``mtype`` the TDSQL reader reads (``tdsql_in::class``):
+    ``literal_value`` and ``from_text`` of the literal's text give the same value for them."""
+    from cdc_smt.transforms.types import Kind
+
+    kind = mtype.kind
+    if kind in (Kind.INT, Kind.YEAR, Kind.BIT):
+        return b"n"  # integers (int()), bit values (their number), strings
+    if kind is Kind.DECIMAL or (kind is Kind.FLOAT and not mtype.is_single_float):
+        return b"d"  # numbers (Decimal()/float()), strings; FLOAT's text is rounded to single
+    if kind is Kind.BYTES:
+        return b"b"  # strings' UTF-8 and hexadecimal bytes, as the Latin-1 text from_text reads
+    if kind in (Kind.STRING, Kind.ENUM, Kind.SET, Kind.JSON, Kind.DATE, Kind.DATETIME, Kind.TIMESTAMP, Kind.TIME):
+        return b"s"  # strings only (numbers are indexes, bitmasks, epoch seconds there)
+    return b"p"  # NULL only: the rest is Python's
+
+
+class _TdsqlProbe(_CKafkaProbe):
+    """The Canal compilers over TDSQL probes: the probe's texts as SQL literals."""
+
+    _mariadb = False
+
+    def compile_table(  # type: ignore[override]  # positional rows: a width, not names
+        self, database: str, table: str, width: int, mariadb: bool
+    ) -> tuple[list[str], Any, list[str], bytes] | None:
+        """The writer's spec for ``width``-value rows of ``table`` (``mariadb``: its GTID is
+        MariaDB's), its primary key, column names and literal classes (``None``: Python's)."""
+        schema = self.decoder.catalog.get(database, table)
+        if schema is None or len(schema.columns) != width or len(set(schema.names)) != width:
+            return None  # unknown_table, a catalog out of date, or names a dict collapses: Python's
+        names = list(schema.names)
+        self._mariadb = mariadb
+        compiled = super().compile_table(database, table, names)
+        if compiled is None:
+            return None
+        pk, spec = compiled
+        return pk, spec, names, b"".join(_literal_class(c.mysql) for c in schema.columns)
+
+    def _decode(self, message: dict[str, Any], kind: str) -> list[Any]:
+        """The Canal-shaped probe ``message`` as a TDSQL event (``begintime`` 0; the GTID left
+        out of the source, the reader writes each message's own)."""
+        from cdc_smt.transforms.formats.tdsql_binlog_json import _ROW_CODES
+        from cdc_smt.transforms.sqltext import quote_string
+
+        schema = self.decoder.catalog.get(message["database"], message["table"])
+        by_name = schema.by_name
+        row = message["data"][0]
+        literals = [_probe_literal(v, by_name[n].mysql, quote_string) for n, v in row.items()]
+        typ = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete"}[kind]
+        tdsql = {
+            "logtype": "mysqlbinlog",
+            "eventtype": _ROW_CODES[1][typ],
+            "eventtypestr": typ,
+            "db": message["database"],
+            "table": message["table"],
+            "begintime": 0,
+            "gtid": "0-0-0" if self._mariadb else None,
+            "where": literals if typ != "insert" else [],
+            "field": literals if typ != "delete" else [],
+        }
+        decoded: list[Any] = self.decoder.decode(Record(value=orjson.dumps(tdsql)))
+        for event in decoded:
+            event.source.gtid = None
+        return decoded
+
+
+def _probe_literal(text: str | None, mtype: Any, quote: Any) -> str:
+    """A probe's MySQL text as the SQL literal the decoder types into ``from_text(text)``."""
+    from cdc_smt.transforms.types import Kind
+
+    if text is None:
+        return "NULL"
+    if mtype.kind is Kind.BYTES:
+        return "X'" + text.encode("latin-1").hex() + "'"
+    return str(quote(text))
+
+
+class _TdsqlTables(_TdsqlProbe, _CloudCanalTables):
+    """tdsql-binlog-json to Debezium (as :class:`_CKafkaTables`)."""
+
+
+class _TdsqlOutTables(_TdsqlProbe, _CloudCanalOutTables):
+    """tdsql-binlog-json to canal-json (as :class:`_CKafkaOutTables`)."""
+
+
 class _CKafkaTables(_CKafkaProbe, _CloudCanalTables):
     """To Debezium: Canal's conversions of the catalog's types, ENUM and SET labels as they are."""
 
@@ -116,16 +211,19 @@ class _NoHalves:
 
 
 def catalog_plan(chain: Any) -> CatalogNativePlan | None:
-    """ckafka-json -> debezium-json (the transforms of the Canal reader's Debezium plan) or
-    -> canal-json (``batch: row``, transforms that keep rows as they are), when the chain's
-    catalog is the decoder's own; else ``None`` (every other chain with a catalog)."""
+    """ckafka-json or tdsql-binlog-json -> debezium-json (the transforms of the Canal
+    reader's Debezium plan) or -> canal-json (``batch: row``, transforms that keep rows as
+    they are), when the chain's catalog is the decoder's own; else ``None`` (every other
+    chain with a catalog)."""
     from cdc_smt.transforms import native
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.ckafka_json import CKafkaJson
     from cdc_smt.transforms.formats.debezium_json import DebeziumJsonCodec
+    from cdc_smt.transforms.formats.tdsql_binlog_json import TdsqlBinlogJson
 
     decoder, encoder = chain.decoder, chain.encoder
-    if type(decoder) is not CKafkaJson or chain.catalog is not decoder.catalog:
+    tdsql = type(decoder) is TdsqlBinlogJson
+    if type(decoder) is not CKafkaJson and not tdsql or chain.catalog is not decoder.catalog:
         return None
     if encoder.catalog not in (None, chain.catalog) or type(encoder) not in (CanalJson, DebeziumJsonCodec):
         return None
@@ -134,7 +232,8 @@ def catalog_plan(chain: Any) -> CatalogNativePlan | None:
         return None  # to Canal only transforms that keep rows as they are
     if not debezium and encoder.batching:
         return None  # Python groups a transaction's rows
-    tables = (_CKafkaTables if debezium else _CKafkaOutTables)(decoder, encoder, list(chain.transforms))
+    kinds = ((_CKafkaOutTables, _CKafkaTables), (_TdsqlOutTables, _TdsqlTables))[tdsql]
+    tables = kinds[debezium](decoder, encoder, list(chain.transforms))
     writer: dict[str, Any] = {"encoder": "canal-json"}
     if debezium:
         writer = {"schemas_enable": encoder.schemas_enable, "tombstones_on_delete": encoder.tombstones_on_delete}
@@ -143,9 +242,10 @@ def catalog_plan(chain: Any) -> CatalogNativePlan | None:
     plan = native._native.CanalToDebezium(
         tables.compile_table,
         max_message_bytes=decoder.opts.max_message_bytes,
-        reader="ckafka-json",
+        reader=decoder.name,
         codec=decoder,
         zone=zone if zones_agree(zone) else None,
         **writer,
     )
-    return CatalogNativePlan(CKAFKA_TO_DEBEZIUM if debezium else CKAFKA_TO_CANAL, plan, tables.variants, _NoHalves())
+    names = ((CKAFKA_TO_CANAL, CKAFKA_TO_DEBEZIUM), (TDSQL_TO_CANAL, TDSQL_TO_DEBEZIUM))[tdsql]
+    return CatalogNativePlan(names[debezium], plan, tables.variants, _NoHalves())

@@ -16,6 +16,9 @@
 //! the record after it. Each ``convert`` starts by comparing the catalog's version with
 //! the one the tables were compiled at, and forgets them when it changed.
 //!
+//! The same reader follows the catalog for TDSQL's positional rows (``tdsql`` set: its
+//! messages read by ``tdsql_in``, its layouts keyed by the row's width).
+//!
 //! To Debezium, the source block's binlog position (``server_id``, ``gtid``, ``file``,
 //! ``pos``) is the message's: the writer's source block (the probe's, without one) gets
 //! it written in.
@@ -126,22 +129,34 @@ fn names<'b>(row: &'b Row) -> Option<Vec<&'b str>> {
     Some(names)
 }
 
-/// A table layout: database, table and the row's column names in row order.
+/// A table layout: database, table and the row's column names in row order (CKafka), or
+/// the row's width and whether its GTID is MariaDB's (TDSQL's positional rows: ``tdsql_in``).
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Layout {
     database: String,
     table: String,
     columns: Vec<String>,
+    positional: Option<(usize, bool)>,
 }
 
 impl Layout {
-    fn matches(&self, database: &str, table: &str, columns: &[&str]) -> bool {
-        self.database == database && self.table == table && self.columns.len() == columns.len() && self.columns.iter().zip(columns).all(|(a, b)| a == b)
+    fn matches(&self, database: &str, table: &str, columns: &[&str], positional: Option<(usize, bool)>) -> bool {
+        self.database == database
+            && self.table == table
+            && self.positional == positional
+            && self.columns.len() == columns.len()
+            && self.columns.iter().zip(columns).all(|(a, b)| a == b)
     }
 }
 
-/// A layout's compiled table and the primary key the catalog gives it.
-type Compiled = Option<(Arc<Table>, Vec<String>)>;
+/// A layout's compiled table, the primary key the catalog gives it and, for positional
+/// rows, the catalog's column names and each column's literal class (``tdsql_in::class``).
+pub(crate) struct Compiled {
+    pub table: Arc<Table>,
+    pub pk: Vec<String>,
+    pub names: Vec<String>,
+    pub classes: Vec<u8>,
+}
 
 const CACHE_SIZE: usize = 1024;
 
@@ -153,19 +168,21 @@ pub(crate) struct Reader {
     zone: Zone,
     /// The catalog version the tables were compiled at.
     version: Option<i64>,
-    tables: HashMap<Layout, Compiled>,
-    last: Option<(Layout, Compiled)>,
+    tables: HashMap<Layout, Option<Arc<Compiled>>>,
+    last: Option<(Layout, Option<Arc<Compiled>>)>,
     /// Inside ``convert``: the index of the current record.
-    batch: Option<usize>,
+    pub batch: Option<usize>,
     /// Where the batch went to Python (from there on every record is Python's).
     pub closed_at: Option<usize>,
+    /// The dialect read: TDSQL's positional binlog rows (``tdsql_in``), else CKafka's format 1.
+    pub tdsql: bool,
     /// The last ``TIME`` read and its epoch milliseconds (rows share seconds).
     time: (String, i64),
 }
 
 impl Reader {
-    pub fn new(compile: PyObject, codec: PyObject, zone: Zone) -> Reader {
-        Reader { compile, codec, zone, version: None, tables: HashMap::new(), last: None, batch: None, closed_at: None, time: (String::new(), 0) }
+    pub fn new(compile: PyObject, codec: PyObject, zone: Zone, tdsql: bool) -> Reader {
+        Reader { compile, codec, zone, version: None, tables: HashMap::new(), last: None, batch: None, closed_at: None, tdsql, time: (String::new(), 0) }
     }
 
     pub fn clear(&mut self) {
@@ -195,23 +212,32 @@ impl Reader {
     }
 
     /// The layout's table and key (``None``: Python's), compiled once by
-    /// ``compile(database, table, columns)`` into ``None`` or ``(key_names, spec)``.
-    fn table(&mut self, py: Python, database: &str, table: &str, columns: &[&str], encoder: &Encoder) -> PyResult<Compiled> {
+    /// ``compile(database, table, columns)`` (positional rows: ``compile(database, table,
+    /// width, mariadb)``) into ``None`` or ``(key_names, spec)`` (positional: ``(key_names,
+    /// spec, names, classes)``).
+    pub(crate) fn table(&mut self, py: Python, database: &str, table: &str, columns: &[&str], positional: Option<(usize, bool)>, encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
         if let Some((layout, compiled)) = &self.last {
-            if layout.matches(database, table, columns) {
+            if layout.matches(database, table, columns, positional) {
                 return Ok(compiled.clone());
             }
         }
-        let layout = Layout { database: database.to_owned(), table: table.to_owned(), columns: columns.iter().map(|c| (*c).to_owned()).collect() };
+        let layout = Layout { database: database.to_owned(), table: table.to_owned(), columns: columns.iter().map(|c| (*c).to_owned()).collect(), positional };
         let compiled = match self.tables.get(&layout) {
             Some(compiled) => compiled.clone(),
             None => {
-                let got = self.compile.bind(py).call1((database, table, layout.columns.clone()))?;
+                let compile = self.compile.bind(py);
+                let got = match positional {
+                    Some((width, mariadb)) => compile.call1((database, table, width, mariadb))?,
+                    None => compile.call1((database, table, layout.columns.clone()))?,
+                };
                 let compiled = if got.is_none() {
                     None
+                } else if positional.is_some() {
+                    let (pk, spec, names, classes): (Vec<String>, Bound<PyAny>, Vec<String>, Vec<u8>) = got.extract()?;
+                    writer_table(&spec, encoder)?.map(|t| Arc::new(Compiled { table: Arc::new(t), pk, names, classes }))
                 } else {
                     let (pk, spec): (Vec<String>, Bound<PyAny>) = got.extract()?;
-                    writer_table(&spec, encoder)?.map(|t| (Arc::new(t), pk))
+                    writer_table(&spec, encoder)?.map(|t| Arc::new(Compiled { table: Arc::new(t), pk, names: Vec::new(), classes: Vec::new() }))
                 };
                 if self.tables.len() >= CACHE_SIZE {
                     self.tables.clear();
@@ -235,19 +261,19 @@ impl Reader {
 /// The source block's binlog position as the probe's (without one) is written.
 const NO_POSITION: &[u8] = b",\"server_id\":0,\"gtid\":null,\"file\":\"\",\"pos\":0,\"row\":";
 
-/// The message's binlog position as the Debezium encoder writes it (each field when set:
-/// ``server_id``/``pos`` non-zero, ``file`` non-empty, ``gtid`` not null).
-fn position(m: &Message) -> Option<Vec<u8>> {
-    let file = m.file.as_deref().filter(|f| !f.is_empty());
-    let (server_id, pos) = (m.server_id.filter(|s| *s != 0), m.pos.filter(|p| *p != 0));
-    if server_id.is_none() && m.gtid.is_none() && file.is_none() && pos.is_none() {
+/// A binlog position as the Debezium encoder writes it (each field when set: ``server_id``/
+/// ``pos`` non-zero, ``file`` non-empty, ``gtid`` not null); ``None``: the probe's.
+pub(crate) fn position(server_id: Option<i64>, gtid: Option<&str>, file: Option<&str>, pos: Option<i64>) -> Option<Vec<u8>> {
+    let file = file.filter(|f| !f.is_empty());
+    let (server_id, pos) = (server_id.filter(|s| *s != 0), pos.filter(|p| *p != 0));
+    if server_id.is_none() && gtid.is_none() && file.is_none() && pos.is_none() {
         return None;
     }
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(b",\"server_id\":");
     json::write_int(&mut out, server_id.unwrap_or(0));
     out.extend_from_slice(b",\"gtid\":");
-    match &m.gtid {
+    match gtid {
         Some(g) => json::write_str(&mut out, g),
         None => out.extend_from_slice(b"null"),
     }
@@ -285,6 +311,9 @@ impl CanalToDebezium {
     /// One CKafka message into ``out``; ``false`` when Python must process it.
     pub(crate) fn ckafka_message(&mut self, py: Python, value: &[u8], out: &mut Vec<Output>) -> PyResult<bool> {
         let PlanReader::CKafka(reader) = &mut self.reader else { return Ok(false) };
+        if reader.tdsql {
+            return self.tdsql_message(py, value, out);
+        }
         let Some(i) = reader.batch else { return Ok(false) }; // outside a batch (the Arrow path): the catalog is Python's
         if reader.closed_at.is_some() {
             return Ok(false);
@@ -316,28 +345,36 @@ impl CanalToDebezium {
         if op == 1 && m.old.as_ref().and_then(names) != Some(columns.clone()) {
             return Ok(false); // an update whose images name other columns (or another order): Python's
         }
-        let Some((table, pk)) = reader.table(py, database, table_name, &columns, &self.encoder)? else { return Ok(false) };
-        let position = position(&m);
-        let canal_out = matches!(self.encoder, Encoder::Canal { .. });
+        let Some(compiled) = reader.table(py, database, table_name, &columns, None, &self.encoder)? else { return Ok(false) };
+        let position = position(m.server_id, m.gtid.as_deref(), m.file.as_deref(), m.pos);
         let (row, old) = if op == 2 { (m.old, None) } else { (m.new, m.old) };
+        Ok(self.write_row(&compiled, op, row, old, (database, table_name), es, position, out))
+    }
+
+    /// One row of a catalog-typed table (``old``: an update's before-image) through the
+    /// plan's writer: to canal-json with Python's current time as ``ts`` (neither format has
+    /// a processing time), to Debezium with ``position`` in its source block; ``false``: Python's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_row(&self, compiled: &Compiled, op: usize, row: Option<Row>, old: Option<Row>, (database, table_name): (&str, &str), es: i64, position: Option<Vec<u8>>, out: &mut Vec<Output>) -> bool {
+        let table = &compiled.table;
+        let canal_out = matches!(self.encoder, Encoder::Canal { .. });
         let message = canal::Message {
             data: row.map(|r| vec![r]),
             old: old.map(|o| vec![o]),
             database: Some(Cow::Borrowed(database)),
             table: Some(Cow::Borrowed(table_name)),
             es: Some(es),
-            // Canal's ``ts``: Python's current time (format 1 has no processing time).
             ts: if canal_out { now_ms() } else { None },
-            pk_names: Some(pk.iter().map(|k| Cow::Borrowed(k.as_str())).collect()),
+            pk_names: Some(compiled.pk.iter().map(|k| Cow::Borrowed(k.as_str())).collect()),
             seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if op == 1 { FIELD_OLD } else { 0 },
             ..Default::default()
         };
+        let start = out.len();
         if canal_out {
+            let Table::Canal(t) = &**table else { return false };
             if message.ts.is_none() {
-                return Ok(false);
+                return false;
             }
-            let Table::Canal(t) = &*table else { return Ok(false) };
-            let start = out.len();
             let written = match t.ops[op] {
                 canal_out::Entry::Write(variant) => canal_out::write(t, &message, op, variant, false, out).is_ok(),
                 canal_out::Entry::Python => false,
@@ -346,18 +383,17 @@ impl CanalToDebezium {
             if !written {
                 out.truncate(start);
             }
-            return Ok(written);
+            return written;
         }
-        let start = out.len();
-        if !self.write_event(&table, op, &message, || None, out) {
-            return Ok(false);
+        if !self.write_event(table, op, &message, || None, out) {
+            return false;
         }
         if let Some(position) = position {
-            if !place_position(&table, op, &position, &mut out[start..]) {
+            if !place_position(table, op, &position, &mut out[start..]) {
                 out.truncate(start);
-                return Ok(false);
+                return false;
             }
         }
-        Ok(true)
+        true
     }
 }

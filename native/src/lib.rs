@@ -32,6 +32,7 @@ mod ogg_in;
 mod ogg_out;
 mod partition;
 mod scratch;
+mod tdsql_in;
 mod ticdc_out;
 mod typed_in;
 mod typed_json;
@@ -90,6 +91,8 @@ const PLANS: &[&str] = &[
     "canal-json -> dataworks-json",
     "ticdc-canal-json -> dataworks-json",
     "debezium-json -> dataworks-json",
+    "tdsql-binlog-json -> canal-json",
+    "tdsql-binlog-json -> debezium-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -247,7 +250,8 @@ enum Reader {
     DataWorks(Box<dataworks_in::Reader>),
     /// DTS Avro records (``dts_avro_in``): tables keyed by the records' layout.
     DtsAvro(Box<dts_avro_in::Reader>),
-    /// CKafka format-1 messages (``ckafka_in``): tables keyed by the row's columns, typed by
+    /// CKafka format-1 messages (``ckafka_in``), or TDSQL's binlog rows (``tdsql_in``, ``tdsql``
+    /// set): tables keyed by the row's columns (TDSQL: width), typed by
     /// the schema catalog (DDL closes the batch: the catalog is Python's).
     CKafka(Box<ckafka_in::Reader>),
 }
@@ -343,9 +347,9 @@ impl CanalToDebezium {
                 None => return Err(PyValueError::new_err("the DataWorks reader needs its codec")),
             },
             "dts-avro" => Reader::DtsAvro(Box::new(dts_avro_in::Reader::new(compile.clone_ref(py)))),
-            "ckafka-json" => match codec {
-                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone)))),
-                None => return Err(PyValueError::new_err("the CKafka reader needs its codec")),
+            "ckafka-json" | "tdsql-binlog-json" => match codec {
+                Some(codec) => Reader::CKafka(Box::new(ckafka_in::Reader::new(compile.clone_ref(py), codec, dataworks_in::Zone::of(zone), reader == "tdsql-binlog-json"))),
+                None => return Err(PyValueError::new_err("the catalog readers need their codec")),
             },
             other => return Err(PyValueError::new_err(format!("no native reader for {other:?}"))),
         };

@@ -291,7 +291,7 @@ class NativeTarget:
     #: The chain's transforms (their configs), for plans that run them natively.
     transforms: tuple[dict[str, Any], ...] = ()
     #: The source codec starts from the workload's schema catalog (its seeds' tables), as a
-    #: schema file gives it: formats typed by the catalog (ckafka-json).
+    #: schema file gives it: formats typed by the catalog (ckafka-json, tdsql-binlog-json).
     catalog: bool = False
 
     @property
@@ -444,6 +444,8 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     # The catalog-following plans: each chain's catalog changes with the DDL among the inputs.
     "native:ckafka-json>canal-json": NativeTarget("ckafka-json", "canal-json", catalog=True),
     "native:ckafka-json>debezium-json": NativeTarget("ckafka-json", "debezium-json", catalog=True),
+    "native:tdsql-binlog-json>canal-json": NativeTarget("tdsql-binlog-json", "canal-json", catalog=True),
+    "native:tdsql-binlog-json>debezium-json": NativeTarget("tdsql-binlog-json", "debezium-json", catalog=True),
 }
 
 
