@@ -80,7 +80,8 @@ class _ShapedCanalTables(_CanalOutTables):
         added = [a for a in shape.added if a[0] is not None]
         outputs = live + [a[0] for a in added]
         reuse = len(outputs) == len(names) and set(outputs) == set(names)
-        columns = [self._column(c, i, shape, typed, zoned, final) for i, c in enumerate(schema.columns)]
+        masks = self._masks(event, shape)
+        columns = [self._column(c, i, shape, typed, zoned, final, masks[i]) for i, c in enumerate(schema.columns)]
         key_spec = [(name, c, self._key_kind(schema.columns[c], shape, typed)) for name, c in key]
         maps = None if reuse else [orjson.dumps({n: probe["mysqlType"][n]}) for n in outputs]
         added_spec = [(a[0], a[1]) for a in added]
@@ -93,13 +94,16 @@ class _ShapedCanalTables(_CanalOutTables):
         shaped = (typed, columns, added_spec, key_spec, explicit, maps, per_op, pk_names, *where)
         return names, list(pk), op_entries, None, [], None, shaped
 
-    def _column(self, column: Any, i: int, shape: _Shape, typed: bool, zoned: bool, final: Any) -> tuple[Any, ...]:
+    def _column(
+        self, column: Any, i: int, shape: _Shape, typed: bool, zoned: bool, final: Any, masked: tuple[str, bytes]
+    ) -> tuple[Any, ...]:
         """One input column: ``(out name | None, text op, arg, validate, mask, salt, sql code,
         labels)``, the code ``(null, value, wide, unsigned max | None)`` of its written column,
-        ``labels`` an ENUM's or SET's texts as re-written (instead of the op)."""
+        ``labels`` an ENUM's or SET's texts as re-written (instead of the op); ``masked``: its
+        mask (``_masks``: a constant's written text as the salt)."""
         out = shape.names[i]
         _, op, arg, *_ = self._text(column, zoned) if typed or shape.validate[i] else ("", "same", None)
-        mask, salt = shape.masks[i] or ("", b"")
+        mask, salt = masked
         codes: tuple[int, int, int, int | None] = (0, 0, 0, None)
         if out is not None:
             written = final.schema.by_name[out]
@@ -153,7 +157,8 @@ class _ShapedCanalTables(_CanalOutTables):
         from cdc_smt.transforms.types import Kind
 
         i = shape.schema.columns.index(column)
-        if not typed or shape.masks[i] is not None or column.mysql.kind is Kind.STRING:
+        mask = shape.masks[i]
+        if not typed or (mask is not None and mask[0] != "const") or column.mysql.kind is Kind.STRING:
             return "text"
         if column.mysql.kind is Kind.INT:
             return "int"

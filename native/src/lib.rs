@@ -91,6 +91,8 @@ enum Mask {
     Null,
     /// ``mask_field`` mode ``hash``: hex SHA-256 of the salt and the text (string columns).
     Hash(Vec<u8>),
+    /// ``mask_field`` modes ``replace`` and ``empty``: the constant's written JSON.
+    Const(Vec<u8>),
 }
 
 struct Column {
@@ -766,6 +768,7 @@ fn write_image(
                 }
                 match mask {
                     Mask::Hash(salt) => write_sha256(out, salt, text),
+                    Mask::Const(written) => out.extend_from_slice(written),
                     _ => out.extend_from_slice(b"null"),
                 }
             }
@@ -810,7 +813,8 @@ pub(crate) fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
 }
 
 /// A table's spec from Python: ``(columns, added, key, explicit_key, ops)`` where a
-/// column is ``(name, op, arg, out_name | None, validate, mask, salt)``, ``added`` a
+/// column is ``(name, op, arg, out_name | None, validate, mask, salt)`` (``mask`` ``const``:
+/// ``salt`` is the constant's written JSON), ``added`` a
 /// list of ``(out_name, kind)`` (``const``/``es``/``ts``/``row``), ``key`` a list of
 /// ``(name, column index)`` and ``ops`` four entries (c, u, d, r), each
 /// ``(what, plan)``: ``what`` 0 (dropped), 1 (to Python) or 2 with ``plan`` =
@@ -863,6 +867,7 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
             "" => Mask::None,
             "null" => Mask::Null,
             "hash" => Mask::Hash(salt),
+            "const" => Mask::Const(salt),
             other => return Err(PyValueError::new_err(format!("unknown native mask {other:?}"))),
         };
         index.entry(name.clone()).or_insert(cols.len());
