@@ -646,24 +646,27 @@ class _CanalTables:
         encoder's own rendering of the typed value: the probe ``event`` as an INSERT of the
         table's columns, null but the constants, encoded as it is, not unwrapped), ``("", b"")``
         unmasked."""
-        import msgspec
-
-        from cdc_smt.transforms.model import UNWRAPPED, Op
-
         schema = shape.schema
         consts = {c.name: m[1] for c, m in zip(schema.columns, shape.masks, strict=True) if m and m[0] == "const"}
-        written: dict[str, Any] = {}
-        if consts:
-            row = {**dict.fromkeys(c.name for c in schema.columns), **consts}
-            extra = {k: v for k, v in event.extra.items() if k != UNWRAPPED}
-            probe = msgspec.structs.replace(
-                event, op=Op.INSERT, schema=schema, before=None, after=row, values=None, key=None, extra=extra
-            )
-            written = self._written_row(self.encoder.encode(probe)[0].value)
+        written = self._written_with(event, schema, consts) if consts else {}
         return [
             ("", b"") if m is None else ("const", orjson.dumps(written[c.name])) if m[0] == "const" else m
             for c, m in zip(shape.schema.columns, shape.masks, strict=True)
         ]
+
+    def _written_with(self, event: Any, schema: Any, values: dict[str, Any]) -> dict[str, Any]:
+        """The row the encoder writes for an INSERT of ``schema``'s columns, null but the typed
+        ``values`` (``event``, a probe, gives the rest; not unwrapped)."""
+        import msgspec
+
+        from cdc_smt.transforms.model import UNWRAPPED, Op
+
+        row = {**dict.fromkeys(c.name for c in schema.columns), **values}
+        extra = {k: v for k, v in event.extra.items() if k != UNWRAPPED}
+        probe = msgspec.structs.replace(
+            event, op=Op.INSERT, schema=schema, before=None, after=row, values=None, key=None, extra=extra
+        )
+        return self._written_row(self.encoder.encode(probe)[0].value)
 
     def _written_row(self, value: bytes) -> dict[str, Any]:
         """The row image of an INSERT the encoder wrote (Debezium's ``after``)."""

@@ -29,6 +29,7 @@ mod maxwell_out;
 mod ogg_in;
 mod ogg_out;
 mod partition;
+mod row_shape;
 mod scratch;
 mod ticdc_out;
 mod typed_in;
@@ -236,6 +237,8 @@ enum Table {
     DtsAvro(dts_avro_out::Table),
     Ticdc(ticdc_out::Table),
     CloudCanal(cloudcanal_out::Table),
+    /// A writer's table of the transformed schema, fed rows the transforms re-shaped (``row_shape``).
+    Shaped(Box<row_shape::RowShape>, Box<Table>),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -483,7 +486,10 @@ impl CanalToDebezium {
                         }
                         Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
-                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
+                        Encoder::Ticdc => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
+                            None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
+                        },
                         Encoder::CloudCanal => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
@@ -560,6 +566,9 @@ impl CanalToDebezium {
                 dts_avro_out::Entry::Dropped => t.knows(data),
             });
         }
+        if let Table::Shaped(shape, inner) = &*table {
+            return Ok(shaped_write(shape, inner, &self.encoder, &m, op, out).unwrap_or(false));
+        }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
             (Table::Canal(t), Encoder::Canal { transaction }) => {
@@ -583,7 +592,7 @@ impl CanalToDebezium {
                     canal_out::Entry::Dropped => t.knows(data),
                 });
             }
-            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_), _) => return Ok(false),
+            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_) | Table::Shaped(..), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {
@@ -795,6 +804,37 @@ fn write_image(
     }
     out.push(b'}');
     Ok(())
+}
+
+/// ``(inner, shape)`` of a shaped table's spec ``(writer's spec, shape spec)`` (a writer's
+/// own spec has more items), else ``None``.
+fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, row_shape::RowShape)>> {
+    match spec.downcast::<PyTuple>() {
+        Ok(t) if t.len() == 2 => Ok(Some((t.get_item(0)?, row_shape::RowShape::from_spec(&t.get_item(1)?)?))),
+        _ => Ok(None),
+    }
+}
+
+/// One row message through the transforms' ``shape`` into the ``inner`` writer's records
+/// (keyed by the transformed rows); ``Ok(false)`` / ``Err``: Python's.
+fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
+    let entry = match inner {
+        Table::Ticdc(t) => &t.ops[op],
+        _ => return Ok(false),
+    };
+    let variant = match entry {
+        canal_out::Entry::Write(variant) => *variant,
+        canal_out::Entry::Python => return Ok(false),
+        canal_out::Entry::Dropped => return Ok(shape.knows(m.data.as_deref().ok_or(Fallback)?)),
+    };
+    let shaped = shape.apply(m, op)?;
+    let start = out.len();
+    match (inner, encoder) {
+        (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
+        _ => return Ok(false),
+    }
+    shape.rekey(&shaped, &mut out[start..])?;
+    Ok(true)
 }
 
 /// ``"<hex sha256(salt + text)>"``.

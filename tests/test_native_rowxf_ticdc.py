@@ -1,0 +1,187 @@
+"""The row-changing transforms on the native TiCDC writer (canal-json -> ticdc-canal-json),
+against the Python path: byte for byte.
+
+The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
+the transformed table and primary key) and written by the TiCDC writer's table of the
+transformed schema; the key is the transformed row's (typed values once a transform typed
+it). Every chain runs the same records natively and on the Python path, under each TiCDC
+option: outputs (values, keys, topics, headers), dead letters and missing-column counts
+equal, and the regular messages handled natively (a plan that handled nothing would pass
+trivially). Inputs: regular messages, hypothesis streams, the fast paths' edge values,
+malformed and mutated messages, missing columns, the corpus and the examples' data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc_smt.transforms import native
+from cdc_smt.transforms.chain import Chain
+from cdc_smt.transforms.config import build_transforms
+from cdc_smt.transforms.formats import get_codec
+from cdc_smt.transforms.model import ChangeEvent
+from tests.strategies import change_streams
+from tests.test_native import (
+    BASE,
+    GOOD,
+    MALFORMED,
+    MUTATIONS,
+    NATIVE_SUITE,
+    ROOT,
+    _message,
+    assert_plan_agrees,
+    canal_stream,
+    corpus_files,
+    corpus_messages,
+    edge_messages,
+    records_of,
+)
+from tests.test_native_rowxf import PAIRS, RENAMED_AWAY, SINGLE, STREAM_CHAINS, _mask
+from tests.test_native_transforms import CHAINS, REGULAR
+
+pytestmark = NATIVE_SUITE
+
+#: TiCDC encoder options: each changes what the writer writes (type maps, ``old``, ``_tidb``).
+SINKS: list[dict[str, Any]] = [{}, {"content_compatible": True}, {"enable_tidb_extension": True}]
+_KEEPING = {"filter", "route", "drop_tombstones", "insert_header", "drop_headers"}
+ROW_CHAINS = sorted(n for n, t in CHAINS.items() if any(s["type"] not in _KEEPING for s in t))
+#: Regular messages a chain leaves to Python by design: UPDATEs when a transform adds columns
+#: (``insert_field`` writes the after-image only, the writer's ``old`` overlays it), rows a
+#: filter drops after a transform typed them, a key pinned then dropped.
+TO_PYTHON = {"mixed": 2, "replace-drops-pk": 5, "five": 1, "insert-field": 1}
+
+
+def assert_same(
+    records: list[Any],
+    transforms: list[dict[str, Any]],
+    sink: dict[str, Any] | None = None,
+    source: dict[str, Any] | None = None,
+) -> int:
+    """Both paths give the same records, dead letters and missing-column counts; returns how
+    many records the plan handled itself."""
+    return assert_plan_agrees(
+        "canal-json", "ticdc-canal-json", native.CANAL_TO_TICDC, records, source, sink, transforms
+    )
+
+
+def test_row_changing_chains_get_the_ticdc_plan() -> None:
+    ticdc = lambda: get_codec("ticdc-canal-json", {})  # noqa: E731
+    for name in ROW_CHAINS:
+        chain = Chain(get_codec("canal-json", {}), ticdc(), build_transforms(CHAINS[name]), "all")
+        assert chain.native is not None and chain.native.name == native.CANAL_TO_TICDC, name
+        assert Chain(ticdc(), ticdc(), build_transforms(CHAINS[name]), "all").native is None, name
+    for transforms in ([{"type": "unwrap"}], [_mask("hash", ["v"], salt="s"), {"type": "filter", "condition": "1"}]):
+        assert Chain(get_codec("canal-json", {}), ticdc(), build_transforms(transforms), "all").native is None
+
+
+@pytest.mark.parametrize("sink", SINKS, ids=["default", "content-compatible", "tidb-extension"])
+@pytest.mark.parametrize("name", ROW_CHAINS)
+def test_regular_rows_are_handled_natively_and_identical(name: str, sink: dict[str, Any]) -> None:
+    records = records_of(REGULAR)
+    assert assert_same(records, CHAINS[name], sink) == len(records) - 1 - TO_PYTHON.get(name, 0)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_every_transform_and_option(name: str) -> None:
+    records = records_of(REGULAR)
+    handled = assert_same(records, [SINGLE[name]])
+    added = SINGLE[name]["type"] == "insert_field"
+    assert handled == len(records) - 1 - added
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids="+".join)
+def test_transforms_in_pairs(pair: tuple[str, str]) -> None:
+    records = records_of(REGULAR + edge_messages()[:30])
+    handled = assert_same(records, [SINGLE[pair[0]], SINGLE[pair[1]]], {"content_compatible": True})
+    if pair in RENAMED_AWAY:
+        assert handled == 0
+    else:
+        assert handled > len(records) // 2
+
+
+@pytest.mark.parametrize("name", ROW_CHAINS + sorted(SINGLE))
+def test_edge_values(name: str) -> None:
+    transforms = CHAINS[name] if name in CHAINS else [SINGLE[name]]
+    values = edge_messages()
+    zone = {"source_timezone": "Asia/Shanghai"}
+    handled = assert_same(records_of(values), transforms, zone, zone)
+    assert_same(records_of(values), transforms, {}, zone)  # TIMESTAMPs re-based: Python's
+    if name not in TO_PYTHON:
+        assert handled >= len(values) // 3, handled
+
+
+def test_updates_old_as_python_writes_it() -> None:
+    olds = [[{"v": "x"}], [{"v": ""}], [{"i": None, "e": "1", "id": "7"}], [{}], [], None]
+    values = [_message("UPDATE", [{**BASE, "v": "now"}], old=o) for o in olds]
+    for transforms in ([SINGLE["rename"]], [SINGLE["hash"]], [SINGLE["null"]], [SINGLE["empty"]], CHAINS["mixed"]):
+        for sink in SINKS[:2]:
+            handled = assert_same(records_of(values), transforms, sink)
+            assert handled == (0 if transforms is CHAINS["mixed"] else len(values)), transforms
+
+
+@pytest.mark.parametrize("on_missing", ["warn", "ignore", "error"])
+@pytest.mark.parametrize(
+    "transform",
+    [{"type": "replace_field", "exclude": ["nope"]}, _mask("hash", ["nope"], salt="s"), _mask("empty", ["nope"])],
+)
+def test_missing_columns_behave_as_in_python(transform: dict[str, Any], on_missing: str) -> None:
+    other = {"id": "bigint", "nope": "varchar(10)"}
+    values = [GOOD, _message("INSERT", [{"id": "5", "nope": "x"}], types=other), GOOD, *REGULAR]
+    assert assert_same(records_of(values), [{**transform, "on_missing": on_missing}]) == 1
+
+
+def test_rows_without_a_column_and_unreadable_values_are_pythons() -> None:
+    chain = [_mask("hash", ["v"], salt="s"), {"type": "replace_field", "exclude": ["i"]}]
+    without = {k: v for k, v in BASE.items() if k != "v"}
+    values = [GOOD, _message("INSERT", [without]), _message("INSERT", [{**BASE, "i": "x1"}]), GOOD]
+    assert assert_same(records_of(values), chain) == 2
+
+
+@pytest.mark.parametrize("name", ["five", "mixed", "mask-hash", "mask-empty", "replace-include-rename"])
+def test_malformed_and_mutated_messages(name: str) -> None:
+    values = [v for bad in MALFORMED for v in (GOOD, bad)]
+    assert assert_same(records_of(values), CHAINS[name]) >= len(MALFORMED)
+
+
+@settings(max_examples=40, deadline=None)
+@given(**MUTATIONS, name=st.sampled_from(ROW_CHAINS))
+def test_mutations(at: int, insert: bytes, cut: int, name: str) -> None:
+    assert_same(records_of([GOOD[:at] + insert + GOOD[at + cut :], GOOD]), CHAINS[name])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    sink=st.sampled_from(SINKS),
+    merge=st.lists(st.booleans(), min_size=1, max_size=5),
+    transforms=st.sampled_from(STREAM_CHAINS),
+)
+def test_random_streams_are_byte_identical(
+    stream: list[ChangeEvent], sink: dict[str, Any], merge: list[bool], transforms: list[dict[str, Any]]
+) -> None:
+    tz = "Asia/Shanghai"
+    values = canal_stream(stream, tz, merge)
+    assert_same(records_of(values), transforms, {**sink, "source_timezone": tz}, {"source_timezone": tz})
+
+
+def test_corpus_canal_files(corpus: Path) -> None:
+    total = count = 0
+    for values in corpus_messages(corpus_files(corpus, "canal-json")):
+        for transforms in STREAM_CHAINS + [CHAINS["five"]]:
+            count += assert_same(records_of(values), transforms)
+            total += len(values)
+    assert total > 0 and count > 0, (count, total)
+
+
+@pytest.mark.parametrize("name", ["orders.canal.jsonl", "demo-shop.canal.jsonl", "chains-pii.jsonl"])
+def test_example_data(name: str) -> None:
+    lines = [line for line in (ROOT / "examples" / "data" / name).read_bytes().splitlines() if line.strip()]
+    zone = {"source_timezone": "Asia/Shanghai"}
+    pii = [_mask("hash", ["email", "phone"], salt="s"), {"type": "replace_field", "exclude": ["password_hash"]}]
+    handled = sum(assert_same(records_of(lines), t, zone, zone) for t in (pii, *STREAM_CHAINS))
+    assert handled > 0
