@@ -657,6 +657,10 @@ class _CanalTables:
     def _written_with(self, event: Any, schema: Any, values: dict[str, Any]) -> dict[str, Any]:
         """The row the encoder writes for an INSERT of ``schema``'s columns, null but the typed
         ``values`` (``event``, a probe, gives the rest; not unwrapped)."""
+        return self._written_row(self._written_value(event, schema, values))
+
+    def _written_value(self, event: Any, schema: Any, values: dict[str, Any]) -> bytes:
+        """The message itself of :meth:`_written_with`."""
         import msgspec
 
         from cdc_smt.transforms.model import UNWRAPPED, Op
@@ -666,7 +670,8 @@ class _CanalTables:
         probe = msgspec.structs.replace(
             event, op=Op.INSERT, schema=schema, before=None, after=row, values=None, key=None, extra=extra
         )
-        return self._written_row(self.encoder.encode(probe)[0].value)
+        value: bytes = self.encoder.encode(probe)[0].value
+        return value
 
     def _written_row(self, value: bytes) -> dict[str, Any]:
         """The row image of an INSERT the encoder wrote (Debezium's ``after``)."""

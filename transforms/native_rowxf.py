@@ -347,7 +347,6 @@ class TextShaped(native._CanalTables):
         if not values:
             return {}
         form, schema = self.form, final.schema
-        wanted = self._written_with(final, schema, values)
         texts: dict[str, str | None] = {}
         for name, value in values.items():
             column = schema.by_name[name]
@@ -358,7 +357,9 @@ class TextShaped(native._CanalTables):
                     read = None if text is None else form.to_python(column, text)
                 except ValueError:
                     continue
-                if self._written_with(final, schema, {name: read})[name] == wanted[name]:
+                # the messages as written: JSON numbers compare by their digits too (0.00 is not 0)
+                wanted = self._written_value(final, schema, {name: value})
+                if self._written_value(final, schema, {name: read}) == wanted:
                     texts[name] = text
                     break
             else:

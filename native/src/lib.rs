@@ -484,7 +484,10 @@ impl CanalToDebezium {
                             let retext = self.ticdc || matches!(self.reader, Reader::CloudCanal);
                             canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), retext)?.map(Table::Canal)
                         }
-                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        Encoder::Maxwell | Encoder::Ogg => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => typed_json::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Typed(t)))),
+                            None => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        },
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
                         Encoder::Ticdc => match shaped_spec(spec.bind(py))? {
                             Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
@@ -820,6 +823,7 @@ fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyA
 fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
     let entry = match inner {
         Table::Ticdc(t) => &t.ops[op],
+        Table::Typed(t) => &t.ops[op],
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -831,6 +835,8 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
     let start = out.len();
     match (inner, encoder) {
         (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
+        (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
+        (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
         _ => return Ok(false),
     }
     shape.rekey(&shaped, &mut out[start..])?;

@@ -1,5 +1,6 @@
 //! The row-changing transforms (``replace_field``, ``mask_field``, ``insert_field``,
-//! ``value_to_key``, ``merge_shards``) for the writers that convert Canal text (TiCDC's):
+//! ``value_to_key``, ``merge_shards``) for the writers that convert Canal text (TiCDC's,
+//! Maxwell's and GoldenGate's):
 //! each row of a Canal message re-shaped, still as Canal text, into the transformed
 //! event's row, which the writer then converts with its table of the transformed schema.
 //! Compiled per table by ``transforms/native_rowxf.py`` (``_TextShapedTables``).
