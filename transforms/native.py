@@ -21,9 +21,11 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   they are (:func:`_keeps_rows`), or from canal-json the row-changing ones too
   (``transforms/native_rowxf.py``).
 * ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
-  typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
+  typed-JSON writers (``transforms/native_maxwell.py``), the same transforms
+  (from canal-json the row-changing ones on rows re-shaped in Canal text,
+  ``native_rowxf.TextShaped``; so too ``-> ticdc-canal-json``).
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
-  writer (``transforms/native_dts.py``), with the same transforms.
+  writer (``transforms/native_dts.py``), with the row-keeping transforms.
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
   Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
   Debezium re-written as itself; the plan reads the records' keys too.

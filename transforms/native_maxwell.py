@@ -26,7 +26,7 @@ from cdc_smt.transforms.native import (
     _CanalTables,
     _enum_table,
 )
-from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, text_shaped_plan
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: Per encoder: the plan's name from canal-json and from ticdc-canal-json.
@@ -40,7 +40,7 @@ def plan(chain: Any) -> NativePlan | None:
     ``None``; from canal-json the row-changing transforms too (``native_rowxf``)."""
     name = chain.encoder.name
     if changes_rows(chain.transforms):
-        return text_shaped_plan(chain, _ShapedTypedJsonTables, _NAMES[name][0], encoder=name)
+        return shaped_plan(chain, _ShapedTypedJsonTables, _NAMES[name][0], encoder=name)
     return native.row_keeping_plan(chain, _TypedJsonTables, _NAMES[name], encoder=name)
 
 

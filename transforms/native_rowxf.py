@@ -43,22 +43,8 @@ def changes_rows(transforms: list[Any]) -> bool:
 def canal_plan(chain: Any) -> native.NativePlan | None:
     """canal-json -> canal-json with row-changing transforms (``unwrap`` and TiCDC's
     dialect stay Python's), or ``None``."""
-    from cdc_smt.transforms.formats.canal_json import CanalJson
-    from cdc_smt.transforms.smt.unwrap import Unwrap
-
-    if type(chain.decoder) is not CanalJson or any(type(t) is Unwrap for t in chain.transforms):
-        return None
-    if not all(native._supported(t) for t in chain.transforms):
-        return None
-    assert native._native is not None
-    compiler = _ShapedCanalTables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = native._native.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="canal-json",
-        batch_transaction=chain.encoder.batching,
-    )
-    return native.NativePlan(native.CANAL_TO_CANAL, plan, compiler.variants)
+    batch = chain.encoder.batching
+    return shaped_plan(chain, _ShapedCanalTables, native.CANAL_TO_CANAL, encoder="canal-json", batch_transaction=batch)
 
 
 class _ShapedCanalTables(_CanalOutTables):
@@ -234,11 +220,10 @@ def _follow_shaped(
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 
 
-def text_shaped_plan(
-    chain: Any, tables: type[native._CanalTables], name: str, **writer: Any
-) -> native.NativePlan | None:
-    """canal-json -> a writer of Canal text (``tables``: a :class:`TextShaped` compiler) with
-    row-changing transforms (not ``unwrap``), or ``None``."""
+def shaped_plan(chain: Any, tables: type[native._CanalTables], name: str, **writer: Any) -> native.NativePlan | None:
+    """canal-json -> a writer (``writer``: its options) with row-changing transforms (not
+    ``unwrap``), compiled by ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`),
+    or ``None``."""
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.smt.unwrap import Unwrap
 
@@ -248,9 +233,8 @@ def text_shaped_plan(
         return None
     assert native._native is not None
     compiler = tables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = native._native.CanalToDebezium(
-        compiler.compile, max_message_bytes=chain.decoder.opts.max_message_bytes, **writer
-    )
+    limit = chain.decoder.opts.max_message_bytes
+    plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, **writer)
     return native.NativePlan(name, plan, compiler.variants)
 
 
@@ -410,4 +394,4 @@ def _const_count(added: list[list[Any]]) -> int:
     return sum(a[1] not in _PER_ROW for a in added)
 
 
-__all__ = ["TextShaped", "canal_plan", "changes_rows", "text_shaped_plan"]
+__all__ = ["TextShaped", "canal_plan", "changes_rows", "shaped_plan"]

@@ -26,7 +26,7 @@ from cdc_smt.transforms.native import (
     _Shape,
 )
 from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts
-from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, text_shaped_plan
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
@@ -37,7 +37,7 @@ def plan(chain: Any) -> NativePlan | None:
     """The plan for a Canal (or TiCDC) decoder and a ticdc-canal-json encoder, or ``None``;
     from canal-json the row-changing transforms too (``native_rowxf``)."""
     if changes_rows(chain.transforms):
-        return text_shaped_plan(chain, _ShapedTicdcTables, CANAL_TO_TICDC, encoder="ticdc-canal-json")
+        return shaped_plan(chain, _ShapedTicdcTables, CANAL_TO_TICDC, encoder="ticdc-canal-json")
     return native.row_keeping_plan(chain, _TicdcOutTables, (CANAL_TO_TICDC, TICDC_TO_TICDC), encoder="ticdc-canal-json")
 
 

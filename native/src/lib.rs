@@ -108,7 +108,7 @@ struct Column {
 }
 
 /// A column ``insert_field`` adds to the row's image (the after-image, else the before-image).
-enum Added {
+pub(crate) enum Added {
     /// The same value for every row of an op (``static``, per-table metadata): per op plan.
     Const(usize),
     /// The message's ``es`` (``source_ts_ms``), ``ts`` (``processing_ts_ms``), the row index.

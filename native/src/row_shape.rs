@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use crate::canal::{Message, Row};
 use crate::canal_text::TextOp;
 use crate::values::Fallback;
-use crate::{json, Output};
+use crate::{json, Added, Output};
 
 /// What a transform writes for a column's non-null values.
 enum Mask {
@@ -47,14 +47,6 @@ struct Column {
     /// otherwise converted by the writer (dropped or masked): the text must read.
     check: Option<Check>,
     mask: Mask,
-}
-
-/// An added column's value: a constant of the op (its index), or per row.
-enum Added {
-    Const(usize),
-    Es,
-    Ts,
-    Row,
 }
 
 /// One table's rows as the transforms leave them, in Canal text.
