@@ -1,5 +1,6 @@
 """The row-changing transforms on the native writers of Canal text (canal-json ->
-ticdc-canal-json, maxwell-json, ogg-json), against the Python path: byte for byte.
+ticdc-canal-json, maxwell-json, ogg-json; ticdc-canal-json -> maxwell-json, ogg-json),
+against the Python path: byte for byte.
 
 The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
 the transformed table and primary key) and written by the writer's table of the transformed
@@ -32,6 +33,7 @@ from tests.test_native import (
     MALFORMED,
     MUTATIONS,
     NATIVE_SUITE,
+    _example,
     _message,
     assert_plan_agrees,
     canal_stream,
@@ -48,6 +50,8 @@ from tests.test_native_rowxf import (
     corpus_agrees,
     examples_agree,
 )
+from tests.test_native_ticdc import ENCODERS as TICDC_ENCODERS
+from tests.test_native_ticdc import ticdc_message, ticdc_stream
 from tests.test_native_transforms import CHAINS, REGULAR
 
 pytestmark = NATIVE_SUITE
@@ -97,8 +101,8 @@ def test_row_changing_chains_get_the_shaped_plan(writer: str) -> None:
     for name in ROW_CHAINS:
         chain = Chain(get_codec("canal-json", {}), out(), build_transforms(CHAINS[name]), "all")
         assert chain.native is not None and chain.native.name == WRITERS[writer][0], name
-        ticdc = get_codec("ticdc-canal-json", {})
-        assert Chain(ticdc, out(), build_transforms(CHAINS[name]), "all").native is None, name
+        from_ticdc = Chain(get_codec("ticdc-canal-json", {}), out(), build_transforms(CHAINS[name]), "all").native
+        assert (from_ticdc is None) == (writer not in TICDC_WRITERS), name
     for transforms in ([{"type": "unwrap"}], [_mask("hash", ["v"], salt="s"), {"type": "filter", "condition": "1"}]):
         assert Chain(get_codec("canal-json", {}), out(), build_transforms(transforms), "all").native is None
 
@@ -214,3 +218,48 @@ def test_example_data(name: str, writer: str) -> None:
     examples_agree(
         name, lambda records, transforms, sink, source: assert_same(records, transforms, writer, sink, source)
     )
+
+
+#: From TiCDC's dialect: the typed-JSON writers (TiCDC's own writer copies TiCDC's texts: Python's).
+TICDC_WRITERS = {"maxwell": native.TICDC_TO_MAXWELL, "ogg": native.TICDC_TO_OGG}
+
+
+def assert_same_from_ticdc(records: list[Any], transforms: list[dict[str, Any]], writer: str, tz: str) -> int:
+    zone = {"source_timezone": tz}
+    plan = TICDC_WRITERS[writer]
+    return assert_plan_agrees("ticdc-canal-json", FORMATS[writer], plan, records, zone, zone, transforms)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    encoder=st.sampled_from(TICDC_ENCODERS),
+    writer=st.sampled_from(list(TICDC_WRITERS)),
+    transforms=st.sampled_from(STREAM_CHAINS),
+)
+def test_random_ticdc_streams_are_byte_identical(
+    stream: list[ChangeEvent], encoder: dict[str, Any], writer: str, transforms: list[dict[str, Any]]
+) -> None:
+    values = ticdc_stream(stream, "Asia/Shanghai", encoder)
+    assert_same_from_ticdc(records_of(values), transforms, writer, "Asia/Shanghai")
+
+
+@pytest.mark.parametrize("writer", TICDC_WRITERS)
+def test_ticdc_streams_are_mostly_handled_natively(writer: str) -> None:
+    total = handled = 0
+    for seed in range(12):
+        values = ticdc_stream(_example(seed), "UTC", {})
+        for transforms in STREAM_CHAINS:
+            total += len(values)
+            handled += assert_same_from_ticdc(records_of(values), transforms, writer, "UTC")
+    assert handled >= total * 0.9, (handled, total)
+
+
+@pytest.mark.parametrize("writer", TICDC_WRITERS)
+@pytest.mark.parametrize("name", ["five", "mask-empty", "mask-replace", "replace-include-rename", "value-to-key"])
+def test_ticdc_messages_of_every_type(name: str, writer: str) -> None:
+    """TiCDC's messages of the fast paths' table (parameterless types, TiCDC's texts)."""
+    values = [ticdc_message(kind, BASE) for kind in ("INSERT", "DELETE")]
+    values.append(ticdc_message("UPDATE", BASE, old={**BASE, "v": "was"}))
+    expected = len(values) - TO_PYTHON.get(name, 0)  # "five" adds a column: its UPDATE is Python's
+    assert assert_same_from_ticdc(records_of(values), CHAINS[name], writer, "UTC") == expected

@@ -40,7 +40,7 @@ def plan(chain: Any) -> NativePlan | None:
     ``None``; from canal-json the row-changing transforms too (``native_rowxf``)."""
     name = chain.encoder.name
     if changes_rows(chain.transforms):
-        return shaped_plan(chain, _ShapedTypedJsonTables, _NAMES[name][0], encoder=name)
+        return shaped_plan(chain, _ShapedTypedJsonTables, _NAMES[name], encoder=name)
     return native.row_keeping_plan(chain, _TypedJsonTables, _NAMES[name], encoder=name)
 
 

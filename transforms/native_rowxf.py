@@ -44,7 +44,8 @@ def canal_plan(chain: Any) -> native.NativePlan | None:
     """canal-json -> canal-json with row-changing transforms (``unwrap`` and TiCDC's
     dialect stay Python's), or ``None``."""
     batch = chain.encoder.batching
-    return shaped_plan(chain, _ShapedCanalTables, native.CANAL_TO_CANAL, encoder="canal-json", batch_transaction=batch)
+    names = (native.CANAL_TO_CANAL, None)
+    return shaped_plan(chain, _ShapedCanalTables, names, encoder="canal-json", batch_transaction=batch)
 
 
 class _ShapedCanalTables(_CanalOutTables):
@@ -220,21 +221,26 @@ def _follow_shaped(
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 
 
-def shaped_plan(chain: Any, tables: type[native._CanalTables], name: str, **writer: Any) -> native.NativePlan | None:
-    """canal-json -> a writer (``writer``: its options) with row-changing transforms (not
-    ``unwrap``), compiled by ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`),
-    or ``None``."""
+def shaped_plan(
+    chain: Any, tables: type[native._CanalTables], names: tuple[str, str | None], **writer: Any
+) -> native.NativePlan | None:
+    """canal-json (or, where ``names`` has a plan from it, ticdc-canal-json) -> a writer
+    (``writer``: its options) with row-changing transforms (not ``unwrap``), compiled by
+    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``."""
     from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
     from cdc_smt.transforms.smt.unwrap import Unwrap
 
-    if type(chain.decoder) is not CanalJson or any(type(t) is Unwrap for t in chain.transforms):
+    ticdc = type(chain.decoder) is TicdcCanalJson
+    name = names[ticdc]
+    if name is None or type(chain.decoder) not in (CanalJson, TicdcCanalJson):
         return None
-    if not all(native._supported(t) for t in chain.transforms):
+    if any(type(t) is Unwrap for t in chain.transforms) or not all(native._supported(t) for t in chain.transforms):
         return None
     assert native._native is not None
     compiler = tables(chain.decoder, chain.encoder, list(chain.transforms))
     limit = chain.decoder.opts.max_message_bytes
-    plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, **writer)
+    plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, ticdc=ticdc, **writer)
     return native.NativePlan(name, plan, compiler.variants)
 
 

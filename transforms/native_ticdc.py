@@ -37,7 +37,7 @@ def plan(chain: Any) -> NativePlan | None:
     """The plan for a Canal (or TiCDC) decoder and a ticdc-canal-json encoder, or ``None``;
     from canal-json the row-changing transforms too (``native_rowxf``)."""
     if changes_rows(chain.transforms):
-        return shaped_plan(chain, _ShapedTicdcTables, CANAL_TO_TICDC, encoder="ticdc-canal-json")
+        return shaped_plan(chain, _ShapedTicdcTables, (CANAL_TO_TICDC, None), encoder="ticdc-canal-json")
     return native.row_keeping_plan(chain, _TicdcOutTables, (CANAL_TO_TICDC, TICDC_TO_TICDC), encoder="ticdc-canal-json")
 
 
