@@ -64,6 +64,11 @@ CHAIN: list[dict[str, Any]] = [
 UNWRAP: list[dict[str, Any]] = [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone"}]
 #: canal-json -> canal-json: PII masking between two Canal topics.
 MASK: list[dict[str, Any]] = [{"type": "mask_field", "fields": ["address"], "mode": "hash", "salt": "bench-salt"}]
+#: canal-json -> canal-json: the column replaced by a constant (``mask_field``'s ``replace`` mode,
+#: as ``examples/chains/pii-masking.yaml`` masks ID card numbers).
+MASK_REPLACE: list[dict[str, Any]] = [
+    {"type": "mask_field", "fields": ["address"], "mode": "replace", "replacement": "******"}
+]
 #: The suffix of a variant run on the Python path (the native core's twin).
 PYTHON = " (Python)"
 #: The prefix of the variants written by the Canal writer (timed against ``CANAL_BARE``).
@@ -169,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         native_mask = _chain(MASK, fmt).native is not None
         print(f"native plan for {prefix} + mask_field: {'yes' if native_mask else 'no'}", flush=True)
         variants.update({prefix: [], prefix + " + mask_field": MASK, prefix + " + mask_field" + PYTHON: MASK})
+    replace = CANAL + " + mask_field replace"
+    variants.update({replace: MASK_REPLACE, replace + PYTHON: MASK_REPLACE})
     if args.python:
         variants.update({"bare" + PYTHON: [], "unwrap" + PYTHON: UNWRAP})
     if args.breakdown:
