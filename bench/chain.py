@@ -17,7 +17,7 @@ transforms inside its plan; the line "native plan" says whether it does).
 Also timed, with the Canal, TiCDC, Maxwell and GoldenGate writers (:data:`WRITERS`):
 canal-json -> each bare and with :data:`MASK` (PII masking between two topics:
 mask_field's salted SHA-256), natively and on the Python path (its twin), over
-the writer's bare row.
+the writer's bare row; and canal-json -> canal-json with :data:`MASK_REPLACE`.
 
 Also timed, as rows of their own: ``unwrap`` (:data:`UNWRAP`: Debezium's
 ExtractNewRecordState, deletes as their row and a tombstone, the usual chain into
