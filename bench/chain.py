@@ -14,9 +14,10 @@ so both convert the same messages. Target: the chain costs at most 30 % over
 bare on the Python path, 15 % when the native core runs both (it does the five
 transforms inside its plan; the line "native plan" says whether it does).
 
-Also timed, with the Canal writer: canal-json -> canal-json bare and with
-:data:`MASK` (PII masking between two Canal topics: mask_field's salted SHA-256),
-natively and on the Python path (its twin), over the bare Canal row.
+Also timed, with the Canal, TiCDC, Maxwell and GoldenGate writers (:data:`WRITERS`):
+canal-json -> each bare and with :data:`MASK` (PII masking between two topics:
+mask_field's salted SHA-256), natively and on the Python path (its twin), over
+the writer's bare row; and canal-json -> canal-json with :data:`MASK_REPLACE`.
 
 Also timed, as rows of their own: ``unwrap`` (:data:`UNWRAP`: Debezium's
 ExtractNewRecordState, deletes as their row and a tombstone, the usual chain into
@@ -63,12 +64,30 @@ CHAIN: list[dict[str, Any]] = [
 UNWRAP: list[dict[str, Any]] = [{"type": "unwrap", "delete_handling": "rewrite-with-tombstone"}]
 #: canal-json -> canal-json: PII masking between two Canal topics.
 MASK: list[dict[str, Any]] = [{"type": "mask_field", "fields": ["address"], "mode": "hash", "salt": "bench-salt"}]
+#: canal-json -> canal-json: the column replaced by a constant (``mask_field``'s ``replace`` mode,
+#: as ``examples/chains/pii-masking.yaml`` masks ID card numbers).
+MASK_REPLACE: list[dict[str, Any]] = [
+    {"type": "mask_field", "fields": ["address"], "mode": "replace", "replacement": "******"}
+]
 #: The suffix of a variant run on the Python path (the native core's twin).
 PYTHON = " (Python)"
 #: The prefix of the variants written by the Canal writer (timed against ``CANAL_BARE``).
 CANAL = "canal → canal"
 CANAL_BARE = CANAL
 CANAL_MASK = CANAL + " + mask_field"
+#: The writers timed bare and with :data:`MASK` (natively and on the Python path), each
+#: against its own bare row: the variants' prefix -> the encoder's format.
+WRITERS = {
+    CANAL: "canal-json",
+    "canal → ticdc": "ticdc-canal-json",
+    "canal → maxwell": "maxwell-json",
+    "canal → ogg": "ogg-json",
+}
+
+
+def _writer(name: str) -> str | None:
+    """The prefix in :data:`WRITERS` of variant ``name`` (``None``: the Debezium rows)."""
+    return next((prefix for prefix in WRITERS if name.startswith(prefix)), None)
 
 
 def _chain(transforms: list[dict[str, Any]], sink: str = SINK) -> Chain:
@@ -78,7 +97,7 @@ def _chain(transforms: list[dict[str, Any]], sink: str = SINK) -> Chain:
 
 def _bare(name: str) -> str:
     """The variant ``name`` is measured against."""
-    return CANAL_BARE if name.startswith(CANAL) else "bare"
+    return _writer(name) or "bare"
 
 
 def _once(
@@ -105,7 +124,8 @@ def compare(records: Sequence[Record], variants: dict[str, list[dict[str, Any]]]
     counts: dict[str, tuple[int, int]] = {}
     for _ in range(runs):
         for name, transforms in variants.items():
-            sink = "canal-json" if name.startswith(CANAL) else SINK
+            prefix = _writer(name)
+            sink = WRITERS[prefix] if prefix is not None else SINK
             seconds, outputs, errors = _once(transforms, records, name.endswith(PYTHON), sink)
             best[name] = min(best[name], seconds)
             counts[name] = (outputs, errors)
@@ -149,10 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = NATIVE_TARGET if native_both else TARGET
     print(f"native plan: {'bare and chain' if native_both else 'not for both (Python path)'}", flush=True)
     print(f"native plan with unwrap: {'yes' if _chain(UNWRAP).native is not None else 'no'}", flush=True)
-    native_mask = _chain(MASK, "canal-json").native is not None
-    print(f"native plan for {CANAL_MASK}: {'yes' if native_mask else 'no'}", flush=True)
     variants: dict[str, list[dict[str, Any]]] = {"bare": [], "chain": CHAIN, "unwrap": UNWRAP}
-    variants.update({CANAL_BARE: [], CANAL_MASK: MASK, CANAL_MASK + PYTHON: MASK})
+    for prefix, fmt in WRITERS.items():
+        native_mask = _chain(MASK, fmt).native is not None
+        print(f"native plan for {prefix} + mask_field: {'yes' if native_mask else 'no'}", flush=True)
+        variants.update({prefix: [], prefix + " + mask_field": MASK, prefix + " + mask_field" + PYTHON: MASK})
+    replace = CANAL + " + mask_field replace"
+    variants.update({replace: MASK_REPLACE, replace + PYTHON: MASK_REPLACE})
     if args.python:
         variants.update({"bare" + PYTHON: [], "unwrap" + PYTHON: UNWRAP})
     if args.breakdown:

@@ -106,9 +106,9 @@ def test_the_plans_are_chosen_for_what_they_write() -> None:
         for name in KEEPING:
             chain = Chain(get_codec(source), get_codec("ticdc-canal-json"), build_transforms(CHAINS[name]), "all")
             assert chain.native is not None, name
-        for name in CHANGING:
+        for name in CHANGING:  # from canal-json: the shaped rows (tests/test_native_rowxf_ticdc.py)
             chain = Chain(get_codec(source), get_codec("ticdc-canal-json"), build_transforms(CHAINS[name]), "all")
-            assert chain.native is None, name
+            assert (chain.native is None) == (source == "ticdc-canal-json"), name
     for plan in (native.CANAL_TO_TICDC, native.TICDC_TO_TICDC):
         assert plan in native.status()["plans"]
         assert plan in native.plans_of("ticdc-canal-json")

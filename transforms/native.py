@@ -21,9 +21,11 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   they are (:func:`_keeps_rows`), or from canal-json the row-changing ones too
   (``transforms/native_rowxf.py``).
 * ``canal-json`` / ``ticdc-canal-json -> maxwell-json`` and ``-> ogg-json``: the
-  typed-JSON writers (``transforms/native_maxwell.py``), the same transforms.
+  typed-JSON writers (``transforms/native_maxwell.py``), the same transforms
+  (from canal-json the row-changing ones on rows re-shaped in Canal text,
+  ``native_rowxf.TextShaped``; so too ``-> ticdc-canal-json``).
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
-  writer (``transforms/native_dts.py``), with the same transforms.
+  writer (``transforms/native_dts.py``), with the row-keeping transforms.
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
   Debezium reader (``transforms/native_debezium.py``) and the Canal writer, or
   Debezium re-written as itself; the plan reads the records' keys too.
@@ -48,7 +50,7 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
 Transforms (:func:`_supported`): those whose effect is the same for every row
 of a table and op -- filter by database/table/op, route templates over
 per-table fields, drop_tombstones, replace_field, mask_field (hash of string
-columns, null), insert_field (static, per-table metadata, ``es``/``ts``/row
+columns, null, replace, empty), insert_field (static, per-table metadata, ``es``/``ts``/row
 index), value_to_key, merge_shards, insert_header, drop_headers, unwrap
 (the Debezium writer: the flat row, a delete's tombstone, its per-table and per-row
 fields), each optionally under a ``table_matches`` predicate. Per table layout the planner
@@ -383,7 +385,7 @@ def _supported(t: Any) -> bool:
     if cls is headers.InsertHeader:
         return bool(t._template.static or t._template._by_table)
     if cls is mask_field.MaskField:
-        return t._mode in ("hash", "null")
+        return t._mode in ("hash", "null", "replace", "empty")
     if cls is merge_shards.MergeShards:
         return t._key_field is None
     if cls is insert_field.InsertField:
@@ -502,7 +504,8 @@ class _Shape:
         self.names: list[str | None] = [c.name for c in schema.columns]  # current name, None: dropped
         names = self.names
         self.validate = [False] * len(names)  # typed by a transform while present
-        self.masks: list[tuple[str, bytes] | None] = [None] * len(names)
+        #: ``("hash", salt)``, ``("null", b"")`` or ``("const", typed value)`` (``replace``, ``empty``)
+        self.masks: list[tuple[str, Any] | None] = [None] * len(names)
         self.added: list[list[Any]] = []  # [current name | None, kind, metadata]
         self.key: list[tuple[str, int]] | None = None  # an explicit key: (name, input column)
         self.pk = list(dict.fromkeys(schema.primary_key))
@@ -566,8 +569,10 @@ class _Shape:
                     if self.schema.columns[c].mysql.kind is not Kind.STRING:
                         raise _Unsupported(f)
                     self.masks[c] = ("hash", t._salt)
-                else:
+                elif t._mode == "null":
                     self.masks[c] = ("null", b"")
+                else:
+                    self.masks[c] = ("const", _mask_constant(t, self.schema.columns[c]))
                 if self.key is not None and any(k == f and kc != c for k, kc in self.key):
                     raise _Unsupported(f)
         elif cls is value_to_key.ValueToKey:
@@ -597,6 +602,18 @@ class _Shape:
             (name, what) for (name, _), what in zip(t._fields, _unwrap_fields(t, t._fields), strict=True)
         ]
         self.add(columns + ([(t._deleted, None)] if t._rewrite else []))
+
+
+def _mask_constant(t: Any, column: Any) -> Any:
+    """The typed value ``mask_field``'s ``replace`` or ``empty`` mode writes for every non-null
+    value of ``column`` (the same for every row); a replacement the column's type cannot hold
+    leaves the table to Python, which dead-letters each such row as it would."""
+    from cdc_smt.transforms.errors import TransformError
+
+    try:
+        return t._mask(column, None)
+    except TransformError:
+        raise _Unsupported(column.name) from None
 
 
 class _CanalTables:
@@ -644,12 +661,51 @@ class _CanalTables:
                 *_column_op(c, repr_for_type(c.mysql, self.encoder.connect), self.timezone, self.form),
                 shape.names[i],
                 shape.validate[i],
-                *(shape.masks[i] or ("", b"")),
+                *mask,
             )
-            for i, c in enumerate(schema.columns)
+            for (i, c), mask in zip(enumerate(schema.columns), self._masks(event, shape), strict=True)
         ]
         added = [(a[0], a[1]) for a in shape.added if a[0] is not None]
         return columns, added, key, explicit, ops
+
+    def _masks(self, event: Any, shape: _Shape) -> list[tuple[str, bytes]]:
+        """Each input column's ``(mask, argument)`` for the writer: ``hash`` with its salt,
+        ``null``, ``const`` with the written JSON of a ``replace``/``empty`` constant (the
+        encoder's own rendering of the typed value: the probe ``event`` as an INSERT of the
+        table's columns, null but the constants, encoded as it is, not unwrapped), ``("", b"")``
+        unmasked."""
+        schema = shape.schema
+        consts = {c.name: m[1] for c, m in zip(schema.columns, shape.masks, strict=True) if m and m[0] == "const"}
+        written = self._written_with(event, schema, consts) if consts else {}
+        return [
+            ("", b"") if m is None else ("const", orjson.dumps(written[c.name])) if m[0] == "const" else m
+            for c, m in zip(shape.schema.columns, shape.masks, strict=True)
+        ]
+
+    def _written_with(self, event: Any, schema: Any, values: dict[str, Any]) -> dict[str, Any]:
+        """The row the encoder writes for an INSERT of ``schema``'s columns, null but the typed
+        ``values`` (``event``, a probe, gives the rest; not unwrapped)."""
+        return self._written_row(self._written_value(event, schema, values))
+
+    def _written_value(self, event: Any, schema: Any, values: dict[str, Any]) -> bytes:
+        """The message itself of :meth:`_written_with`."""
+        import msgspec
+
+        from cdc_smt.transforms.model import UNWRAPPED, Op
+
+        row = {**dict.fromkeys(c.name for c in schema.columns), **values}
+        extra = {k: v for k, v in event.extra.items() if k != UNWRAPPED}
+        probe = msgspec.structs.replace(
+            event, op=Op.INSERT, schema=schema, before=None, after=row, values=None, key=None, extra=extra
+        )
+        value: bytes = self.encoder.encode(probe)[0].value
+        return value
+
+    def _written_row(self, value: bytes) -> dict[str, Any]:
+        """The row image of an INSERT the encoder wrote (Debezium's ``after``)."""
+        payload = orjson.loads(value)
+        row: dict[str, Any] = (payload["payload"] if self.encoder.schemas_enable else payload)["after"]
+        return row
 
     def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
         """Does the plan take the layout as its message states it (judged before the probe)?"""
@@ -948,6 +1004,10 @@ class _CanalOutTables(_CanalTables):
     @property
     def retext(self) -> bool:
         return self.decoder.form is not self.encoder.form
+
+    def _written_row(self, value: bytes) -> dict[str, Any]:
+        row: dict[str, Any] = orjson.loads(value)["data"][0]
+        return row
 
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         from cdc_smt.transforms.types import Kind

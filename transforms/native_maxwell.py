@@ -26,6 +26,7 @@ from cdc_smt.transforms.native import (
     _CanalTables,
     _enum_table,
 )
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: Per encoder: the plan's name from canal-json and from ticdc-canal-json.
@@ -35,8 +36,11 @@ _OGG_TYPES = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "INIT": "I"}
 
 
 def plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a maxwell-json or ogg-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a maxwell-json or ogg-json encoder, or
+    ``None``; from canal-json the row-changing transforms too (``native_rowxf``)."""
     name = chain.encoder.name
+    if changes_rows(chain.transforms):
+        return shaped_plan(chain, _ShapedTypedJsonTables, _NAMES[name], encoder=name)
     return native.row_keeping_plan(chain, _TypedJsonTables, _NAMES[name], encoder=name)
 
 
@@ -131,3 +135,24 @@ class _TypedJsonTables(_CanalTables):
             out["primary_key_columns"] = pk
         out["data"] = row
         return out
+
+
+class _ShapedTypedJsonTables(TextShaped, _TypedJsonTables):
+    """canal-json -> maxwell-json / ogg-json under row-changing transforms: the writer's table
+    of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
+
+    writer_tables = _TypedJsonTables
+
+    def _written_row(self, value: bytes) -> dict[str, Any]:
+        written = orjson.loads(value)
+        row: dict[str, Any] = written["after" if self.encoder.name == "ogg-json" else "data"]
+        return row
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        pk, database, table = list(final.pk) or None, final.source.database, final.source.table
+        if self.encoder.name == "ogg-json":
+            fields = {"table": ".".join(p for p in (database, table) if p) or None, "primary_keys": pk}
+        else:
+            fields = {"database": database or None, "table": table or None, "primary_key_columns": pk}
+        if {k: written.get(k) for k in fields} != fields:
+            raise native._Unsupported("message")  # not the shaped message's fields

@@ -21,7 +21,15 @@ from typing import Any
 import orjson
 
 from cdc_smt.transforms import native
-from cdc_smt.transforms.native import HeaderEdit, _CanalOutTables, _header_edits, _keeps_rows, _Shape, _Unsupported
+from cdc_smt.transforms.native import (
+    HeaderEdit,
+    _CanalOutTables,
+    _header_edits,
+    _keeps_rows,
+    _Shape,
+    _Unsupported,
+    canal_text_op,
+)
 
 #: ``_Shape``'s added-column kinds the writer fills per row (the rest are the probe's constants).
 _PER_ROW = ("es", "ts", "row")
@@ -35,22 +43,9 @@ def changes_rows(transforms: list[Any]) -> bool:
 def canal_plan(chain: Any) -> native.NativePlan | None:
     """canal-json -> canal-json with row-changing transforms (``unwrap`` and TiCDC's
     dialect stay Python's), or ``None``."""
-    from cdc_smt.transforms.formats.canal_json import CanalJson
-    from cdc_smt.transforms.smt.unwrap import Unwrap
-
-    if type(chain.decoder) is not CanalJson or any(type(t) is Unwrap for t in chain.transforms):
-        return None
-    if not all(native._supported(t) for t in chain.transforms):
-        return None
-    assert native._native is not None
-    compiler = _ShapedCanalTables(chain.decoder, chain.encoder, list(chain.transforms))
-    plan = native._native.CanalToDebezium(
-        compiler.compile,
-        max_message_bytes=chain.decoder.opts.max_message_bytes,
-        encoder="canal-json",
-        batch_transaction=chain.encoder.batching,
-    )
-    return native.NativePlan(native.CANAL_TO_CANAL, plan, compiler.variants)
+    batch = chain.encoder.batching
+    names = (native.CANAL_TO_CANAL, None)
+    return shaped_plan(chain, _ShapedCanalTables, names, encoder="canal-json", batch_transaction=batch)
 
 
 class _ShapedCanalTables(_CanalOutTables):
@@ -80,7 +75,8 @@ class _ShapedCanalTables(_CanalOutTables):
         added = [a for a in shape.added if a[0] is not None]
         outputs = live + [a[0] for a in added]
         reuse = len(outputs) == len(names) and set(outputs) == set(names)
-        columns = [self._column(c, i, shape, typed, zoned, final) for i, c in enumerate(schema.columns)]
+        masks = self._masks(event, shape)
+        columns = [self._column(c, i, shape, typed, zoned, final, masks[i]) for i, c in enumerate(schema.columns)]
         key_spec = [(name, c, self._key_kind(schema.columns[c], shape, typed)) for name, c in key]
         maps = None if reuse else [orjson.dumps({n: probe["mysqlType"][n]}) for n in outputs]
         added_spec = [(a[0], a[1]) for a in added]
@@ -93,13 +89,16 @@ class _ShapedCanalTables(_CanalOutTables):
         shaped = (typed, columns, added_spec, key_spec, explicit, maps, per_op, pk_names, *where)
         return names, list(pk), op_entries, None, [], None, shaped
 
-    def _column(self, column: Any, i: int, shape: _Shape, typed: bool, zoned: bool, final: Any) -> tuple[Any, ...]:
+    def _column(
+        self, column: Any, i: int, shape: _Shape, typed: bool, zoned: bool, final: Any, masked: tuple[str, bytes]
+    ) -> tuple[Any, ...]:
         """One input column: ``(out name | None, text op, arg, validate, mask, salt, sql code,
         labels)``, the code ``(null, value, wide, unsigned max | None)`` of its written column,
-        ``labels`` an ENUM's or SET's texts as re-written (instead of the op)."""
+        ``labels`` an ENUM's or SET's texts as re-written (instead of the op); ``masked``: its
+        mask (``_masks``: a constant's written text as the salt)."""
         out = shape.names[i]
         _, op, arg, *_ = self._text(column, zoned) if typed or shape.validate[i] else ("", "same", None)
-        mask, salt = shape.masks[i] or ("", b"")
+        mask, salt = masked
         codes: tuple[int, int, int, int | None] = (0, 0, 0, None)
         if out is not None:
             written = final.schema.by_name[out]
@@ -113,14 +112,8 @@ class _ShapedCanalTables(_CanalOutTables):
     def _labels(self, column: Any) -> dict[str, str] | None:
         """An ENUM's or SET's usual texts (indexes, bitmasks of at most ten labels, ENUM
         labels) as the Python path re-writes them once typed; other texts go to Python."""
-        from cdc_smt.transforms.types import Kind
-
-        t = column.mysql
-        if t.kind is Kind.ENUM and t.values:
-            texts = ["0", *map(str, range(1, len(t.values) + 1)), *(v for v in t.values if not v.isdigit())]
-        elif t.kind is Kind.SET and t.values and len(t.values) <= 10:
-            texts = [str(n) for n in range(1 << len(t.values))]
-        else:
+        texts = _label_texts(column)
+        if texts is None:
             return None
         write = self.encoder.form.text_writer(column)
         table = {}
@@ -153,7 +146,8 @@ class _ShapedCanalTables(_CanalOutTables):
         from cdc_smt.transforms.types import Kind
 
         i = shape.schema.columns.index(column)
-        if not typed or shape.masks[i] is not None or column.mysql.kind is Kind.STRING:
+        mask = shape.masks[i]
+        if not typed or (mask is not None and mask[0] != "const") or column.mysql.kind is Kind.STRING:
             return "text"
         if column.mysql.kind is Kind.INT:
             return "int"
@@ -173,25 +167,9 @@ class _ShapedCanalTables(_CanalOutTables):
     def _op_shaped(self, message: dict[str, Any], kind: str, shape: _Shape, explicit: bool) -> tuple[int, Any]:
         """One op's entry ``(what, written)``: ``what`` 0 dropped, 1 Python, 2 written, with
         ``(probe message, final event, variant, constant texts, added columns' codes)``."""
-        from cdc_smt.transforms.smt.base import is_tombstone
-
-        (event,) = self._decode(message, kind)
-        edits: list[HeaderEdit] | None = None
-        typing = False
-        for t, types_rows, selected in zip(self.transforms, shape.typing, shape.selected, strict=True):
-            if t.selects(event) != selected:
-                raise _Unsupported("predicate")  # it judges ops differently: Python
-            if selected and any(c not in event.schema.by_name for c in t.columns):
-                raise _Unsupported("on_missing")
-            if selected:
-                edits = _header_edits(t, event, edits)
-            out = t.apply_batch([event])
-            if len(out) > 1 or any(is_tombstone(e) for e in out):
-                raise _Unsupported("rows")
-            if not out:
-                return (1 if typing else 0), None  # dropped after typing: typing could fail
-            (event,) = out
-            typing = typing or types_rows
+        what, event, edits = _follow_shaped(self, message, kind, shape)
+        if event is None:
+            return what, None
         (record,) = self.encoder.encode(event)
         if record.value is None:
             raise _Unsupported("tombstone")
@@ -212,4 +190,214 @@ class _ShapedCanalTables(_CanalOutTables):
         return 2, (written, event, self._variant(record.topic, edits), consts, codes)
 
 
-__all__ = ["canal_plan", "changes_rows"]
+def _follow_shaped(
+    tables: native._CanalTables, message: dict[str, Any], kind: str, shape: _Shape
+) -> tuple[int, Any, list[HeaderEdit] | None]:
+    """One op's probe ``message`` through the transforms: ``(2, final event, header edits)``,
+    or ``(0, None, _)`` dropped, ``(1, None, _)`` dropped after a transform typed the row
+    (typing could fail: Python's); the shape must describe what they do."""
+    from cdc_smt.transforms.smt.base import is_tombstone
+
+    (event,) = tables._decode(message, kind)
+    edits: list[HeaderEdit] | None = None
+    typing = False
+    for t, types_rows, selected in zip(tables.transforms, shape.typing, shape.selected, strict=True):
+        if t.selects(event) != selected:
+            raise _Unsupported("predicate")  # it judges ops differently: Python
+        if selected and any(c not in event.schema.by_name for c in t.columns):
+            raise _Unsupported("on_missing")
+        if selected:
+            edits = _header_edits(t, event, edits)
+        out = t.apply_batch([event])
+        if len(out) > 1 or any(is_tombstone(e) for e in out):
+            raise _Unsupported("rows")
+        if not out:
+            return (1 if typing else 0), None, edits
+        (event,) = out
+        typing = typing or types_rows
+    return 2, event, edits
+
+
+_KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
+
+
+def shaped_plan(
+    chain: Any, tables: type[native._CanalTables], names: tuple[str, str | None], **writer: Any
+) -> native.NativePlan | None:
+    """canal-json (or, where ``names`` has a plan from it, ticdc-canal-json) -> a writer
+    (``writer``: its options) with row-changing transforms (not ``unwrap``), compiled by
+    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``."""
+    from cdc_smt.transforms.formats.canal_json import CanalJson
+    from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
+    from cdc_smt.transforms.smt.unwrap import Unwrap
+
+    ticdc = type(chain.decoder) is TicdcCanalJson
+    name = names[ticdc]
+    if name is None or type(chain.decoder) not in (CanalJson, TicdcCanalJson):
+        return None
+    if any(type(t) is Unwrap for t in chain.transforms) or not all(native._supported(t) for t in chain.transforms):
+        return None
+    assert native._native is not None
+    compiler = tables(chain.decoder, chain.encoder, list(chain.transforms))
+    limit = chain.decoder.opts.max_message_bytes
+    plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, ticdc=ticdc, **writer)
+    return native.NativePlan(name, plan, compiler.variants)
+
+
+class TextShaped(native._CanalTables):
+    """Compiles a Canal layout for a writer of Canal text under row-changing transforms
+    (``row_shape.rs``): ``(writer's spec, shape)``, the writer's spec that of the transformed
+    schema (compiled by :attr:`writer_tables` from a probe of it, without the transforms),
+    with this chain's op entries. Mixed in before the writer's compiler class."""
+
+    #: The writer's compiler of row-keeping layouts.
+    writer_tables: type[native._CanalTables]
+
+    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
+        from cdc_smt.transforms.types import Kind
+
+        schema = event.schema
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        if not zoned and any(c.mysql.kind is Kind.TIMESTAMP for c in schema.columns):
+            return None  # TIMESTAMP text re-based between the zones: Python
+        shape = self._shape(event, python_on_missing=True)
+        key, explicit = self._key(shape)
+        follows = [_follow_shaped(self, message, kind, shape) for kind in _KINDS]
+        finals = [f[1] for f in follows if f[1] is not None]
+        if not finals:
+            return None
+        final = finals[0]
+        added = [a for a in shape.added if a[0] is not None]
+        ops: list[tuple[int, int | None]] = []
+        for kind, (what, done, edits) in zip(_KINDS, follows, strict=True):
+            if done is None:
+                ops.append((what, None))
+                continue
+            self._check_written(done, kind, shape, explicit)
+            if kind == "UPDATE" and added:
+                ops.append((1, None))  # insert_field writes the after-image only; the writer's old overlays it
+                continue
+            (record,) = self.encoder.encode(done)
+            if record.value is None or (done.source.database, done.source.table) != final_bits(final):
+                raise _Unsupported("record")
+            self._check_shaped(orjson.loads(record.value), done)
+            ops.append((2, self._variant(record.topic, edits)))
+        inner = self._inner(final, ops)
+        if inner is None:
+            return None
+        columns = [self._shaped_column(c, i, shape, zoned, final) for i, c in enumerate(schema.columns)]
+        consts = [
+            self._added_texts(done, added) if done is not None else [None] * _const_count(added)
+            for _, done, _ in follows
+        ]
+        key_spec = [(name, self._key_number(shape, c, name, final)) for name, c in key]
+        where = (final.source.database, final.source.table, list(final.pk))
+        return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec)
+
+    def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
+        """The writer's spec of the transformed schema, with ``ops`` as its op entries."""
+        types = orjson.dumps({c.name: c.type for c in final.schema.columns}).decode()
+        base = self.writer_tables(self.decoder, self.encoder, [])
+        probe = base._probe(types, None, list(final.pk), *final_bits(final))
+        spec = None if probe is None else base._compile(*probe, list(final.pk))
+        if spec is None:
+            return None
+        return (*spec[:2], ops, *spec[3:])
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        """Is the probe's written message what the writer writes from the shaped message?"""
+
+    def _shaped_column(self, column: Any, i: int, shape: _Shape, zoned: bool, final: Any) -> tuple[Any, ...]:
+        """One input column: ``(name, out, check, readable, mask, argument)`` (see
+        ``row_shape.rs``; ``readable``: an ENUM's or SET's texts that read, checked instead)."""
+        out, mask = shape.names[i], shape.masks[i]
+        checked = shape.validate[i] and (out is None or mask is not None)
+        check = canal_text_op(column, zoned) if checked else None
+        readable = None
+        if check is not None and check[0] == "python" and (texts := _label_texts(column)) is not None:
+            readable = [t for t in texts if _reads(self.form, column, t)]
+        head = (column.name, out, check, readable)
+        if mask is None or out is None:
+            return *head, "", b""
+        if mask[0] == "const":
+            (text,) = self._canal_texts(final, {out: mask[1]}).values()
+            return *head, "const", b"" if text is None else text.encode()
+        return *head, *mask
+
+    def _added_texts(self, final: Any, added: list[list[Any]]) -> list[str | None]:
+        """The constant added columns' Canal texts in ``final`` (an op's transformed probe)."""
+        main = final.after if final.after is not None else final.before
+        values = {a[0]: main[a[0]] for a in added if a[1] not in _PER_ROW}
+        texts = self._canal_texts(final, values)
+        return [texts[a[0]] for a in added if a[1] not in _PER_ROW]
+
+    def _canal_texts(self, final: Any, values: dict[str, Any]) -> dict[str, str | None]:
+        """Canal texts of typed ``values`` of ``final``'s columns (the decoder's form writes
+        them), each checked to be written by the encoder as the value itself once read back."""
+        if not values:
+            return {}
+        form, schema = self.form, final.schema
+        texts: dict[str, str | None] = {}
+        for name, value in values.items():
+            column = schema.by_name[name]
+            # Canal's own text of the value, else its plain one (a DECIMAL's own digits)
+            candidates = [form.text_writer(column)(value), str(value)] if value is not None else [None]
+            for text in candidates:
+                try:
+                    read = None if text is None else form.to_python(column, text)
+                except ValueError:
+                    continue
+                # the messages as written: JSON numbers compare by their digits too (0.00 is not 0)
+                wanted = self._written_value(final, schema, {name: value})
+                if self._written_value(final, schema, {name: read}) == wanted:
+                    texts[name] = text
+                    break
+            else:
+                raise _Unsupported("text")  # no text reads as the value, for this writer
+        return texts
+
+    @staticmethod
+    def _key_number(shape: _Shape, c: int, name: str, final: Any) -> bool:
+        """Is a key field written as a number (a typed integer), or as its text?"""
+        from cdc_smt.transforms.types import Kind
+
+        kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
+        if not any(shape.typing) or kind is Kind.STRING:
+            return False
+        if kind is Kind.INT and (mask is None or mask[0] != "hash"):
+            return True
+        raise _Unsupported("key")  # a typed key value orjson writes otherwise
+
+
+def _label_texts(column: Any) -> list[str] | None:
+    """An ENUM's or SET's usual Canal texts (indexes, bitmasks of at most ten labels, ENUM
+    labels), or ``None`` for other columns."""
+    from cdc_smt.transforms.types import Kind
+
+    t = column.mysql
+    if t.kind is Kind.ENUM and t.values:
+        return ["0", *map(str, range(1, len(t.values) + 1)), *(v for v in t.values if not v.isdigit())]
+    if t.kind is Kind.SET and t.values and len(t.values) <= 10:
+        return [str(n) for n in range(1 << len(t.values))]
+    return None
+
+
+def _reads(form: Any, column: Any, text: str) -> bool:
+    """Does the decoder's value form read ``text`` as a value of ``column``?"""
+    try:
+        form.to_python(column, text)
+    except ValueError:
+        return False
+    return True
+
+
+def final_bits(final: Any) -> tuple[str | None, str | None]:
+    """The transformed event's database and table."""
+    return final.source.database, final.source.table
+
+
+def _const_count(added: list[list[Any]]) -> int:
+    return sum(a[1] not in _PER_ROW for a in added)
+
+
+__all__ = ["TextShaped", "canal_plan", "changes_rows", "shaped_plan"]

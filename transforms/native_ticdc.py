@@ -35,6 +35,7 @@ from cdc_smt.transforms.native_debezium import (
     _wall_clock_zone,
     _with_reads,
 )
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: A column of the spec: (name, mysqlType, conversion, argument, sqlType code, (wide code, signed max) | None).
@@ -42,7 +43,10 @@ ColumnSpec = tuple[str, str, str, Any, int, "tuple[int, int] | None"]
 
 
 def plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a ticdc-canal-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a ticdc-canal-json encoder, or ``None``;
+    from canal-json the row-changing transforms too (``native_rowxf``)."""
+    if changes_rows(chain.transforms):
+        return shaped_plan(chain, _ShapedTicdcTables, (CANAL_TO_TICDC, None), encoder="ticdc-canal-json")
     return native.row_keeping_plan(chain, _TicdcOutTables, (CANAL_TO_TICDC, TICDC_TO_TICDC), encoder="ticdc-canal-json")
 
 
@@ -154,6 +158,19 @@ class _TicdcOutTables(_CanalOutTables):
         ):
             raise native._Unsupported("message")  # not what the writer writes
         return 2, self._variant(topic, edits)
+
+
+class _ShapedTicdcTables(TextShaped, _TicdcOutTables):
+    """canal-json -> ticdc-canal-json under row-changing transforms: the TiCDC writer's table
+    of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
+
+    writer_tables = _TicdcOutTables
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        database, table = (n or "" for n in (final.source.database, final.source.table))
+        fields = (written.get("pkNames"), written.get("database"), written.get("table"))
+        if fields != (list(final.pk) or None, database, table):
+            raise native._Unsupported("message")  # not the shaped message's fields
 
 
 def debezium_plan(chain: Any, extension: Any) -> NativePlan | None:

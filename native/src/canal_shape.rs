@@ -5,7 +5,7 @@
 //! Each row is written on its own (a ``batch: transaction`` message of several rows is
 //! Python's): the columns under their output names (dropped ones checked when a transform
 //! typed them), the values as the message's texts, or, once a transform typed the row, each
-//! re-written as Canal text (``canal_text``) or masked (null, salted SHA-256), the added
+//! re-written as Canal text (``canal_text``) or masked (null, salted SHA-256, a constant), the added
 //! columns last; the type maps copied when the row still names exactly the message's
 //! columns, else per written column (``sqlType`` by the value, as Canal assigns codes);
 //! ``old`` as the Python encoder reproduces it (the message's changed columns still written,
@@ -29,6 +29,8 @@ enum Mask {
     Null,
     /// The hex SHA-256 of the salt and the text.
     Hash(Vec<u8>),
+    /// ``replace`` and ``empty``: the constant as written (a JSON string of Canal text).
+    Const(Vec<u8>),
 }
 
 struct Column {
@@ -125,6 +127,7 @@ impl Shape {
                 "" => Mask::None,
                 "null" => Mask::Null,
                 "hash" => Mask::Hash(salt),
+                "const" => Mask::Const(salt),
                 _ => return Err(bad("unknown mask")),
             };
             let sql = match max {
@@ -196,6 +199,7 @@ impl Shape {
         match &col.mask {
             Mask::Null => return Ok(None),
             Mask::Hash(salt) => write_sha256(buf, salt, text),
+            Mask::Const(written) => buf.extend_from_slice(written),
             Mask::None if self.typed => col.typed(buf, text)?,
             Mask::None => {
                 if let SqlCode::Unsigned { .. } = col.sql {

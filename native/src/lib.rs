@@ -31,6 +31,7 @@ mod maxwell_out;
 mod ogg_in;
 mod ogg_out;
 mod partition;
+mod row_shape;
 mod scratch;
 mod tdsql_in;
 mod ticdc_out;
@@ -102,6 +103,8 @@ enum Mask {
     Null,
     /// ``mask_field`` mode ``hash``: hex SHA-256 of the salt and the text (string columns).
     Hash(Vec<u8>),
+    /// ``mask_field`` modes ``replace`` and ``empty``: the constant's written JSON.
+    Const(Vec<u8>),
 }
 
 struct Column {
@@ -116,7 +119,7 @@ struct Column {
 }
 
 /// A column ``insert_field`` adds to the row's image (the after-image, else the before-image).
-enum Added {
+pub(crate) enum Added {
     /// The same value for every row of an op (``static``, per-table metadata): per op plan.
     Const(usize),
     /// The message's ``es`` (``source_ts_ms``), ``ts`` (``processing_ts_ms``), the row index.
@@ -266,6 +269,8 @@ enum Table {
     DtsAvro(dts_avro_out::Table),
     Ticdc(ticdc_out::Table),
     CloudCanal(cloudcanal_out::Table),
+    /// A writer's table of the transformed schema, fed rows the transforms re-shaped (``row_shape``).
+    Shaped(Box<row_shape::RowShape>, Box<Table>),
 }
 
 /// canal-json or ticdc-canal-json -> debezium-json (or -> canal-json, ``encoder``), with
@@ -517,9 +522,15 @@ impl CanalToDebezium {
                             let retext = self.ticdc || matches!(self.reader, Reader::CloudCanal);
                             canal_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref(), retext)?.map(Table::Canal)
                         }
-                        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        Encoder::Maxwell | Encoder::Ogg => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => typed_json::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Typed(t)))),
+                            None => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
+                        },
                         Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
-                        Encoder::Ticdc => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
+                        Encoder::Ticdc => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
+                            None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
+                        },
                         Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
                     }
                     .map(Arc::new)
@@ -596,6 +607,9 @@ impl CanalToDebezium {
                 dts_avro_out::Entry::Dropped => t.knows(data),
             });
         }
+        if let Table::Shaped(shape, inner) = &*table {
+            return Ok(shaped_write(shape, inner, &self.encoder, &m, op, out).unwrap_or(false));
+        }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
             (Table::Canal(t), Encoder::Canal { transaction }) => {
@@ -621,7 +635,7 @@ impl CanalToDebezium {
                     (canal_out::Entry::Dropped, _) => t.knows(data),
                 });
             }
-            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_), _) => return Ok(false),
+            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_) | Table::Shaped(..), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {
@@ -806,6 +820,7 @@ fn write_image(
                 }
                 match mask {
                     Mask::Hash(salt) => write_sha256(out, salt, text),
+                    Mask::Const(written) => out.extend_from_slice(written),
                     _ => out.extend_from_slice(b"null"),
                 }
             }
@@ -834,6 +849,40 @@ fn write_image(
     Ok(())
 }
 
+/// ``(inner, shape)`` of a shaped table's spec ``(writer's spec, shape spec)`` (a writer's
+/// own spec has more items), else ``None``.
+fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, row_shape::RowShape)>> {
+    match spec.downcast::<PyTuple>() {
+        Ok(t) if t.len() == 2 => Ok(Some((t.get_item(0)?, row_shape::RowShape::from_spec(&t.get_item(1)?)?))),
+        _ => Ok(None),
+    }
+}
+
+/// One row message through the transforms' ``shape`` into the ``inner`` writer's records
+/// (keyed by the transformed rows); ``Ok(false)`` / ``Err``: Python's.
+fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
+    let entry = match inner {
+        Table::Ticdc(t) => &t.ops[op],
+        Table::Typed(t) => &t.ops[op],
+        _ => return Ok(false),
+    };
+    let variant = match entry {
+        canal_out::Entry::Write(variant) => *variant,
+        canal_out::Entry::Python => return Ok(false),
+        canal_out::Entry::Dropped => return Ok(shape.knows(m.data.as_deref().ok_or(Fallback)?)),
+    };
+    let shaped = shape.apply(m, op)?;
+    let start = out.len();
+    match (inner, encoder) {
+        (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
+        (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
+        (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
+        _ => return Ok(false),
+    }
+    shape.rekey(&shaped, &mut out[start..])?;
+    Ok(true)
+}
+
 /// ``"<hex sha256(salt + text)>"``.
 pub(crate) fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
     use sha2::{Digest, Sha256};
@@ -850,7 +899,8 @@ pub(crate) fn write_sha256(out: &mut Vec<u8>, salt: &[u8], text: &str) {
 }
 
 /// A table's spec from Python: ``(columns, added, key, explicit_key, ops)`` where a
-/// column is ``(name, op, arg, out_name | None, validate, mask, salt)``, ``added`` a
+/// column is ``(name, op, arg, out_name | None, validate, mask, salt)`` (``mask`` ``const``:
+/// ``salt`` is the constant's written JSON), ``added`` a
 /// list of ``(out_name, kind)`` (``const``/``es``/``ts``/``row``), ``key`` a list of
 /// ``(name, column index)`` and ``ops`` four entries (c, u, d, r), each
 /// ``(what, plan)``: ``what`` 0 (dropped), 1 (to Python) or 2 with ``plan`` =
@@ -903,6 +953,7 @@ fn table_plan(spec: &Bound<PyAny>) -> PyResult<TablePlan> {
             "" => Mask::None,
             "null" => Mask::Null,
             "hash" => Mask::Hash(salt),
+            "const" => Mask::Const(salt),
             other => return Err(PyValueError::new_err(format!("unknown native mask {other:?}"))),
         };
         index.entry(name.clone()).or_insert(cols.len());

@@ -328,6 +328,12 @@ _ROW_CHANGING = (
     {"type": "insert_field", "static": {"_src": "fuzz"}, "metadata": {"_es": "source_ts_ms", "_row": "row_index"}},
 )
 
+#: ``mask_field``'s constant modes (``empty`` of every type the workload has, ``replace``).
+_CONSTANT_MASKS = (
+    {"type": "mask_field", "fields": ["email", "name"], "mode": "empty", "on_missing": "ignore"},
+    {"type": "mask_field", "fields": ["id"], "mode": "replace", "replacement": "7", "on_missing": "ignore"},
+)
+
 #: One differential target per native plan family (reader -> writer), with the option
 #: variants that change what the writer writes (the Connect schema part).
 NATIVE_TARGETS: dict[str, NativeTarget] = {
@@ -356,6 +362,16 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
             {"type": "value_to_key", "fields": ["id"]},
             {"type": "mask_field", "fields": ["id"], "mode": "null"},
         ),
+    ),
+    "native:canal-json>canal-json+masks": NativeTarget("canal-json", "canal-json", transforms=_CONSTANT_MASKS),
+    "native:canal-json>debezium-json+masks": NativeTarget("canal-json", "debezium-json", transforms=_CONSTANT_MASKS),
+    # the writers of Canal text with rows re-shaped (``row_shape.rs``)
+    "native:canal-json>ticdc-canal-json+rowxf": NativeTarget(
+        "canal-json", "ticdc-canal-json", transforms=_ROW_CHANGING + _CONSTANT_MASKS
+    ),
+    "native:canal-json>maxwell-json+rowxf": NativeTarget("canal-json", "maxwell-json", transforms=_ROW_CHANGING),
+    "native:canal-json>ogg-json+rowxf": NativeTarget(
+        "canal-json", "ogg-json", transforms=_ROW_CHANGING + _CONSTANT_MASKS
     ),
     "native:ticdc-canal-json>canal-json": NativeTarget("ticdc-canal-json", "canal-json"),
     "native:canal-json>maxwell-json": NativeTarget("canal-json", "maxwell-json"),
