@@ -143,12 +143,83 @@ def job_doc(
     }
 
 
+class OpenBatches:
+    """Per output partition, the last batch handed to the producer: later rows join it until the
+    producer takes it (as the worker does), so no send waits for the request in flight."""
+
+    def __init__(self, producer: Any) -> None:
+        self.producer = producer
+        self.open: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
+
+    async def send(self, topic: str, partition: int, rows: Sequence[tuple[Any, Any, Any, Any]]) -> list[asyncio.Future]:
+        """Hand ``rows`` (key, value, timestamp, headers) to the producer; the futures that settle them."""
+        futures = []
+        entry = self.open.get((topic, partition))
+        i = 0
+        if entry is not None and not entry[1].done():
+            i = self.fill(entry[0], rows, 0)
+            if i:
+                futures.append(entry[1])
+        while i < len(rows):
+            builder = self.producer.create_batch()
+            start, i = i, self.fill(builder, rows, i)
+            if i == start:
+                raise ValueError(f"a record for {topic} does not fit a batch")
+            fut = await self.producer.send_batch(builder, topic, partition=partition)
+            self.open[(topic, partition)] = (builder, fut)
+            futures.append(fut)
+        return futures
+
+    @staticmethod
+    def fill(builder: Any, rows: Sequence[tuple[Any, Any, Any, Any]], i: int) -> int:
+        """Append ``rows[i:]`` while the batch takes them; the index of the first one left."""
+        while i < len(rows):
+            key, value, ts, headers = rows[i]
+            if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                break
+            i += 1
+        return i
+
+
+@dataclass
+class RateRun:
+    """One fixed-rate run: the latency histogram, and what the load generator itself managed."""
+
+    hist: Histogram
+    achieved: float  # msgs/s actually handed to the producer
+    acked: int  # records the broker acknowledged
+    #: Per tick: how late its records reached the producer (ms after the oldest one's scheduled
+    #: time). Part of every latency figure (they count from the schedule): a generator that falls
+    #: behind shows here first, not as a slow worker.
+    late: Histogram
+    #: The bench process's CPU over the run, in cores (generator and measuring consumer: they
+    #: share the two cores with the broker and the worker).
+    cpu: float
+
+    def generator(self) -> str:
+        late = f"{self.late.percentile(0.5):.1f} / p99 {self.late.percentile(0.99):.1f}"
+        return f"generator late p50 {late} ms, CPU {self.cpu:.2f} cores"
+
+
 async def fixed_rate(
-    bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]
-) -> tuple[Histogram, float, int]:
+    bootstrap: str,
+    source: str,
+    sink: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    values: list[bytes],
+    *,
+    join: bool = True,
+) -> RateRun:
     """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
     arrives on ``sink`` (the same topic for the floor), the rate actually sent, and how many
-    records the broker acknowledged (an overloaded machine can time sends out)."""
+    records the broker acknowledged (an overloaded machine can time sends out).
+
+    ``join``: each tick's records join the batch still waiting for their partition, as the
+    Java producer's accumulator does, so a tick never waits for the request in flight; else
+    each tick's batch is a new one, whose ``send_batch`` waits until the partition's previous
+    batch is taken (the generator of earlier runs: late ticks count against every path)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)
@@ -158,7 +229,7 @@ async def fixed_rate(
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, max_batch_size=1_000_000)
     await consumer.start()
     await producer.start()
-    hist = Histogram()
+    hist, late = Histogram(), Histogram()
     try:
         tps = [TopicPartition(sink, p) for p in range(partitions)]
         consumer.assign(tps)
@@ -180,34 +251,41 @@ async def fixed_rate(
 
         reader = asyncio.ensure_future(consume())
         started = time.monotonic()
+        cpu_started = time.process_time()
         sent = 0
-        deliveries: list[tuple[int, asyncio.Future]] = []
+        deliveries: list[tuple[int, list[asyncio.Future]]] = []
+        sends = OpenBatches(producer)
         key_base = 20_000_000 + started_ns // 1_000_000 % 10_000_000 * 10
         while sent < total:
             due = min(total, int((time.monotonic() - started) * rate) + 1)
-            batches: dict[int, Any] = {}
+            rows: dict[int, list[tuple[bytes, bytes, int, list]]] = {}
             for i in range(sent, due):
-                p = i % partitions
-                b = batches.get(p)
-                if b is None:
-                    b = batches[p] = producer.create_batch()
                 scheduled = started_ns + int(i * 1e9 / rate)
-                b.append(
-                    key=b'{"id":%d}' % (key_base + i),
-                    value=values[i % len(values)],
-                    timestamp=scheduled // 1_000_000,
-                    headers=[(SENT_HEADER, b"%d" % scheduled)],
+                rows.setdefault(i % partitions, []).append(
+                    (
+                        b'{"id":%d}' % (key_base + i),
+                        values[i % len(values)],
+                        scheduled // 1_000_000,
+                        [(SENT_HEADER, b"%d" % scheduled)],
+                    )
                 )
-            for p, b in batches.items():
-                count = b.record_count()
+            for p, part in rows.items():
+                if join:
+                    deliveries.append((len(part), await sends.send(source, p, part)))
+                    continue
+                b = producer.create_batch()
+                OpenBatches.fill(b, part, 0)
                 b.close()  # ready now: no linger
-                deliveries.append((count, await producer.send_batch(b, source, partition=p)))
+                deliveries.append((len(part), [await producer.send_batch(b, source, partition=p)]))
+            if due > sent:
+                late.record((time.time_ns() - started_ns - sent * 1e9 / rate) / 1e6)
             sent = due
             await asyncio.sleep(TICK_S)
         achieved = sent / (time.monotonic() - started)
         await producer.flush()
-        results = await asyncio.gather(*(f for _, f in deliveries), return_exceptions=True)
-        acked = sum(n for (n, _), r in zip(deliveries, results, strict=True) if not isinstance(r, BaseException))
+        futures = {f for _, fs in deliveries for f in fs}
+        await asyncio.gather(*futures, return_exceptions=True)
+        acked = sum(n for n, fs in deliveries if all(not f.cancelled() and f.exception() is None for f in fs))
         if acked < total:
             print(f"  ({total - acked:,} of {total:,} records were not acknowledged by the broker)", flush=True)
         try:
@@ -215,7 +293,8 @@ async def fixed_rate(
         except TimeoutError:
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
-        return hist, achieved, acked
+        cpu = (time.process_time() - cpu_started) / max(1e-9, time.monotonic() - started)
+        return RateRun(hist, achieved, acked, late, cpu)
     finally:
         await producer.stop()
         await consumer.stop()
@@ -315,6 +394,7 @@ class Variant:
     curve: list[tuple[int, float, Histogram, Histogram]] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
+    generator: list[RateRun] = field(default_factory=list)  # the load generator's own figures, per rate
     #: job settings of this variant only (``--variant``): section -> key -> value
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: environment variables of this variant's process only (``--variant env.NAME=VALUE``)
@@ -463,44 +543,6 @@ def install_probe(out_path: str) -> None:
 
 
 # -- the raw pipe (bench only: the best a Python-hosted pipe does on this machine) ------------
-class OpenBatches:
-    """Per output partition, the last batch handed to the producer: later rows join it until the
-    producer takes it (as the worker does), so no send waits for the request in flight."""
-
-    def __init__(self, producer: Any) -> None:
-        self.producer = producer
-        self.open: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
-
-    async def send(self, topic: str, partition: int, rows: Sequence[tuple[Any, Any, Any, Any]]) -> list[asyncio.Future]:
-        """Hand ``rows`` (key, value, timestamp, headers) to the producer; the futures that settle them."""
-        futures = []
-        entry = self.open.get((topic, partition))
-        i = 0
-        if entry is not None and not entry[1].done():
-            i = self.fill(entry[0], rows, 0)
-            if i:
-                futures.append(entry[1])
-        while i < len(rows):
-            builder = self.producer.create_batch()
-            start, i = i, self.fill(builder, rows, i)
-            if i == start:
-                raise ValueError(f"a record for {topic} does not fit a batch")
-            fut = await self.producer.send_batch(builder, topic, partition=partition)
-            self.open[(topic, partition)] = (builder, fut)
-            futures.append(fut)
-        return futures
-
-    @staticmethod
-    def fill(builder: Any, rows: Sequence[tuple[Any, Any, Any, Any]], i: int) -> int:
-        """Append ``rows[i:]`` while the batch takes them; the index of the first one left."""
-        while i < len(rows):
-            key, value, ts, headers = rows[i]
-            if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
-                break
-            i += 1
-        return i
-
-
 async def run_raw_pipe(job_path: str) -> None:
     """The worker's data path without Faust: one asyncio loop, a plain aiokafka consumer in the
     job's group with the worker's fetch settings, the worker's own :class:`Converter` (the
@@ -791,6 +833,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="time each stage inside this checkout's worker (a probe patched in; adds a little overhead)",
     )
+    parser.add_argument(
+        "--generator-waits",
+        action="store_true",
+        help="the earlier load generator: each tick's batch waits for its partition's previous one to be taken",
+    )
     parser.add_argument("--plot", type=Path, help="write the latency curve to this PNG (needs matplotlib)")
     parser.add_argument(
         "--bootstrap", help="use this cluster instead of an embedded broker (topics bench.* are reused)"
@@ -871,20 +918,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         wait_caught_up(worker, v.produced)
                         if isinstance(worker, ProbedWorker):
                             worker.stages()  # each rate's stage histograms start afresh
-                        floor, f_rate, _ = asyncio.run(
-                            fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
+                        join = not args.generator_waits
+                        floor_run = asyncio.run(
+                            fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values, join=join)
                         )
-                        print(row("floor (raw client)", rate, f_rate, floor), flush=True)
+                        floor, f_rate = floor_run.hist, floor_run.achieved
+                        print(row("floor (raw client)", rate, f_rate, floor), floor_run.generator(), flush=True)
                         cpu = cpu_seconds(worker.proc.pid)
-                        through, w_rate, acked = asyncio.run(
-                            fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
+                        run = asyncio.run(
+                            fixed_rate(
+                                bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values, join=join
+                            )
                         )
-                        v.produced += acked
+                        through, w_rate = run.hist, run.achieved
+                        v.produced += run.acked
                         cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
                         v.cpu_us.append(cpu_us)
+                        v.generator.append(run)
                         print(
                             row(v.name, rate, w_rate, through),
-                            f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record",
+                            f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record;",
+                            run.generator(),
                             flush=True,
                         )
                         v.curve.append((rate, w_rate, floor, through))
@@ -917,11 +971,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(row(v.name, rate, sent, through))
     print()
     for v in variants:
-        for (rate, _, floor, through), cpu_us in zip(v.curve, v.cpu_us, strict=True):
+        for (rate, _, floor, through), cpu_us, gen in zip(v.curve, v.cpu_us, v.generator, strict=True):
             w99, f99 = through.percentile(0.99), floor.percentile(0.99)
             print(
                 f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms; "
-                f"worker CPU {cpu_us:.1f} µs/record"
+                f"worker CPU {cpu_us:.1f} µs/record; {gen.generator()}"
             )
     pipe = next((v for v in variants if v.name == "pipe"), None)
     if pipe is not None:
