@@ -63,6 +63,9 @@ from cdc_smt.connector.tuning import tune_allocator
 
 FLOOR = "bench.floor"
 SENT_HEADER = "bench-sent-ns"
+#: When the generator actually handed the record to its producer (ns): latency from there leaves
+#: out the generator's own lateness (and so undercounts a stalled path: coordinated omission).
+HANDED_HEADER = "bench-handed-ns"
 #: How often the fixed-rate producer sends (each tick sends the records scheduled since the last).
 TICK_S = 0.002
 #: The measuring consumer's fetch wait (it is part of the floor and of the worker's figures alike).
@@ -195,10 +198,14 @@ class RateRun:
     #: The bench process's CPU over the run, in cores (generator and measuring consumer: they
     #: share the two cores with the broker and the worker).
     cpu: float
+    #: Latency from the hand-over to the producer instead of the schedule (the generator's own
+    #: lateness left out): what the path did with the records it was given.
+    handed: Histogram
 
     def generator(self) -> str:
         late = f"{self.late.percentile(0.5):.1f} / p99 {self.late.percentile(0.99):.1f}"
-        return f"generator late p50 {late} ms, CPU {self.cpu:.2f} cores"
+        handed = f"{self.handed.percentile(0.5):.1f} / {self.handed.percentile(0.99):.1f}"
+        return f"generator late p50 {late} ms, CPU {self.cpu:.2f} cores; from hand-over p50 / p99 {handed} ms"
 
 
 async def fixed_rate(
@@ -229,7 +236,7 @@ async def fixed_rate(
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, max_batch_size=1_000_000)
     await consumer.start()
     await producer.start()
-    hist, late = Histogram(), Histogram()
+    hist, late, handed = Histogram(), Histogram(), Histogram()
     try:
         tps = [TopicPartition(sink, p) for p in range(partitions)]
         consumer.assign(tps)
@@ -245,9 +252,11 @@ async def fixed_rate(
                 now = time.time_ns()
                 for msgs in fetched.values():
                     for m in msgs:
-                        sent = next((int(v) for k, v in m.headers if k == SENT_HEADER), 0) if m.headers else 0
+                        stamps = dict(m.headers) if m.headers else {}
+                        sent = int(stamps.get(SENT_HEADER, 0))
                         if sent >= started_ns:  # this run's records only (not a late one of the run before)
                             hist.record((now - sent) / 1e6)
+                            handed.record((now - int(stamps.get(HANDED_HEADER, sent))) / 1e6)
 
         reader = asyncio.ensure_future(consume())
         started = time.monotonic()
@@ -259,6 +268,7 @@ async def fixed_rate(
         while sent < total:
             due = min(total, int((time.monotonic() - started) * rate) + 1)
             rows: dict[int, list[tuple[bytes, bytes, int, list]]] = {}
+            handed_at = b"%d" % time.time_ns()  # appended below, with no wait in between (join)
             for i in range(sent, due):
                 scheduled = started_ns + int(i * 1e9 / rate)
                 rows.setdefault(i % partitions, []).append(
@@ -266,7 +276,7 @@ async def fixed_rate(
                         b'{"id":%d}' % (key_base + i),
                         values[i % len(values)],
                         scheduled // 1_000_000,
-                        [(SENT_HEADER, b"%d" % scheduled)],
+                        [(SENT_HEADER, b"%d" % scheduled), (HANDED_HEADER, handed_at)],
                     )
                 )
             for p, part in rows.items():
@@ -294,7 +304,7 @@ async def fixed_rate(
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
         cpu = (time.process_time() - cpu_started) / max(1e-9, time.monotonic() - started)
-        return RateRun(hist, achieved, acked, late, cpu)
+        return RateRun(hist, achieved, acked, late, cpu, handed)
     finally:
         await producer.stop()
         await consumer.stop()
@@ -758,25 +768,29 @@ def stage_row(rate: int, stages: dict[str, Any]) -> str:
 
 def rounds_summary(variants: Sequence[Variant]) -> str:
     """Per variant and rate: p50 and p99 of each round, and their medians (the figure to compare),
-    next to the median of the floor runs beside it."""
+    next to the median of the floor runs beside it, the median p99 counted from the generator's
+    hand-over (its own lateness left out) and the median worker CPU per record."""
     from statistics import median
 
     lines = [
-        "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 | floor median p50 / p99 |",
-        "|---|---:|---|---|---:|---:|",
+        "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 "
+        "| floor median p50 / p99 | median p99 from hand-over | median CPU µs/record |",
+        "|---|---:|---|---|---:|---:|---:|---:|",
     ]
     for v in variants:
-        by_rate: dict[int, list[tuple[Histogram, Histogram]]] = {}
-        for rate, _, floor, through in v.curve:
-            by_rate.setdefault(rate, []).append((floor, through))
+        by_rate: dict[int, list[tuple[Histogram, Histogram, RateRun, float]]] = {}
+        for (rate, _, floor, through), run, cpu_us in zip(v.curve, v.generator, v.cpu_us, strict=True):
+            by_rate.setdefault(rate, []).append((floor, through, run, cpu_us))
         for rate, runs in by_rate.items():
-            p50 = [t.percentile(0.5) for _, t in runs]
-            p99 = [t.percentile(0.99) for _, t in runs]
-            f50 = median(f.percentile(0.5) for f, _ in runs)
-            f99 = median(f.percentile(0.99) for f, _ in runs)
+            p50 = [t.percentile(0.5) for _, t, _, _ in runs]
+            p99 = [t.percentile(0.99) for _, t, _, _ in runs]
+            f50 = median(f.percentile(0.5) for f, _, _, _ in runs)
+            f99 = median(f.percentile(0.99) for f, _, _, _ in runs)
+            h99 = median(r.handed.percentile(0.99) for _, _, r, _ in runs)
+            cpu = median(c for _, _, _, c in runs)
             lines.append(
                 f"| {v.name} | {rate:,} | {', '.join(f'{x:.1f}' for x in p50)} | {', '.join(f'{x:.1f}' for x in p99)} "
-                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} |"
+                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} | {h99:.1f} | {cpu:.1f} |"
             )
     return "\n".join(lines)
 
@@ -831,7 +845,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stages",
         action="store_true",
-        help="time each stage inside this checkout's worker (a probe patched in; adds a little overhead)",
+        help="time each stage inside this checkout's workers, variants too (a probe patched in; a little overhead)",
     )
     parser.add_argument(
         "--generator-waits",
@@ -885,7 +899,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for v in variants:  # one at a time: each maximum is measured with the other worker idle
                     asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
                     doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args, v.settings)
-                    probed = args.stages and v.name == "worker"
+                    # every worker of this checkout (its --variant runs too), not another checkout's
+                    probed = args.stages and v.name != "pipe" and v.python == sys.executable
                     if v.name == "pipe":
                         worker: WorkerProcess = RawPipe(doc, Path(tmp), v.env)
                     elif probed:
