@@ -226,7 +226,8 @@ async def fixed_rate(
     ``join``: each tick's records join the batch still waiting for their partition, as the
     Java producer's accumulator does, so a tick never waits for the request in flight; else
     each tick's batch is a new one, whose ``send_batch`` waits until the partition's previous
-    batch is taken (the generator of earlier runs: late ticks count against every path)."""
+    batch is taken (the generator of earlier runs: late ticks count against every path; its
+    hand-over stamp is the tick's start, before that wait)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)

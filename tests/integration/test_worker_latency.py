@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 import time
 
@@ -99,7 +100,7 @@ def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
     records = row_changes(rows=200, updates=1)
     produce(kafka, src, records, partitions=2)
     sizes = partition_sizes(records, 2)
-    worker = {"create_topics": {"partitions": 2}, "consumer_thread": consumer_thread}
+    worker = {"create_topics": {"partitions": 2}, "consumer_thread": consumer_thread, "switch_interval_ms": 0.5}
     job = job_doc(kafka, names("loop"), src, out, worker=worker)
     seen: dict[str, object] = {}
 
@@ -110,10 +111,14 @@ def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
         seen["fetcher_loop"] = aiokafka_consumer._fetcher._fetch_task.get_loop()
         seen["worker_loop"] = asyncio.get_running_loop()
         seen["threads"] = [t for t in threading.enumerate() if isinstance(t, WorkerThread)]
+        seen["switch_interval"] = sys.getswitchinterval()
         return True
 
+    before = sys.getswitchinterval()
     runtime, code, reached = run_worker(job, done)
     assert reached and code == EXIT_OK
+    assert seen["switch_interval"] == pytest.approx(0.0005)  # worker.switch_interval_ms while running
+    assert sys.getswitchinterval() == before  # and Python's again once stopped
     assert (seen["fetcher_loop"] is seen["worker_loop"]) is not consumer_thread
     assert bool(seen["threads"]) is consumer_thread  # mode's consumer thread only when asked for
     assert not any(isinstance(t, WorkerThread) and t.is_alive() for t in threading.enumerate())  # stopped
