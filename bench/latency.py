@@ -375,6 +375,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of all a process's threads so far (Linux ``/proc``).
+
+    Voluntary: a thread blocked (a wait for the socket, for the other thread's answer, for the
+    interpreter lock); involuntary: the OS took its core away (another process's turn, often on
+    waking the broker by a request). Per record they count the hops a design makes, which the
+    machine's load changes far less than the latency they cost."""
+    counts = [0, 0]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "status").read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        for line in text.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                counts[0] += int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                counts[1] += int(line.split()[1])
+    return counts[0], counts[1]
+
+
 def consumer_lag(worker: WorkerProcess) -> float:
     """The worker's own lag (records behind the high watermarks), from /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{worker.port}/metrics", timeout=5) as resp:
@@ -940,7 +961,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         )
                         floor, f_rate = floor_run.hist, floor_run.achieved
                         print(row("floor (raw client)", rate, f_rate, floor), floor_run.generator(), flush=True)
-                        cpu = cpu_seconds(worker.proc.pid)
+                        cpu, switches = cpu_seconds(worker.proc.pid), context_switches(worker.proc.pid)
                         run = asyncio.run(
                             fixed_rate(
                                 bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values, join=join
@@ -949,11 +970,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         through, w_rate = run.hist, run.achieved
                         v.produced += run.acked
                         cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
+                        vol, invol = (
+                            (after - before) / max(1, through.count)
+                            for after, before in zip(context_switches(worker.proc.pid), switches, strict=True)
+                        )
                         v.cpu_us.append(cpu_us)
                         v.generator.append(run)
                         print(
                             row(v.name, rate, w_rate, through),
                             f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record;",
+                            f"context switches/record {vol:.2f} voluntary, {invol:.2f} involuntary;",
                             run.generator(),
                             flush=True,
                         )
