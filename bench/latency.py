@@ -28,7 +28,11 @@ and the record timestamp, which the worker carries over to its output), so a
 producer that falls behind its schedule counts against the latency, not
 silently lowers the rate (no coordinated omission). Latency = arrival at the
 consumer minus scheduled send. Percentiles come from a log-bucketed histogram
-(HDR-style: ~1 % relative precision at every scale).
+(HDR-style: ~1 % relative precision at every scale). Each run also prints the
+load generator's own figures (how late its ticks reached its producer, its
+process's CPU), the latency counted from that hand-over instead (a second
+header: the generator's lateness left out), and the worker's CPU and context
+switches per record.
 
 The floor, the worker and the pipe run interleaved in the same minute, and with
 ``--baseline`` all stay up and each rate runs floor, worker, floor,

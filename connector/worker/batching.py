@@ -14,7 +14,9 @@ caught-up worker converts every fetch whole, at once; a backlog is converted
 in steps that grow to ``worker.batch_size``. (Produce batches need no such
 decision: each step's records join the batch still waiting for their output
 partition, so they grow by themselves while a produce request is in flight;
-see ``Pipeline._produce``.)
+see ``Pipeline._produce``.) :func:`sends` groups a small fetch's steps, one
+per partition, so they are converted together and their outputs leave in one
+produce request.
 """
 
 from __future__ import annotations
