@@ -593,6 +593,7 @@ async def run_raw_pipe(job_path: str) -> None:
     from cdc_smt.connector.kafka.settings import consumer_kwargs, producer_kwargs
     from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
     from cdc_smt.connector.worker.app import FETCHER_TURNS  # the worker's own loop yields as many
+    from cdc_smt.connector.worker.batching import MIN_STEP
     from cdc_smt.connector.worker.pipeline import Converter
 
     job = load_job(job_path)
@@ -655,6 +656,7 @@ async def run_raw_pipe(job_path: str) -> None:
             fetched = await consumer.getmany(timeout_ms=1000)
             for _ in range(FETCHER_TURNS):  # let aiokafka's fetcher ask for these partitions again first
                 await asyncio.sleep(0)
+            unsent = 0  # records converted since the producer's last turn
             for tp, msgs in fetched.items():
                 chain = chains.get(tp.partition)
                 if chain is None:
@@ -670,7 +672,10 @@ async def run_raw_pipe(job_path: str) -> None:
                         futures[-1].add_done_callback(partial(count_out, len(rows)))
                 pending.setdefault(tp, []).append((batch.next_offset, futures))
                 position[tp] = batch.next_offset
-                await asyncio.sleep(0)  # let the producer send this partition's batch while the next converts
+                unsent += len(msgs)
+                if unsent >= MIN_STEP:  # as the worker groups a small fetch's partitions (batching.sends)
+                    unsent = 0
+                    await asyncio.sleep(0)  # let the producer send these while the next partition converts
             settle()
     finally:
         committer.cancel()
