@@ -563,14 +563,30 @@ def install_probe(out_path: str) -> None:
     pipeline_cls.process = probed_process  # type: ignore[method-assign]
     pipeline_cls._on_ack = probed_ack  # type: ignore[method-assign]
 
+    from aiokafka.producer.sender import Sender
+
+    send_request = Sender._send_produce_req
+    produced = {"requests": 0, "records": 0}  # produce requests with records, and their records
+
+    async def probed_send(self: Any, node_id: int, batches: dict) -> None:
+        n = sum(b.record_count for b in batches.values())
+        with lock:
+            produced["requests"] += 1
+            produced["records"] += n
+        await send_request(self, node_id, batches)
+
+    Sender._send_produce_req = probed_send  # type: ignore[method-assign]
+
     def dump(*_: Any) -> None:
         """Write what was seen since the last dump, and start over (SIGUSR1: one per offered rate)."""
         with lock:
             data: dict[str, Any] = {s: {"count": h.count, **h.summary()} for s, h in hists.items()}
             data["fetches"] = dict(fetches)
+            data["produce"] = dict(produced)
             for s in hists:
                 hists[s] = Histogram()
             fetches.update(data=0, empty=0)
+            produced.update(requests=0, records=0)
         tmp = Path(out_path + ".tmp")
         tmp.write_text(json.dumps(data))
         tmp.replace(out_path)
@@ -735,7 +751,9 @@ def probed_worker_main(argv: Sequence[str]) -> int:
 class ProbedWorker(WorkerProcess):
     """This checkout's worker with :func:`install_probe`; :meth:`stages` reads and resets it."""
 
-    def __init__(self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None, python: str = sys.executable
+    ) -> None:
         import subprocess
 
         import yaml
@@ -747,7 +765,7 @@ class ProbedWorker(WorkerProcess):
         self.out = tmp / f"{job['id']}.stages.json"
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                python,
                 "-m",
                 "bench.latency",
                 "--probed-worker",
@@ -778,7 +796,9 @@ class ProbedWorker(WorkerProcess):
 
 
 def stage_row(rate: int, stages: dict[str, Any]) -> str:
-    """p50/p99 of each stage (ms since the scheduled send), and the fetches with and without data."""
+    """p50/p99 of each stage (ms since the scheduled send), the fetches with and without data, and
+    the produce requests with the records they carried on average (a count a design sets: the load
+    moves it far less than the latency)."""
     cells = [
         f"{stages[s]['p50']:.1f} / {stages[s]['p99']:.1f}" if stages.get(s, {}).get("count") else "-"
         for s in STAGES + HOPS
@@ -788,10 +808,13 @@ def stage_row(rate: int, stages: dict[str, Any]) -> str:
         f"{g['count']} / {g['p99']:.1f} / {g['max']:.1f}" if (g := stages.get(name, {})).get("count") else "0"
         for name in GC_PAUSES
     ]
+    produce = stages.get("produce", {})
+    requests = produce.get("requests", 0)
+    per_request = f"{requests:,} / {produce.get('records', 0) / requests:.1f}" if requests else "0"
     return (
         f"| {rate:,} | "
         + " | ".join(cells)
-        + f" | {f.get('data', 0):,} / {f.get('empty', 0):,} | "
+        + f" | {f.get('data', 0):,} / {f.get('empty', 0):,} | {per_request} | "
         + " | ".join(pauses)
         + " |"
     )
@@ -876,7 +899,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stages",
         action="store_true",
-        help="time each stage inside this checkout's workers, variants too (a probe patched in; a little overhead)",
+        help="time each stage inside the workers, variants and baselines too (a probe patched in; a little overhead)",
     )
     parser.add_argument(
         "--generator-waits",
@@ -930,12 +953,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for v in variants:  # one at a time: each maximum is measured with the other worker idle
                     asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
                     doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args, v.settings)
-                    # every worker of this checkout (its --variant runs too), not another checkout's
-                    probed = args.stages and v.name != "pipe" and v.python == sys.executable
+                    # every worker, --variant and --baseline too (another checkout's venv runs this
+                    # checkout's probe around that checkout's worker)
+                    probed = args.stages and v.name != "pipe"
                     if v.name == "pipe":
                         worker: WorkerProcess = RawPipe(doc, Path(tmp), v.env)
                     elif probed:
-                        worker = ProbedWorker(doc, Path(tmp), v.env)
+                        worker = ProbedWorker(doc, Path(tmp), v.env, v.python)
                     else:
                         worker = WorkerProcess(doc, Path(tmp), v.python, v.cwd, v.env)
                     workers[v.name] = worker
@@ -1052,11 +1076,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 "| offered msgs/s | "
                 + " | ".join(STAGES + HOPS)
-                + " | fetches with data / empty | "
+                + " | fetches with data / empty | produce requests / records each | "
                 + " | ".join(GC_PAUSES)
                 + " |"
             )
-            print("|---:|" + "---:|" * (len(STAGES) + len(HOPS) + 1 + len(GC_PAUSES)))
+            print("|---:|" + "---:|" * (len(STAGES) + len(HOPS) + 2 + len(GC_PAUSES)))
             print("\n".join(v.stages))
     if args.plot:
         plot(args.plot, [(r, f, w) for r, _, f, w in variants[0].curve])
