@@ -28,7 +28,11 @@ and the record timestamp, which the worker carries over to its output), so a
 producer that falls behind its schedule counts against the latency, not
 silently lowers the rate (no coordinated omission). Latency = arrival at the
 consumer minus scheduled send. Percentiles come from a log-bucketed histogram
-(HDR-style: ~1 % relative precision at every scale).
+(HDR-style: ~1 % relative precision at every scale). Each run also prints the
+load generator's own figures (how late its ticks reached its producer, its
+process's CPU), the latency counted from that hand-over instead (a second
+header: the generator's lateness left out), and the worker's CPU and context
+switches per record.
 
 The floor, the worker and the pipe run interleaved in the same minute, and with
 ``--baseline`` all stay up and each rate runs floor, worker, floor,
@@ -63,6 +67,9 @@ from cdc_smt.connector.tuning import tune_allocator
 
 FLOOR = "bench.floor"
 SENT_HEADER = "bench-sent-ns"
+#: When the generator actually handed the record to its producer (ns): latency from there leaves
+#: out the generator's own lateness (and so undercounts a stalled path: coordinated omission).
+HANDED_HEADER = "bench-handed-ns"
 #: How often the fixed-rate producer sends (each tick sends the records scheduled since the last).
 TICK_S = 0.002
 #: The measuring consumer's fetch wait (it is part of the floor and of the worker's figures alike).
@@ -143,12 +150,88 @@ def job_doc(
     }
 
 
+class OpenBatches:
+    """Per output partition, the last batch handed to the producer: later rows join it until the
+    producer takes it (as the worker does), so no send waits for the request in flight."""
+
+    def __init__(self, producer: Any) -> None:
+        self.producer = producer
+        self.open: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
+
+    async def send(self, topic: str, partition: int, rows: Sequence[tuple[Any, Any, Any, Any]]) -> list[asyncio.Future]:
+        """Hand ``rows`` (key, value, timestamp, headers) to the producer; the futures that settle them."""
+        futures = []
+        entry = self.open.get((topic, partition))
+        i = 0
+        if entry is not None and not entry[1].done():
+            i = self.fill(entry[0], rows, 0)
+            if i:
+                futures.append(entry[1])
+        while i < len(rows):
+            builder = self.producer.create_batch()
+            start, i = i, self.fill(builder, rows, i)
+            if i == start:
+                raise ValueError(f"a record for {topic} does not fit a batch")
+            fut = await self.producer.send_batch(builder, topic, partition=partition)
+            self.open[(topic, partition)] = (builder, fut)
+            futures.append(fut)
+        return futures
+
+    @staticmethod
+    def fill(builder: Any, rows: Sequence[tuple[Any, Any, Any, Any]], i: int) -> int:
+        """Append ``rows[i:]`` while the batch takes them; the index of the first one left."""
+        while i < len(rows):
+            key, value, ts, headers = rows[i]
+            if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                break
+            i += 1
+        return i
+
+
+@dataclass
+class RateRun:
+    """One fixed-rate run: the latency histogram, and what the load generator itself managed."""
+
+    hist: Histogram
+    achieved: float  # msgs/s actually handed to the producer
+    acked: int  # records the broker acknowledged
+    #: Per tick: how late its records reached the producer (ms after the oldest one's scheduled
+    #: time). Part of every latency figure (they count from the schedule): a generator that falls
+    #: behind shows here first, not as a slow worker.
+    late: Histogram
+    #: The bench process's CPU over the run, in cores (generator and measuring consumer: they
+    #: share the two cores with the broker and the worker).
+    cpu: float
+    #: Latency from the hand-over to the producer instead of the schedule (the generator's own
+    #: lateness left out): what the path did with the records it was given.
+    handed: Histogram
+
+    def generator(self) -> str:
+        late = f"{self.late.percentile(0.5):.1f} / p99 {self.late.percentile(0.99):.1f}"
+        handed = f"{self.handed.percentile(0.5):.1f} / {self.handed.percentile(0.99):.1f}"
+        return f"generator late p50 {late} ms, CPU {self.cpu:.2f} cores; from hand-over p50 / p99 {handed} ms"
+
+
 async def fixed_rate(
-    bootstrap: str, source: str, sink: str, partitions: int, rate: int, seconds: float, values: list[bytes]
-) -> tuple[Histogram, float, int]:
+    bootstrap: str,
+    source: str,
+    sink: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    values: list[bytes],
+    *,
+    join: bool = True,
+) -> RateRun:
     """Produce ``rate`` msgs/s to ``source`` for ``seconds``; the latency histogram of what
     arrives on ``sink`` (the same topic for the floor), the rate actually sent, and how many
-    records the broker acknowledged (an overloaded machine can time sends out)."""
+    records the broker acknowledged (an overloaded machine can time sends out).
+
+    ``join``: each tick's records join the batch still waiting for their partition, as the
+    Java producer's accumulator does, so a tick never waits for the request in flight; else
+    each tick's batch is a new one, whose ``send_batch`` waits until the partition's previous
+    batch is taken (the generator of earlier runs: late ticks count against every path; its
+    hand-over stamp is the tick's start, before that wait)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     total = int(rate * seconds)
@@ -158,7 +241,7 @@ async def fixed_rate(
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, max_batch_size=1_000_000)
     await consumer.start()
     await producer.start()
-    hist = Histogram()
+    hist, late, handed = Histogram(), Histogram(), Histogram()
     try:
         tps = [TopicPartition(sink, p) for p in range(partitions)]
         consumer.assign(tps)
@@ -174,40 +257,50 @@ async def fixed_rate(
                 now = time.time_ns()
                 for msgs in fetched.values():
                     for m in msgs:
-                        sent = next((int(v) for k, v in m.headers if k == SENT_HEADER), 0) if m.headers else 0
+                        stamps = dict(m.headers) if m.headers else {}
+                        sent = int(stamps.get(SENT_HEADER, 0))
                         if sent >= started_ns:  # this run's records only (not a late one of the run before)
                             hist.record((now - sent) / 1e6)
+                            handed.record((now - int(stamps.get(HANDED_HEADER, sent))) / 1e6)
 
         reader = asyncio.ensure_future(consume())
         started = time.monotonic()
+        cpu_started = time.process_time()
         sent = 0
-        deliveries: list[tuple[int, asyncio.Future]] = []
+        deliveries: list[tuple[int, list[asyncio.Future]]] = []
+        sends = OpenBatches(producer)
         key_base = 20_000_000 + started_ns // 1_000_000 % 10_000_000 * 10
         while sent < total:
             due = min(total, int((time.monotonic() - started) * rate) + 1)
-            batches: dict[int, Any] = {}
+            rows: dict[int, list[tuple[bytes, bytes, int, list]]] = {}
+            handed_at = b"%d" % time.time_ns()  # appended below, with no wait in between (join)
             for i in range(sent, due):
-                p = i % partitions
-                b = batches.get(p)
-                if b is None:
-                    b = batches[p] = producer.create_batch()
                 scheduled = started_ns + int(i * 1e9 / rate)
-                b.append(
-                    key=b'{"id":%d}' % (key_base + i),
-                    value=values[i % len(values)],
-                    timestamp=scheduled // 1_000_000,
-                    headers=[(SENT_HEADER, b"%d" % scheduled)],
+                rows.setdefault(i % partitions, []).append(
+                    (
+                        b'{"id":%d}' % (key_base + i),
+                        values[i % len(values)],
+                        scheduled // 1_000_000,
+                        [(SENT_HEADER, b"%d" % scheduled), (HANDED_HEADER, handed_at)],
+                    )
                 )
-            for p, b in batches.items():
-                count = b.record_count()
+            for p, part in rows.items():
+                if join:
+                    deliveries.append((len(part), await sends.send(source, p, part)))
+                    continue
+                b = producer.create_batch()
+                OpenBatches.fill(b, part, 0)
                 b.close()  # ready now: no linger
-                deliveries.append((count, await producer.send_batch(b, source, partition=p)))
+                deliveries.append((len(part), [await producer.send_batch(b, source, partition=p)]))
+            if due > sent:
+                late.record((time.time_ns() - started_ns - sent * 1e9 / rate) / 1e6)
             sent = due
             await asyncio.sleep(TICK_S)
         achieved = sent / (time.monotonic() - started)
         await producer.flush()
-        results = await asyncio.gather(*(f for _, f in deliveries), return_exceptions=True)
-        acked = sum(n for (n, _), r in zip(deliveries, results, strict=True) if not isinstance(r, BaseException))
+        futures = {f for _, fs in deliveries for f in fs}
+        await asyncio.gather(*futures, return_exceptions=True)
+        acked = sum(n for n, fs in deliveries if all(not f.cancelled() and f.exception() is None for f in fs))
         if acked < total:
             print(f"  ({total - acked:,} of {total:,} records were not acknowledged by the broker)", flush=True)
         try:
@@ -215,7 +308,8 @@ async def fixed_rate(
         except TimeoutError:
             reader.cancel()
             print(f"  (only {hist.count:,} of {total:,} records arrived)", flush=True)
-        return hist, achieved, acked
+        cpu = (time.process_time() - cpu_started) / max(1e-9, time.monotonic() - started)
+        return RateRun(hist, achieved, acked, late, cpu, handed)
     finally:
         await producer.stop()
         await consumer.stop()
@@ -285,6 +379,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of all a process's threads so far (Linux ``/proc``).
+
+    Voluntary: a thread blocked (a wait for the socket, for the other thread's answer, for the
+    interpreter lock); involuntary: the OS took its core away (another process's turn, often on
+    waking the broker by a request). Per record they count the hops a design makes, which the
+    machine's load changes far less than the latency they cost."""
+    counts = [0, 0]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "status").read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        for line in text.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                counts[0] += int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                counts[1] += int(line.split()[1])
+    return counts[0], counts[1]
+
+
 def consumer_lag(worker: WorkerProcess) -> float:
     """The worker's own lag (records behind the high watermarks), from /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{worker.port}/metrics", timeout=5) as resp:
@@ -315,6 +430,7 @@ class Variant:
     curve: list[tuple[int, float, Histogram, Histogram]] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
+    generator: list[RateRun] = field(default_factory=list)  # the load generator's own figures, per rate
     #: job settings of this variant only (``--variant``): section -> key -> value
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: environment variables of this variant's process only (``--variant env.NAME=VALUE``)
@@ -447,14 +563,30 @@ def install_probe(out_path: str) -> None:
     pipeline_cls.process = probed_process  # type: ignore[method-assign]
     pipeline_cls._on_ack = probed_ack  # type: ignore[method-assign]
 
+    from aiokafka.producer.sender import Sender
+
+    send_request = Sender._send_produce_req
+    produced = {"requests": 0, "records": 0}  # produce requests with records, and their records
+
+    async def probed_send(self: Any, node_id: int, batches: dict) -> None:
+        n = sum(b.record_count for b in batches.values())
+        with lock:
+            produced["requests"] += 1
+            produced["records"] += n
+        await send_request(self, node_id, batches)
+
+    Sender._send_produce_req = probed_send  # type: ignore[method-assign]
+
     def dump(*_: Any) -> None:
         """Write what was seen since the last dump, and start over (SIGUSR1: one per offered rate)."""
         with lock:
             data: dict[str, Any] = {s: {"count": h.count, **h.summary()} for s, h in hists.items()}
             data["fetches"] = dict(fetches)
+            data["produce"] = dict(produced)
             for s in hists:
                 hists[s] = Histogram()
             fetches.update(data=0, empty=0)
+            produced.update(requests=0, records=0)
         tmp = Path(out_path + ".tmp")
         tmp.write_text(json.dumps(data))
         tmp.replace(out_path)
@@ -463,44 +595,6 @@ def install_probe(out_path: str) -> None:
 
 
 # -- the raw pipe (bench only: the best a Python-hosted pipe does on this machine) ------------
-class OpenBatches:
-    """Per output partition, the last batch handed to the producer: later rows join it until the
-    producer takes it (as the worker does), so no send waits for the request in flight."""
-
-    def __init__(self, producer: Any) -> None:
-        self.producer = producer
-        self.open: dict[tuple[str, int], tuple[Any, asyncio.Future]] = {}
-
-    async def send(self, topic: str, partition: int, rows: Sequence[tuple[Any, Any, Any, Any]]) -> list[asyncio.Future]:
-        """Hand ``rows`` (key, value, timestamp, headers) to the producer; the futures that settle them."""
-        futures = []
-        entry = self.open.get((topic, partition))
-        i = 0
-        if entry is not None and not entry[1].done():
-            i = self.fill(entry[0], rows, 0)
-            if i:
-                futures.append(entry[1])
-        while i < len(rows):
-            builder = self.producer.create_batch()
-            start, i = i, self.fill(builder, rows, i)
-            if i == start:
-                raise ValueError(f"a record for {topic} does not fit a batch")
-            fut = await self.producer.send_batch(builder, topic, partition=partition)
-            self.open[(topic, partition)] = (builder, fut)
-            futures.append(fut)
-        return futures
-
-    @staticmethod
-    def fill(builder: Any, rows: Sequence[tuple[Any, Any, Any, Any]], i: int) -> int:
-        """Append ``rows[i:]`` while the batch takes them; the index of the first one left."""
-        while i < len(rows):
-            key, value, ts, headers = rows[i]
-            if builder.append(key=key, value=value, timestamp=ts, headers=headers) is None:
-                break
-            i += 1
-        return i
-
-
 async def run_raw_pipe(job_path: str) -> None:
     """The worker's data path without Faust: one asyncio loop, a plain aiokafka consumer in the
     job's group with the worker's fetch settings, the worker's own :class:`Converter` (the
@@ -515,6 +609,7 @@ async def run_raw_pipe(job_path: str) -> None:
     from cdc_smt.connector.kafka.settings import consumer_kwargs, producer_kwargs
     from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
     from cdc_smt.connector.worker.app import FETCHER_TURNS  # the worker's own loop yields as many
+    from cdc_smt.connector.worker.batching import MIN_STEP
     from cdc_smt.connector.worker.pipeline import Converter
 
     job = load_job(job_path)
@@ -577,6 +672,7 @@ async def run_raw_pipe(job_path: str) -> None:
             fetched = await consumer.getmany(timeout_ms=1000)
             for _ in range(FETCHER_TURNS):  # let aiokafka's fetcher ask for these partitions again first
                 await asyncio.sleep(0)
+            unsent = 0  # records converted since the producer's last turn
             for tp, msgs in fetched.items():
                 chain = chains.get(tp.partition)
                 if chain is None:
@@ -592,7 +688,10 @@ async def run_raw_pipe(job_path: str) -> None:
                         futures[-1].add_done_callback(partial(count_out, len(rows)))
                 pending.setdefault(tp, []).append((batch.next_offset, futures))
                 position[tp] = batch.next_offset
-                await asyncio.sleep(0)  # let the producer send this partition's batch while the next converts
+                unsent += len(msgs)
+                if unsent >= MIN_STEP:  # as the worker groups a small fetch's partitions (batching.sends)
+                    unsent = 0
+                    await asyncio.sleep(0)  # let the producer send these while the next partition converts
             settle()
     finally:
         committer.cancel()
@@ -652,7 +751,9 @@ def probed_worker_main(argv: Sequence[str]) -> int:
 class ProbedWorker(WorkerProcess):
     """This checkout's worker with :func:`install_probe`; :meth:`stages` reads and resets it."""
 
-    def __init__(self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, job: dict[str, Any], tmp: Path, env: dict[str, str] | None = None, python: str = sys.executable
+    ) -> None:
         import subprocess
 
         import yaml
@@ -664,7 +765,7 @@ class ProbedWorker(WorkerProcess):
         self.out = tmp / f"{job['id']}.stages.json"
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                python,
                 "-m",
                 "bench.latency",
                 "--probed-worker",
@@ -695,7 +796,9 @@ class ProbedWorker(WorkerProcess):
 
 
 def stage_row(rate: int, stages: dict[str, Any]) -> str:
-    """p50/p99 of each stage (ms since the scheduled send), and the fetches with and without data."""
+    """p50/p99 of each stage (ms since the scheduled send), the fetches with and without data, and
+    the produce requests with the records they carried on average (a count a design sets: the load
+    moves it far less than the latency)."""
     cells = [
         f"{stages[s]['p50']:.1f} / {stages[s]['p99']:.1f}" if stages.get(s, {}).get("count") else "-"
         for s in STAGES + HOPS
@@ -705,10 +808,13 @@ def stage_row(rate: int, stages: dict[str, Any]) -> str:
         f"{g['count']} / {g['p99']:.1f} / {g['max']:.1f}" if (g := stages.get(name, {})).get("count") else "0"
         for name in GC_PAUSES
     ]
+    produce = stages.get("produce", {})
+    requests = produce.get("requests", 0)
+    per_request = f"{requests:,} / {produce.get('records', 0) / requests:.1f}" if requests else "0"
     return (
         f"| {rate:,} | "
         + " | ".join(cells)
-        + f" | {f.get('data', 0):,} / {f.get('empty', 0):,} | "
+        + f" | {f.get('data', 0):,} / {f.get('empty', 0):,} | {per_request} | "
         + " | ".join(pauses)
         + " |"
     )
@@ -716,25 +822,29 @@ def stage_row(rate: int, stages: dict[str, Any]) -> str:
 
 def rounds_summary(variants: Sequence[Variant]) -> str:
     """Per variant and rate: p50 and p99 of each round, and their medians (the figure to compare),
-    next to the median of the floor runs beside it."""
+    next to the median of the floor runs beside it, the median p99 counted from the generator's
+    hand-over (its own lateness left out) and the median worker CPU per record."""
     from statistics import median
 
     lines = [
-        "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 | floor median p50 / p99 |",
-        "|---|---:|---|---|---:|---:|",
+        "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 "
+        "| floor median p50 / p99 | median p99 from hand-over | median CPU µs/record |",
+        "|---|---:|---|---|---:|---:|---:|---:|",
     ]
     for v in variants:
-        by_rate: dict[int, list[tuple[Histogram, Histogram]]] = {}
-        for rate, _, floor, through in v.curve:
-            by_rate.setdefault(rate, []).append((floor, through))
+        by_rate: dict[int, list[tuple[Histogram, Histogram, RateRun, float]]] = {}
+        for (rate, _, floor, through), run, cpu_us in zip(v.curve, v.generator, v.cpu_us, strict=True):
+            by_rate.setdefault(rate, []).append((floor, through, run, cpu_us))
         for rate, runs in by_rate.items():
-            p50 = [t.percentile(0.5) for _, t in runs]
-            p99 = [t.percentile(0.99) for _, t in runs]
-            f50 = median(f.percentile(0.5) for f, _ in runs)
-            f99 = median(f.percentile(0.99) for f, _ in runs)
+            p50 = [t.percentile(0.5) for _, t, _, _ in runs]
+            p99 = [t.percentile(0.99) for _, t, _, _ in runs]
+            f50 = median(f.percentile(0.5) for f, _, _, _ in runs)
+            f99 = median(f.percentile(0.99) for f, _, _, _ in runs)
+            h99 = median(r.handed.percentile(0.99) for _, _, r, _ in runs)
+            cpu = median(c for _, _, _, c in runs)
             lines.append(
                 f"| {v.name} | {rate:,} | {', '.join(f'{x:.1f}' for x in p50)} | {', '.join(f'{x:.1f}' for x in p99)} "
-                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} |"
+                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} | {h99:.1f} | {cpu:.1f} |"
             )
     return "\n".join(lines)
 
@@ -789,7 +899,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stages",
         action="store_true",
-        help="time each stage inside this checkout's worker (a probe patched in; adds a little overhead)",
+        help="time each stage inside the workers, variants and baselines too (a probe patched in; a little overhead)",
+    )
+    parser.add_argument(
+        "--generator-waits",
+        action="store_true",
+        help="the earlier load generator: each tick's batch waits for its partition's previous one to be taken",
     )
     parser.add_argument("--plot", type=Path, help="write the latency curve to this PNG (needs matplotlib)")
     parser.add_argument(
@@ -838,11 +953,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for v in variants:  # one at a time: each maximum is measured with the other worker idle
                     asyncio.run(produce_backlog(bootstrap, v.source, args.partitions, records, v.sink))
                     doc = job_doc(bootstrap, v.source, v.sink, args.partitions, args, v.settings)
-                    probed = args.stages and v.name == "worker"
+                    # every worker, --variant and --baseline too (another checkout's venv runs this
+                    # checkout's probe around that checkout's worker)
+                    probed = args.stages and v.name != "pipe"
                     if v.name == "pipe":
                         worker: WorkerProcess = RawPipe(doc, Path(tmp), v.env)
                     elif probed:
-                        worker = ProbedWorker(doc, Path(tmp), v.env)
+                        worker = ProbedWorker(doc, Path(tmp), v.env, v.python)
                     else:
                         worker = WorkerProcess(doc, Path(tmp), v.python, v.cwd, v.env)
                     workers[v.name] = worker
@@ -871,20 +988,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                         wait_caught_up(worker, v.produced)
                         if isinstance(worker, ProbedWorker):
                             worker.stages()  # each rate's stage histograms start afresh
-                        floor, f_rate, _ = asyncio.run(
-                            fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values)
+                        join = not args.generator_waits
+                        floor_run = asyncio.run(
+                            fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values, join=join)
                         )
-                        print(row("floor (raw client)", rate, f_rate, floor), flush=True)
-                        cpu = cpu_seconds(worker.proc.pid)
-                        through, w_rate, acked = asyncio.run(
-                            fixed_rate(bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values)
+                        floor, f_rate = floor_run.hist, floor_run.achieved
+                        print(row("floor (raw client)", rate, f_rate, floor), floor_run.generator(), flush=True)
+                        cpu, switches = cpu_seconds(worker.proc.pid), context_switches(worker.proc.pid)
+                        run = asyncio.run(
+                            fixed_rate(
+                                bootstrap, v.source, v.sink, args.partitions, rate, args.seconds, values, join=join
+                            )
                         )
-                        v.produced += acked
+                        through, w_rate = run.hist, run.achieved
+                        v.produced += run.acked
                         cpu_us = (cpu_seconds(worker.proc.pid) - cpu) / max(1, through.count) * 1e6
+                        vol, invol = (
+                            (after - before) / max(1, through.count)
+                            for after, before in zip(context_switches(worker.proc.pid), switches, strict=True)
+                        )
                         v.cpu_us.append(cpu_us)
+                        v.generator.append(run)
                         print(
                             row(v.name, rate, w_rate, through),
-                            f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record",
+                            f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record;",
+                            f"context switches/record {vol:.2f} voluntary, {invol:.2f} involuntary;",
+                            run.generator(),
                             flush=True,
                         )
                         v.curve.append((rate, w_rate, floor, through))
@@ -917,11 +1046,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(row(v.name, rate, sent, through))
     print()
     for v in variants:
-        for (rate, _, floor, through), cpu_us in zip(v.curve, v.cpu_us, strict=True):
+        for (rate, _, floor, through), cpu_us, gen in zip(v.curve, v.cpu_us, v.generator, strict=True):
             w99, f99 = through.percentile(0.99), floor.percentile(0.99)
             print(
                 f"{v.name} at {rate:>7,} msgs/s: p99 {w99:.1f} ms = floor p99 {f99:.1f} ms + {w99 - f99:.1f} ms; "
-                f"worker CPU {cpu_us:.1f} µs/record"
+                f"worker CPU {cpu_us:.1f} µs/record; {gen.generator()}"
             )
     pipe = next((v for v in variants if v.name == "pipe"), None)
     if pipe is not None:
@@ -947,11 +1076,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 "| offered msgs/s | "
                 + " | ".join(STAGES + HOPS)
-                + " | fetches with data / empty | "
+                + " | fetches with data / empty | produce requests / records each | "
                 + " | ".join(GC_PAUSES)
                 + " |"
             )
-            print("|---:|" + "---:|" * (len(STAGES) + len(HOPS) + 1 + len(GC_PAUSES)))
+            print("|---:|" + "---:|" * (len(STAGES) + len(HOPS) + 2 + len(GC_PAUSES)))
             print("\n".join(v.stages))
     if args.plot:
         plot(args.plot, [(r, f, w) for r, _, f, w in variants[0].curve])

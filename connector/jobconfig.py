@@ -169,6 +169,11 @@ class WorkerSettings:
     #: own loop, no thread hop per fetch, less CPU, but measured (bench/latency.py, load 4-14) no lower
     #: latency yet, so the thread stays the default (see docs/operations.md, "Latency and throughput").
     consumer_thread: bool = True
+    #: The interpreter's thread switch interval (``sys.setswitchinterval``) while the worker runs, in
+    #: ms; 0: Python's own (5). A fetch answered in Faust's consumer thread can wait up to this long
+    #: for the converting thread to give up the interpreter lock. 0.5 measured no better on a loaded
+    #: machine (bench/latency.py, docs/operations.md), so Python's stays; a setting to measure idle.
+    switch_interval_ms: float = 0.0
 
     @property
     def exactly_once(self) -> bool:

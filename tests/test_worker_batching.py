@@ -9,7 +9,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 
 from cdc_smt.connector.jobconfig import load_job
 from cdc_smt.connector.metrics import WorkerMetrics
-from cdc_smt.connector.worker.batching import MIN_STEP, BatchSizer, BatchStats, steps
+from cdc_smt.connector.worker.batching import MIN_STEP, BatchSizer, BatchStats, sends, steps
 from cdc_smt.connector.worker.pipeline import Pipeline
 
 
@@ -68,6 +68,29 @@ def test_steps_cover_every_record_once_in_order_round_robin_over_partitions() ->
 def test_min_step_never_exceeds_batch_size() -> None:
     sizer = BatchSizer(max_step=10)
     assert [len(c) for _, c in steps(sizer, fetch(25))] == [10, 10, 5]
+
+
+def test_a_small_fetch_is_converted_whole_before_the_producer_sends() -> None:
+    """A caught-up fetch of a few records per partition: one group, so its outputs go out in one
+    request, not the first partition's alone and the rest after that request's acknowledgement."""
+    sizer = BatchSizer(max_step=2000)
+    groups = list(sends(steps(sizer, fetch(5, 3, 0, 7))))
+    assert groups == [[("p0", list(range(5))), ("p1", list(range(3))), ("p3", list(range(7)))]]
+
+
+def test_under_a_backlog_each_large_step_is_sent_while_the_next_converts() -> None:
+    sizer = BatchSizer(max_step=2000)
+    stepped = list(steps(sizer, fetch(2000, 2000)))
+    groups = list(sends(iter(stepped)))
+    assert [len(g) for g in groups] == [1] * len(stepped)  # every step reaches MIN_STEP on its own
+    assert [s for g in groups for s in g] == stepped
+
+
+def test_groups_close_at_min_records_and_keep_every_step_once_in_order() -> None:
+    stepped = [("p0", [0, 1]), ("p1", [0]), ("p2", [0, 1, 2]), ("p0", [2]), ("p1", [1, 2, 3, 4])]
+    groups = list(sends(iter(stepped), min_records=3))
+    assert groups == [[("p0", [0, 1]), ("p1", [0])], [("p2", [0, 1, 2])], [("p0", [2]), ("p1", [1, 2, 3, 4])]]
+    assert list(sends(iter([]))) == []
 
 
 def test_stats_count_batches_by_size_class() -> None:

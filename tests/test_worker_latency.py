@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 from typing import Any
 
@@ -19,6 +20,7 @@ from cdc_smt.connector.worker.app import (
     build_app,
     current_assignment,
     fetched_in_earlier_assignment,
+    set_switch_interval,
     settle_heap,
 )
 from cdc_smt.transforms.errors import ConfigError
@@ -124,3 +126,21 @@ def test_a_call_into_the_loop_consumer_runs_in_the_callers_thread_and_task(tmp_p
         return ident == threading.get_ident(), task is asyncio.current_task()
 
     assert asyncio.run(seen()) == (True, True)
+
+
+def test_the_worker_sets_the_interpreters_switch_interval_only_when_told_to() -> None:
+    """``worker.switch_interval_ms`` bounds how long the consumer thread waits for the lock (Python's is 5 ms)."""
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        assert job().worker.switch_interval_ms == 0
+        assert set_switch_interval(job().worker.switch_interval_ms) == pytest.approx(0.005)
+        assert sys.getswitchinterval() == pytest.approx(0.005)  # the default leaves Python's
+        set_switch_interval(job(worker={"switch_interval_ms": 0.5}).worker.switch_interval_ms)
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        assert set_switch_interval(2) == pytest.approx(0.0005)  # returns the one before, to put back
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)
+    with pytest.raises(ConfigError, match="switch_interval_ms"):
+        job(worker={"switch_interval_ms": -1})

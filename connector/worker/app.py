@@ -34,6 +34,7 @@ import gc
 import logging
 import os
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -48,7 +49,7 @@ from cdc_smt.connector import kafka as K
 from cdc_smt.connector.jobconfig import JobConfig
 from cdc_smt.connector.kafka import transactions
 from cdc_smt.connector.metrics import MetricsServer, WorkerMetrics
-from cdc_smt.connector.worker.batching import steps
+from cdc_smt.connector.worker.batching import sends, steps
 from cdc_smt.connector.worker.pipeline import Pipeline, WorkerFailed
 
 log = logging.getLogger("cdc_smt.worker")
@@ -287,17 +288,19 @@ class CdcConsumer(faust_aiokafka.Consumer):
                         set_read_offset(tp, batch[-1].offset)
                 else:
                     # What the fetch returned goes to conversion at once, in steps that stay small
-                    # while the worker keeps up and grow under a backlog (connector.worker.batching).
+                    # while the worker keeps up and grow under a backlog; a small fetch's steps are
+                    # converted together, so their outputs go out in one request (connector.worker.batching).
                     pending = {tp: batch[0].offset for tp, batch in owned}  # next offset not yet processed
-                    for tp, step in steps(pipeline.sizer, owned):
+                    for group in sends(steps(pipeline.sizer, owned)):
                         if not self.flow_active or self.app.consumer_generation_id != generation:
                             # A rebalance began while converting: the rest is not processed.
                             unprocessed.update((t, o) for t, o in pending.items() if o <= records[t][-1].offset)
                             break
-                        await asyncio.shield(pipeline.process(tp, step))
-                        set_read_offset(tp, step[-1].offset)
-                        pending[tp] = step[-1].offset + 1
-                        await asyncio.sleep(0)  # let the producer send this step while the next converts
+                        await asyncio.shield(pipeline.process_group(group))
+                        for tp, step in group:
+                            set_read_offset(tp, step[-1].offset)
+                            pending[tp] = step[-1].offset + 1
+                        await asyncio.sleep(0)  # let the producer send this group while the next converts
                 if unprocessed:
                     await self._fetch_again(records, unprocessed)
         except self.consumer_stopped_errors:
@@ -667,6 +670,7 @@ class WorkerRuntime:
             self.app, on_signal=self.request_stop if install_signals else None, loop=asyncio.get_running_loop()
         )
         refresher = None
+        switch_interval = set_switch_interval(job.worker.switch_interval_ms)
         try:
             if self.pool is not None:
                 await self.pool.start()
@@ -696,6 +700,7 @@ class WorkerRuntime:
                 self.pool.shutdown()
             if self.server is not None:
                 self.server.stop()
+            sys.setswitchinterval(switch_interval)
             self.state = "stopped"
         if self.failure is not None:
             return EXIT_FAILED
@@ -716,6 +721,21 @@ def settle_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def set_switch_interval(ms: float) -> float:
+    """Set the interpreter's thread switch interval to ``ms`` (0: leave it); returns the one before.
+
+    Faust's consumer thread and the converting loop share one interpreter lock. A
+    thread that wants it back (a fetch answered, records handed over) waits until
+    the holder blocks or the switch interval (Python's: 5 ms) forces a switch. A
+    shorter one bounds that wait (``worker.switch_interval_ms``; measured no better
+    on a loaded machine, where the slow hops waited for the OS to run the thread).
+    """
+    before = sys.getswitchinterval()
+    if ms > 0:
+        sys.setswitchinterval(ms / 1000)
+    return before
 
 
 def run(job: JobConfig, *, install_signals: bool = True) -> int:

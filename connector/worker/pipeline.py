@@ -484,6 +484,12 @@ class Pipeline:
             self.last_batch_at = time.time()
             self.metrics.batch_seconds.observe(time.perf_counter() - started)
 
+    async def process_group(self, group: Sequence[tuple[Any, Sequence[Any]]]) -> None:
+        """:meth:`process` each ``(partition, records)`` step in turn, with no turn of the loop for
+        the producer in between: their outputs join the same open batches and go out together."""
+        for tp, messages in group:
+            await self.process(tp, messages)
+
     async def _process(self, tp: Any, messages: Sequence[Any]) -> None:
         st = self.state(tp)
         if self.transactions is not None and not st.started and st.next_offset is None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 import time
 
 import orjson
 import pytest
+from aiokafka.producer.sender import Sender
 from mode.threads import WorkerThread
 
 from cdc_smt.connector import kafka as K
@@ -99,7 +101,7 @@ def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
     records = row_changes(rows=200, updates=1)
     produce(kafka, src, records, partitions=2)
     sizes = partition_sizes(records, 2)
-    worker = {"create_topics": {"partitions": 2}, "consumer_thread": consumer_thread}
+    worker = {"create_topics": {"partitions": 2}, "consumer_thread": consumer_thread, "switch_interval_ms": 0.5}
     job = job_doc(kafka, names("loop"), src, out, worker=worker)
     seen: dict[str, object] = {}
 
@@ -110,12 +112,50 @@ def test_the_consumer_fetches_in_fausts_thread_or_on_the_workers_loop(
         seen["fetcher_loop"] = aiokafka_consumer._fetcher._fetch_task.get_loop()
         seen["worker_loop"] = asyncio.get_running_loop()
         seen["threads"] = [t for t in threading.enumerate() if isinstance(t, WorkerThread)]
+        seen["switch_interval"] = sys.getswitchinterval()
         return True
 
+    before = sys.getswitchinterval()
     runtime, code, reached = run_worker(job, done)
     assert reached and code == EXIT_OK
+    assert seen["switch_interval"] == pytest.approx(0.0005)  # worker.switch_interval_ms while running
+    assert sys.getswitchinterval() == before  # and Python's again once stopped
     assert (seen["fetcher_loop"] is seen["worker_loop"]) is not consumer_thread
     assert bool(seen["threads"]) is consumer_thread  # mode's consumer thread only when asked for
     assert not any(isinstance(t, WorkerThread) and t.is_alive() for t in threading.enumerate())  # stopped
     got = debezium_rows(asyncio.run(K.consume_all(kafka.bootstrap, out)))
     assert sorted((i, v) for i, v, _ in got) == sorted((i, v) for v in range(2) for i in range(1, 201))
+
+
+@pytest.mark.parametrize("consumer_thread", [False, True], ids=["loop", "thread"])
+def test_a_small_fetch_of_several_partitions_goes_out_in_one_produce_request(
+    kafka: KafkaCluster, names, monkeypatch: pytest.MonkeyPatch, consumer_thread: bool
+) -> None:
+    """A few records waiting in each of four partitions come in one fetch: their outputs go out in
+    one produce request, not the first partition's alone and the rest after its acknowledgement."""
+    src, out = names("onereq.canal"), names("onereq.debezium")
+    records = row_changes(rows=12, updates=0)  # 12 records over 4 partitions, before the worker starts
+    produce(kafka, src, records, partitions=4)
+    sizes = partition_sizes(records, 4)
+    assert sum(1 for n in sizes.values() if n) >= 2  # the fetch spans several partitions
+    job = job_doc(
+        kafka,
+        names("onereq"),
+        src,
+        out,
+        worker={"create_topics": {"partitions": 4}, "consumer_thread": consumer_thread},
+    )
+    requests: list[int] = []
+    send = Sender._send_produce_req
+
+    async def counted(self: Sender, node_id: int, batches: dict) -> None:
+        outputs = sum(b.record_count for tp, b in batches.items() if tp.topic == out)
+        if outputs:
+            requests.append(outputs)
+        await send(self, node_id, batches)
+
+    monkeypatch.setattr(Sender, "_send_produce_req", counted)
+    runtime, code, reached = run_worker(job, all_acked(src, sizes))
+    assert reached and code == EXIT_OK
+    assert runtime.pipeline.sizer.stats.records == len(records)
+    assert requests == [len(records)]  # every output of the fetch in the one request
