@@ -608,7 +608,7 @@ class KafkaOutput:
             self._producer.close()
 
     def abort(self) -> None:
-        self._pending = []
+        self._pending, self._arrow, self._arrow_rows = [], [], 0
         try:
             if self._open:
                 self._open = False
