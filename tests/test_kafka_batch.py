@@ -8,6 +8,7 @@ import asyncio
 import time
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.default_records import DefaultRecordBatch
@@ -242,3 +243,134 @@ def test_rows_join_an_open_native_batch_until_the_producer_takes_it() -> None:
         assert p._join_open_batches({("out", 0): worker_rows(4, 10)}) == {("out", 0): 0}
 
     asyncio.run(go())
+
+
+# -- the backfill's Kafka sink: batches written from Arrow columns (arrow_parts) -------------------
+
+group = native.arrow_parts()
+HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+topic_name = st.sampled_from(["out", "dlq", "r.\u00e9"])
+
+
+def arrow_records(rows: list[Row], topics: list[str], partitions: list[int], *, large: bool = True) -> pa.RecordBatch:
+    """``rows`` as the backfill hands converted records to its Kafka sink (``process.KAFKA_OUTPUT_SCHEMA``;
+    ``large``: its large_binary keys and values, else binary)."""
+    binary = pa.large_binary() if large else pa.binary()
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(topics, pa.string()),
+            pa.array([r[0] for r in rows], binary),
+            pa.array([r[1] for r in rows], binary),
+            pa.array([[{"key": k, "value": v} for k, v in r[3]] for r in rows], HEADERS),
+            pa.array([r[2] for r in rows], pa.int64()),
+            pa.array(partitions, pa.int32()),
+        ],
+        names=["topic", "key", "value", "headers", "timestamp", "source_partition"],
+    )
+
+
+def part_batches(part: Any, batch_size: int, transactional: bool, state: tuple[int, int, int]) -> list[bytes]:
+    """A part's records as the backfill's producer sends them (``produce_parts``): batch after batch."""
+    out = []
+    start = 0
+    while start < len(part):
+        batch = NativeBatch(writer, batch_size, transactional)
+        end = batch.append_rows(part, start)
+        assert end > start and batch.record_count() == end - start and batch.closed() == (end < len(part))
+        batch._set_producer_state(*state)
+        out.append(batch._build())
+        start = end
+    return out
+
+
+def grouped(rows: list[Row], topics: list[str], partitions: list[int]) -> dict[tuple[str, int], list[Row]]:
+    """The rows of each topic partition, in order, the partitions in the order of their first rows."""
+    out: dict[tuple[str, int], list[Row]] = {}
+    for r, t, p in zip(rows, topics, partitions, strict=True):
+        out.setdefault((t, p), []).append(r)
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    data=st.lists(st.tuples(row, topic_name, st.integers(0, 3)), min_size=1, max_size=40),
+    batch_size=st.sampled_from([1, 200, 1000, 16_384, 1_000_000]),
+    transactional=st.booleans(),
+    state=producer_state,
+    large=st.booleans(),
+    cut=st.integers(0, 5),
+)
+def test_batches_from_arrow_columns_equal_aiokafkas(
+    data: list[tuple[Row, str, int]], batch_size: int, transactional: bool, state: Any, large: bool, cut: int
+) -> None:
+    """Per topic partition, the batches written from the Arrow columns are aiokafka's builder's
+    batches of that partition's rows (split at the same places); a sliced batch reads its own rows."""
+    rows, topics, partitions = [d[0] for d in data], [d[1] for d in data], [d[2] for d in data]
+    padded = [(b"pad", b"pad", 0, [("pad", b"")])] * cut
+    records = arrow_records(padded + rows, ["pad"] * cut + topics, [9] * cut + partitions, large=large).slice(cut)
+    parts = group(records, pa.array(partitions, pa.int32()).slice(0))
+    expected = grouped(rows, topics, partitions)
+    assert [(p.topic, p.partition, len(p)) for p in parts] == [(t, p, len(r)) for (t, p), r in expected.items()]
+    for part in parts:
+        assert part_batches(part, batch_size, transactional, state) == aiokafka_batches(
+            expected[(part.topic, part.partition)], batch_size, transactional, state
+        )
+
+
+def test_arrow_records_read_back_with_aiokafkas_reader() -> None:
+    """Null keys, values, header values and header lists; a null timestamp is the time of writing."""
+    rows: list[Row] = [
+        (b"k1", b"v1", 1_700_000_000_000, [("h", b"x"), ("empty", None)]),
+        (None, b"v", 1_700_000_000_500, []),
+        (b"key", None, 1_699_999_999_000, [("\u00e9t\u00e9", b"\xff")]),
+        (b"", b"", None, []),
+    ]
+    records = arrow_records(rows, ["t"] * 4, [0] * 4)
+    records = records.set_column(3, "headers", pa.array([[{"key": "h", "value": b"x"}, {"key": "empty", "value": None}],
+                                                         None, [{"key": "\u00e9t\u00e9", "value": b"\xff"}], []],
+                                                        HEADERS))  # fmt: skip
+    (part,) = group(records, pa.array([0] * 4, pa.int32()))
+    batch = NativeBatch(writer, 1_000_000, False)
+    before = int(time.time() * 1000)
+    assert batch.append_rows(part) == 4
+    after = int(time.time() * 1000)
+    read = list(DefaultRecordBatch(batch._build()))
+    assert [(r.key, r.value, list(r.headers)) for r in read] == [(k, v, list(h)) for k, v, _, h in rows]
+    assert [r.timestamp for r in read[:3]] == [r[2] for r in rows[:3]]
+    assert before <= read[3].timestamp <= after
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        (lambda b: b.set_column(0, "topic", pa.array([None, "t"], pa.string())), ValueError, "needs a topic"),
+        (lambda b: b.set_column(0, "topic", pa.array([b"t", b"t"], pa.binary())), TypeError, '"topic" column'),
+        (lambda b: b.drop_columns(["headers"]), TypeError, 'no "headers" column'),
+        (lambda b: b.set_column(4, "timestamp", pa.array([1, 2], pa.int32())), TypeError, '"timestamp" column'),
+        (lambda b: b.set_column(1, "key", pa.array(["a", "b"], pa.string())), TypeError, "binary"),
+    ],
+)
+def test_arrow_records_the_writer_cannot_take_are_refused_with_the_reason(
+    change: Any, error: type, message: str
+) -> None:
+    records = change(arrow_records([(b"k", b"v", 1, []), (b"k", b"v", 2, [])], ["t", "t"], [0, 0]))
+    with pytest.raises(error, match=message):
+        group(records, pa.array([0, 0], pa.int32()))
+
+
+def test_partitions_are_one_int32_per_record() -> None:
+    records = arrow_records([(b"k", b"v", 1, []), (b"k", b"v", 2, [])], ["t", "t"], [0, 0])
+    with pytest.raises(ValueError, match="one partition per record"):
+        group(records, pa.array([0], pa.int32()))
+    with pytest.raises(ValueError, match="needs a partition"):
+        group(records, pa.array([0, None], pa.int32()))
+    with pytest.raises(TypeError, match="int32"):
+        group(records, pa.array([0, 0], pa.int64()))
+
+
+def test_a_header_without_a_name_is_refused() -> None:
+    records = arrow_records([(b"k", b"v", 1, [])], ["t"], [0])
+    records = records.set_column(3, "headers", pa.array([[{"key": None, "value": b"x"}]], HEADERS))
+    (part,) = group(records, pa.array([0], pa.int32()))
+    with pytest.raises(TypeError, match="a header's name is a str"):
+        NativeBatch(writer, 1_000_000, False).append_rows(part)

@@ -188,6 +188,15 @@ def row_placer() -> Any:
     return getattr(_native, "place_rows", None)
 
 
+def arrow_parts() -> Any:
+    """The extension's ``arrow_parts`` (an Arrow batch of records grouped by topic partition, each
+    group appended to ``KafkaBatch`` es as it stands: ``native/src/kafka_batch.rs``), or ``None``
+    when the core is off."""
+    if _native is None or not enabled():
+        return None
+    return getattr(_native, "arrow_parts", None)
+
+
 def plan_for(chain: Any) -> NativePlan | None:
     """The native plan for ``chain``'s decoder, transforms and encoder, or ``None``."""
     if _native is None or not enabled():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +85,28 @@ async def produce_records(
             await producer.stop()
 
 
+async def produce_parts(producer: Any, parts: Sequence[Any], make_batch: Callable[[], NativeBatch]) -> int:
+    """Produce each native ``ArrowPart`` (one topic partition's records of an Arrow batch,
+    ``native.arrow_parts``) as whole batches from ``make_batch`` (:func:`native_batches`), the
+    partitions side by side, and wait for every ack; the number produced. A partition's batches
+    go in order, as :func:`produce_records` sends them."""
+
+    async def one(part: Any) -> list[asyncio.Future]:
+        futures: list[asyncio.Future] = []
+        start = 0
+        while start < len(part):
+            batch = make_batch()
+            start = batch.append_rows(part, start)
+            futures.append(await producer.send_batch(batch, part.topic, partition=part.partition))
+        return futures
+
+    sent = await asyncio.gather(*(one(part) for part in parts))
+    acks = [future for futures in sent for future in futures]
+    if acks:
+        await asyncio.gather(*acks)
+    return sum(len(part) for part in parts)
+
+
 class NativeBatch:
     """A record batch aiokafka's producer sends as it is (``send_batch`` takes it where it
     takes a ``BatchBuilder``): the records are written into Kafka's v2 batch bytes in Rust
@@ -106,8 +128,9 @@ class NativeBatch:
         self._producer_state = (-1, -1, 0)
 
     def append_rows(self, rows: list[tuple[Any, ...]], start: int = 0) -> int:
-        """Append ``rows[start:]`` (``(key, value, timestamp_ms, headers)``) while they fit;
-        the index of the first row not taken. A full batch closes, as aiokafka's does."""
+        """Append ``rows[start:]`` (``(key, value, timestamp_ms, headers)``, or a native
+        ``ArrowPart``) while they fit; the index of the first row not taken. A full batch
+        closes, as aiokafka's does."""
         if self._closed:
             return start
         end: int = self._batch.append(rows, start)
@@ -346,6 +369,23 @@ class BlockingProducer:
         )
         await self._bounded(sends, "sending")
 
+    def send_arrow(self, records: Any, partitions: Any) -> None:
+        """:meth:`send` of an Arrow record batch (``topic``, ``key``, ``value``, ``headers``,
+        ``timestamp`` columns) to the ``partitions`` given (an int32 array): written into record
+        batches in Rust (:func:`produce_parts`), no Python object per record; one ``Record``
+        each where the producer's batches must be its own (:func:`native_batches`)."""
+        if len(records) and not self._run(self._send_arrow(records, partitions)):
+            self.send(_arrow_records(records, partitions))
+
+    async def _send_arrow(self, records: Any, partitions: Any) -> bool:
+        """Send natively; ``False`` (nothing sent) when the producer's batches must be its own."""
+        producer = await self._started()
+        make_batch, group = native_batches(producer), native.arrow_parts()
+        if make_batch is None or group is None:
+            return False
+        await self._bounded(produce_parts(producer, group(records, partitions), make_batch), "sending")
+        return True
+
     # -- transactions --------------------------------------------------------------------------
     def begin(self) -> None:
         """Start a transaction (the producer is started, and older ones fenced, first)."""
@@ -377,6 +417,18 @@ class BlockingProducer:
                 raise
         finally:
             self._loop.close()
+
+
+def _arrow_records(records: Any, partitions: Any) -> list[Record]:
+    """The records of an Arrow batch (:meth:`BlockingProducer.send_arrow`) as ``Record`` s."""
+    columns = records.select(["topic", "key", "value", "headers", "timestamp"]).to_pydict()
+    return [
+        Record(value=value, key=key, topic=topic, partition=partition, timestamp=timestamp,
+               headers=[(h["key"], h["value"]) for h in headers] if headers else [])
+        for topic, key, value, headers, timestamp, partition in zip(
+            *columns.values(), partitions.to_pylist(), strict=True
+        )
+    ]  # fmt: skip
 
 
 async def supports_transactions(conn: Conn, transactional_id: str, timeout: float = 15.0) -> str | None:
@@ -431,6 +483,7 @@ __all__ = [
     "NativeBatch",
     "fence",
     "native_batches",
+    "produce_parts",
     "produce_records",
     "supports_transactions",
 ]

@@ -94,15 +94,7 @@ class KafkaRows:
         self._pack()
         topics = records.column("topic")
         self._look_up({t for t in pc.unique(topics).to_pylist() if t is not None})
-        n = records.num_rows
-        arrays = [pa.nulls(n, f.type) for f in SUMMARY_SCHEMA] + [
-            topics,
-            records.column("key").cast(pa.binary()),
-            records.column("value").cast(pa.binary()),
-            records.column("headers"),
-            arrow_partitions(records, self._counts.__getitem__),
-        ]
-        self._ready.append(pa.RecordBatch.from_arrays(arrays, schema=OUTPUT_SCHEMA))
+        self._rows(records, arrow_partitions(records, self._counts.__getitem__))
 
     def take(self) -> list[pa.RecordBatch]:
         self._pack()
@@ -119,23 +111,23 @@ class KafkaRows:
         if not self._pending:
             return
         from cdc_smt.connector.kafka import partition_for
+        from cdc_smt.connector.spark.sinks import output_batch
 
         pending, self._pending = self._pending, []
+        records = output_batch(pending)  # every record has a topic (or a ValueError)
         self._look_up({r.topic for r, _ in pending if r.topic is not None})
-        topics, partitions = [], []
-        for record, source_partition in pending:
-            if record.topic is None:  # the task sets every record's topic
-                raise ValueError("KafkaRows: a record has no topic")
-            topics.append(record.topic)
-            partitions.append(partition_for(record.key, self._counts[record.topic], source_partition))
-        n = len(pending)
-        records = [r for r, _ in pending]
+        partitions = [partition_for(r.key, self._counts[r.topic or ""], p) for r, p in pending]
+        self._rows(records, pa.array(partitions, pa.int32()))
+
+    def _rows(self, records: pa.RecordBatch, partitions: pa.Array) -> None:
+        """Converted records with their partitions as output rows (summary columns null)."""
+        n = records.num_rows
         arrays = [pa.nulls(n, f.type) for f in SUMMARY_SCHEMA] + [
-            pa.array(topics, pa.string()),
-            pa.array([r.key for r in records], pa.binary()),
-            pa.array([r.value for r in records], pa.binary()),
-            pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], HEADERS_TYPE),
-            pa.array(partitions, pa.int32()),
+            records.column("topic"),
+            records.column("key").cast(pa.binary()),
+            records.column("value").cast(pa.binary()),
+            records.column("headers"),
+            partitions,
         ]
         self._ready.append(pa.RecordBatch.from_arrays(arrays, schema=OUTPUT_SCHEMA))
 

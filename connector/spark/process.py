@@ -15,8 +15,9 @@ Arrow arrays (``_native.convert_arrow``: JSON Lines read by ``split_lines``, row
 batches' own ``value`` column, and their ``key`` column for plans that read keys)
 and hands each run of converted rows to the sink as arrays: a file sink writes
 them as one array, a Kafka sink gets topics, keys, values, headers, source
-timestamps and partitions as columns (:data:`KAFKA_OUTPUT_SCHEMA`), so no
-Python object is made per row on the way. A message the plan leaves to Python
+timestamps and partitions as columns (:data:`KAFKA_OUTPUT_SCHEMA`; cdc-smt's
+producer writes its record batches from them in Rust), so no Python object is
+made per row on the way. A message the plan leaves to Python
 goes through ``chain.process`` in its place, so dead letters, stream state and
 output order are the Python path's. ``CDC_SMT_NATIVE=0`` keeps one
 ``chain.process`` per record.

@@ -7,7 +7,11 @@ Kafka output goes through aiokafka's batch API (:func:`connector.kafka.produce_r
 with the worker's partitioning: murmur2 of the key, keyless records to the
 source partition (modulo the output partition count), the source timestamp
 kept. Every chunk is acknowledged before the next is sent; an unreachable
-broker is ridden out for ``backfill.sink.delivery_timeout_s``.
+broker is ridden out for ``backfill.sink.delivery_timeout_s``. On the Arrow
+path (the native core) a chunk is an Arrow batch of records, the records of the
+Python path among them in their places: partitions are hashed and the record
+batches written in Rust (``BlockingProducer.send_arrow``), no Python object per
+record, unless the producer compresses.
 
 Exactly-once Kafka output (``backfill.sink.processing_guarantee: exactly_once``):
 Spark tasks write independently, so the unit of commit is a *stream's* share of
@@ -385,6 +389,27 @@ def arrow_partitions(records: Any, partitions_of: Any) -> Any:
     return pa.array(out, pa.int32())
 
 
+def output_batch(pending: Sequence[tuple[Record, int]]) -> Any:
+    """Queued ``(record, source partition)`` pairs as an Arrow batch of converted records
+    (``process.KAFKA_OUTPUT_SCHEMA``): what the Arrow path hands a Kafka sink for them."""
+    import pyarrow as pa
+
+    from cdc_smt.connector.spark.process import HEADERS_TYPE, KAFKA_OUTPUT_SCHEMA
+
+    records = [r for r, _ in pending]
+    if any(r.topic is None for r in records):  # the task sets every record's topic
+        raise ValueError("a queued Kafka record has no topic")
+    arrays = [
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.key for r in records], pa.large_binary()),
+        pa.array([r.value for r in records], pa.large_binary()),
+        pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], HEADERS_TYPE),
+        pa.array([r.timestamp for r in records], pa.int64()),
+        pa.array([p for _, p in pending], pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=KAFKA_OUTPUT_SCHEMA)
+
+
 @dataclass(frozen=True)
 class Transactional:
     """What an exactly-once :class:`KafkaOutput` needs: whose transaction, which batch, where markers go."""
@@ -495,6 +520,8 @@ class KafkaOutput:
             transaction_timeout_s=spec.transaction_timeout_s,
         )
         self._pending: list[tuple[Record, int]] = []
+        self._arrow: list[Any] = []  # queued Arrow batches (process.KAFKA_OUTPUT_SCHEMA), each after _pending's
+        self._arrow_rows = 0
         self._open = False
 
     @property
@@ -524,22 +551,34 @@ class KafkaOutput:
     def add(self, record: Record, source_partition: int) -> None:
         """Queue ``record`` (topic and timestamp set); sends a chunk when enough are queued."""
         self._pending.append((record, source_partition))
-        if len(self._pending) >= KAFKA_CHUNK:
+        if len(self._pending) + self._arrow_rows >= KAFKA_CHUNK:
             self.flush()
 
     def extend_arrow(self, records: Any) -> None:
-        """``add`` of each converted record of an Arrow batch (``process.KAFKA_OUTPUT_SCHEMA``), in order."""
-        pending = self._pending
-        columns = records.to_pydict()
-        for topic, key, value, headers, timestamp, source_partition in zip(*columns.values(), strict=True):
-            pairs = [(h["key"], h["value"]) for h in headers] if headers else []
-            record = Record(value=value, key=key, topic=topic, timestamp=timestamp, headers=pairs)
-            pending.append((record, source_partition or 0))
-        if len(pending) >= KAFKA_CHUNK:
+        """``add`` of each converted record of an Arrow batch (``process.KAFKA_OUTPUT_SCHEMA``), in order:
+        queued as it is, and sent as Arrow columns (the producer writes the record batches from them)."""
+        self._pack()
+        self._arrow.append(records)
+        self._arrow_rows += records.num_rows
+        if self._arrow_rows >= KAFKA_CHUNK:
             self.flush()
 
-    def flush(self) -> None:
+    def _pack(self) -> None:
+        """The records queued by ``add`` as an Arrow batch in the queue (once Arrow batches are queued)."""
         if self._pending:
+            self._arrow.append(output_batch(self._pending))
+            self._arrow_rows += len(self._pending)
+            self._pending = []
+
+    def flush(self) -> None:
+        if self._arrow:
+            self._pack()
+            import pyarrow as pa
+
+            queued, self._arrow, self._arrow_rows = self._arrow, [], 0
+            records = pa.Table.from_batches(queued).combine_chunks().to_batches()[0]
+            self._producer.send_arrow(records, arrow_partitions(records, self._producer.partitions))
+        elif self._pending:
             pending, self._pending = self._pending, []
             self._send(pending)
 
@@ -569,7 +608,7 @@ class KafkaOutput:
             self._producer.close()
 
     def abort(self) -> None:
-        self._pending = []
+        self._pending, self._arrow, self._arrow_rows = [], [], 0
         try:
             if self._open:
                 self._open = False
@@ -581,6 +620,7 @@ class KafkaOutput:
 __all__ = [
     "DeadLetterFiles",
     "arrow_partitions",
+    "output_batch",
     "ExactlyOnce",
     "FileOutput",
     "KafkaOutput",

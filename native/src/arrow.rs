@@ -50,7 +50,7 @@ fn export(data: ArrayData) -> ArrowArray {
 }
 
 /// An array from any object with ``__arrow_c_array__`` (pyarrow arrays), moved out of its capsule.
-fn import(obj: &Bound<'_, PyAny>) -> PyResult<ArrayData> {
+pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<ArrayData> {
     if !obj.hasattr("__arrow_c_array__")? {
         return Err(PyTypeError::new_err("expected an Arrow array (an object with __arrow_c_array__)"));
     }
@@ -76,13 +76,13 @@ fn import(obj: &Bound<'_, PyAny>) -> PyResult<ArrayData> {
 }
 
 /// Binary values by row, for either offset width.
-enum Values {
+pub(crate) enum Values {
     Binary(BinaryArray),
     Large(LargeBinaryArray),
 }
 
 impl Values {
-    fn of(data: ArrayData) -> PyResult<Self> {
+    pub(crate) fn of(data: ArrayData) -> PyResult<Self> {
         match data.data_type() {
             DataType::Binary => Ok(Values::Binary(BinaryArray::from(data))),
             DataType::LargeBinary => Ok(Values::Large(LargeBinaryArray::from(data))),
@@ -90,14 +90,14 @@ impl Values {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Values::Binary(a) => a.len(),
             Values::Large(a) => a.len(),
         }
     }
 
-    fn get(&self, i: usize) -> Option<&[u8]> {
+    pub(crate) fn get(&self, i: usize) -> Option<&[u8]> {
         match self {
             Values::Binary(a) => a.is_valid(i).then(|| a.value(i)),
             Values::Large(a) => a.is_valid(i).then(|| a.value(i)),

@@ -225,7 +225,7 @@ impl<'a> Scan<'a> {
     }
 
     /// The comma-separated items between ``open`` and ``close``, each read by ``item``.
-    fn items(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+    pub(crate) fn items(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.eat(open)?;
         if self.peek()? == close {
             self.pos += 1;

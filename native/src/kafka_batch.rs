@@ -9,12 +9,24 @@
 //! stamps its producer id, epoch and base sequence then (they are covered by the CRC).
 //! ``connector/kafka/produce.py`` (``NativeBatch``) wraps it as aiokafka's ``BatchBuilder``;
 //! ``tests/test_kafka_batch.py`` holds the bytes equal to aiokafka's builder's.
+//!
+//! The backfill's Kafka sink writes its converted records from Arrow columns instead
+//! (``arrow_parts``: an Arrow record batch grouped by topic and partition, each group an
+//! ``ArrowPart`` that ``append`` takes where it takes a row list): the same record bytes,
+//! with no Python object per record.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, ListArray, StringArray, StructArray};
+use arrow_schema::DataType;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
+
+use crate::arrow::{import, Values};
 
 /// ``>qiibIhiqqqhii``: base offset .. record count.
 const HEADER_SIZE: usize = 61;
@@ -72,6 +84,13 @@ fn header_pair<'py>(header: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, 
     Ok((header.get_item(0)?, header.get_item(1)?))
 }
 
+/// A header: its name's length and bytes, then its value.
+fn put_header(buf: &mut Vec<u8>, name: &[u8], value: Option<&[u8]>) {
+    put_varint(buf, name.len() as i64);
+    buf.extend_from_slice(name);
+    put_bytes(buf, value);
+}
+
 fn put_bytes(buf: &mut Vec<u8>, data: Option<&[u8]>) {
     match data {
         None => put_varint(buf, -1),
@@ -101,6 +120,19 @@ pub struct KafkaBatch {
 }
 
 impl KafkaBatch {
+    /// Start a record in ``self.record`` (without its length): attributes, timestamp and offset
+    /// deltas, key and value; its headers follow (``put_header``).
+    fn begin_record(&mut self, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
+        let delta = self.first_timestamp.map_or(0, |first| timestamp - first);
+        let rec = &mut self.record;
+        rec.clear();
+        rec.push(0); // attributes
+        put_varint(rec, delta);
+        put_varint(rec, self.count);
+        put_bytes(rec, key);
+        put_bytes(rec, value);
+    }
+
     /// Encode one row into ``self.record`` (without its length); its timestamp.
     fn encode_row(&mut self, row: &Bound<'_, PyAny>) -> PyResult<i64> {
         let row = row.downcast::<PyTuple>().map_err(|_| PyTypeError::new_err("a row is a (key, value, timestamp, headers) tuple"))?;
@@ -112,17 +144,8 @@ impl KafkaBatch {
         let ts_obj = row.get_borrowed_item(2)?;
         let headers = row.get_borrowed_item(3)?;
         let timestamp = if ts_obj.is_none() { now_ms() } else { ts_obj.extract::<i64>()? };
-        let delta = match self.first_timestamp {
-            Some(first) => timestamp - first,
-            None => 0,
-        };
+        self.begin_record(timestamp, bytes_of(&key_obj, "key")?, bytes_of(&value_obj, "value")?);
         let rec = &mut self.record;
-        rec.clear();
-        rec.push(0); // attributes
-        put_varint(rec, delta);
-        put_varint(rec, self.count);
-        put_bytes(rec, bytes_of(&key_obj, "key")?);
-        put_bytes(rec, bytes_of(&value_obj, "value")?);
         if headers.is_none() {
             put_varint(rec, 0);
         } else {
@@ -131,13 +154,55 @@ impl KafkaBatch {
                 let header = header?;
                 let (name, value) = header_pair(&header)?;
                 let name = name.downcast::<PyString>().map_err(|_| PyTypeError::new_err("a header's name is a str"))?;
-                let name = name.to_str()?.as_bytes();
-                put_varint(rec, name.len() as i64);
-                rec.extend_from_slice(name);
-                put_bytes(rec, bytes_of(&value, "header value")?);
+                put_header(rec, name.to_str()?.as_bytes(), bytes_of(&value, "header value")?);
             }
         }
         Ok(timestamp)
+    }
+
+    /// Encode row ``row`` of Arrow ``records`` into ``self.record``, as ``encode_row`` the same
+    /// record as a row tuple (a null timestamp: now); its timestamp.
+    fn encode_arrow_row(&mut self, records: &ArrowRecords, row: usize) -> PyResult<i64> {
+        let timestamp = if records.timestamps.is_valid(row) { records.timestamps.value(row) } else { now_ms() };
+        self.begin_record(timestamp, records.keys.get(row), records.values.get(row));
+        let rec = &mut self.record;
+        if records.headers.is_null(row) {
+            put_varint(rec, 0);
+            return Ok(timestamp);
+        }
+        let offsets = records.headers.value_offsets();
+        let (from, to) = (offsets[row] as usize, offsets[row + 1] as usize);
+        put_varint(rec, (to - from) as i64);
+        for h in from..to {
+            if records.header_pairs.is_null(h) || records.header_names.is_null(h) {
+                return Err(PyTypeError::new_err("a header's name is a str"));
+            }
+            put_header(rec, records.header_names.value(h).as_bytes(), records.header_values.get(h));
+        }
+        Ok(timestamp)
+    }
+
+    /// Take the record in ``self.record`` (of ``timestamp``) when it fits; ``false``: the batch is full.
+    fn take_record(&mut self, timestamp: i64) -> bool {
+        let length = self.record.len();
+        let required = length + varint_size(length as i64);
+        // aiokafka's C builder (the one its wheels use) starts a new batch when the record
+        // would reach ``batch_size`` (its pure-Python twin only past it); a first record
+        // always goes in.
+        if self.count > 0 && required + self.buf.len() >= self.batch_size {
+            return false;
+        }
+        match self.first_timestamp {
+            None => {
+                self.first_timestamp = Some(timestamp);
+                self.max_timestamp = timestamp;
+            }
+            Some(_) => self.max_timestamp = self.max_timestamp.max(timestamp),
+        }
+        put_varint(&mut self.buf, length as i64);
+        self.buf.extend_from_slice(&self.record);
+        self.count += 1;
+        true
     }
 }
 
@@ -160,32 +225,27 @@ impl KafkaBatch {
     }
 
     /// Append ``rows[start:]`` while they fit; the index of the first row not taken
-    /// (``len(rows)`` when all were).
+    /// (``len(rows)`` when all were). ``rows``: a list of row tuples, or an ``ArrowPart``
+    /// (one topic partition's rows of an Arrow batch, ``arrow_parts``).
     #[pyo3(signature = (rows, start=0))]
-    fn append(&mut self, rows: &Bound<'_, PyList>, start: usize) -> PyResult<usize> {
+    fn append(&mut self, rows: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+        if let Ok(part) = rows.downcast::<ArrowPart>() {
+            let part = part.get();
+            for (i, &row) in part.rows.iter().enumerate().skip(start) {
+                let timestamp = self.encode_arrow_row(&part.records, row)?;
+                if !self.take_record(timestamp) {
+                    return Ok(i);
+                }
+            }
+            return Ok(part.rows.len());
+        }
+        let rows = rows.downcast::<PyList>().map_err(|_| PyTypeError::new_err("rows are a list of row tuples or an ArrowPart"))?;
         let n = rows.len();
-        let mut i = start;
-        while i < n {
+        for i in start..n {
             let timestamp = self.encode_row(&rows.get_item(i)?)?;
-            let length = self.record.len();
-            let required = length + varint_size(length as i64);
-            // aiokafka's C builder (the one its wheels use) starts a new batch when the record
-            // would reach ``batch_size`` (its pure-Python twin only past it); a first record
-            // always goes in.
-            if self.count > 0 && required + self.buf.len() >= self.batch_size {
+            if !self.take_record(timestamp) {
                 return Ok(i);
             }
-            match self.first_timestamp {
-                None => {
-                    self.first_timestamp = Some(timestamp);
-                    self.max_timestamp = timestamp;
-                }
-                Some(_) => self.max_timestamp = self.max_timestamp.max(timestamp),
-            }
-            put_varint(&mut self.buf, length as i64);
-            self.buf.extend_from_slice(&self.record);
-            self.count += 1;
-            i += 1;
         }
         Ok(n)
     }
@@ -231,6 +291,111 @@ impl KafkaBatch {
             Ok(())
         })
     }
+}
+
+/// The columns of converted records a batch is written from (the backfill's
+/// ``process.KAFKA_OUTPUT_SCHEMA``: ``key``, ``value``, ``headers``, ``timestamp``).
+struct ArrowRecords {
+    keys: Values,
+    values: Values,
+    /// Epoch milliseconds; null: the time of writing (as aiokafka's ``timestamp=None``).
+    timestamps: Int64Array,
+    /// Per record a list of ``{key, value}`` structs, unpacked into its three arrays below.
+    headers: ListArray,
+    header_pairs: StructArray,
+    header_names: StringArray,
+    header_values: Values,
+}
+
+/// One topic partition's records of an Arrow batch, in batch order: what
+/// ``KafkaBatch.append`` takes instead of a row list (``arrow_parts`` makes them).
+#[pyclass(module = "cdc_smt._native", frozen)]
+pub struct ArrowPart {
+    records: Arc<ArrowRecords>,
+    rows: Vec<usize>,
+    #[pyo3(get)]
+    topic: String,
+    #[pyo3(get)]
+    partition: i32,
+}
+
+#[pymethods]
+impl ArrowPart {
+    fn __len__(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// A named column of ``batch``, or a ``TypeError`` naming it.
+fn column<'a>(batch: &'a StructArray, name: &str) -> PyResult<&'a ArrayRef> {
+    batch.column_by_name(name).ok_or_else(|| PyTypeError::new_err(format!("the records have no {name:?} column")))
+}
+
+/// ``column`` as the concrete array type ``T`` (``what``: its type, for the error).
+fn typed<'a, T: 'static>(array: &'a ArrayRef, name: &str, what: &str) -> PyResult<&'a T> {
+    array.as_any().downcast_ref::<T>().ok_or_else(|| PyTypeError::new_err(format!("the {name:?} column is not {what}")))
+}
+
+impl ArrowRecords {
+    fn of(batch: &StructArray) -> PyResult<Self> {
+        let headers = typed::<ListArray>(column(batch, "headers")?, "headers", "a list of {key, value} structs")?.clone();
+        let header_pairs = typed::<StructArray>(headers.values(), "headers", "a list of {key, value} structs")?.clone();
+        let header_names = typed::<StringArray>(column(&header_pairs, "key")?, "headers", "keyed by strings")?.clone();
+        let header_values = Values::of(column(&header_pairs, "value")?.to_data())?;
+        Ok(ArrowRecords {
+            keys: Values::of(column(batch, "key")?.to_data())?,
+            values: Values::of(column(batch, "value")?.to_data())?,
+            timestamps: typed::<Int64Array>(column(batch, "timestamp")?, "timestamp", "int64")?.clone(),
+            headers,
+            header_pairs,
+            header_names,
+            header_values,
+        })
+    }
+}
+
+/// ``arrow_parts(records, partitions)``: the records of an Arrow record batch (``topic``,
+/// ``key``, ``value``, ``headers``, ``timestamp`` columns, as ``process.KAFKA_OUTPUT_SCHEMA``)
+/// grouped by topic and partition (``partitions``: an int32 array, one per record), each group
+/// in batch order, the groups in the order of their first records. A record without a topic or
+/// a partition is a ``ValueError``.
+#[pyfunction]
+pub fn arrow_parts(records: &Bound<'_, PyAny>, partitions: &Bound<'_, PyAny>) -> PyResult<Vec<ArrowPart>> {
+    let batch = import(records)?;
+    if !matches!(batch.data_type(), DataType::Struct(_)) {
+        return Err(PyTypeError::new_err("expected an Arrow record batch (a struct array)"));
+    }
+    let batch = StructArray::from(batch);
+    let partitions = import(partitions)?;
+    if partitions.data_type() != &DataType::Int32 {
+        return Err(PyTypeError::new_err("the partitions are an int32 array"));
+    }
+    let partitions = Int32Array::from(partitions);
+    if partitions.len() != batch.len() {
+        return Err(PyValueError::new_err("one partition per record"));
+    }
+    let topics = typed::<StringArray>(column(&batch, "topic")?, "topic", "a string array")?;
+    let records = Arc::new(ArrowRecords::of(&batch)?);
+    let mut groups: Vec<(String, i32, Vec<usize>)> = Vec::new();
+    let mut index: HashMap<(&str, i32), usize> = HashMap::new();
+    for row in 0..batch.len() {
+        if topics.is_null(row) {
+            return Err(PyValueError::new_err("a record to produce needs a topic"));
+        }
+        if partitions.is_null(row) {
+            return Err(PyValueError::new_err("a record to produce needs a partition"));
+        }
+        let (topic, partition) = (topics.value(row), partitions.value(row));
+        let at = *index.entry((topic, partition)).or_insert_with(|| {
+            groups.push((topic.to_owned(), partition, Vec::new()));
+            groups.len() - 1
+        });
+        groups[at].2.push(row);
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(topic, partition, rows)| ArrowPart { records: Arc::clone(&records), rows, topic, partition })
+        .collect())
 }
 
 /// Every output of a fetched batch into its partition's row list, as the worker produces

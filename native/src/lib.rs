@@ -1050,6 +1050,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition::partitions, m)?)?;
     m.add_class::<kafka_batch::KafkaBatch>()?;
     m.add_function(wrap_pyfunction!(kafka_batch::place_rows, m)?)?;
+    m.add_class::<kafka_batch::ArrowPart>()?;
+    m.add_function(wrap_pyfunction!(kafka_batch::arrow_parts, m)?)?;
     m.add_class::<arrow::ArrowArray>()?;
     m.add_function(wrap_pyfunction!(arrow::convert_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::split_lines, m)?)?;

@@ -17,7 +17,8 @@ use serde::de::MapAccess;
 
 use crate::canal::{Checked, Text};
 use crate::debezium_in::Image;
-use crate::typed_in::{cells, int_or_str, text, Event, Fields};
+use crate::json_scan::Scan;
+use crate::typed_in::{cells, int_or_str, scan_image, scan_int_or_str, scan_names, text, Event, Fields};
 
 /// The fields of a Maxwell message the reader needs.
 #[derive(Default)]
@@ -47,12 +48,38 @@ impl<'de> Fields<'de> for Message<'de> {
             "primary_key_columns" => self.pk = map.next_value()?,
             "xid" => self.python |= !int_or_str(map)?,
             other => {
-                self.python |= matches!(other, "encrypted" | "position" | "server_id" | "gtid");
+                self.python |= python_field(other);
                 map.next_value::<Checked>()?;
             }
         }
         Ok(())
     }
+
+    const SCANNED: bool = true;
+
+    fn scan_field(&mut self, name: &str, scan: &mut Scan<'de>) -> Option<()> {
+        match name {
+            "type" => self.kind = scan.optional_string()?,
+            "database" => self.database = scan.optional_string()?,
+            "table" => self.table = scan.optional_string()?,
+            "ts" => self.ts = scan.optional_i64()?,
+            "data" => self.data = scan_image(scan)?,
+            "old" => self.old = scan_image(scan)?,
+            "primary_key_columns" => self.pk = scan_names(scan)?,
+            "xid" => self.python |= !scan_int_or_str(scan)?,
+            other => {
+                self.python |= python_field(other);
+                scan.value()?;
+            }
+        }
+        Some(())
+    }
+}
+
+/// A field that makes the message Python's: encrypted, or carrying what another format's
+/// source block writes.
+fn python_field(name: &str) -> bool {
+    matches!(name, "encrypted" | "position" | "server_id" | "gtid")
 }
 
 /// The row event of a Maxwell message, or ``None`` (Python's).

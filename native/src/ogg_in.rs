@@ -17,7 +17,8 @@ use serde::de::MapAccess;
 
 use crate::canal::{Checked, Text};
 use crate::debezium_in::Image;
-use crate::typed_in::{cells, int_or_str, text, Event, Fields};
+use crate::json_scan::Scan;
+use crate::typed_in::{cells, int_or_str, scan_image, scan_int_or_str, scan_names, text, Event, Fields};
 
 /// The fields of a GoldenGate message the reader needs.
 #[derive(Default)]
@@ -51,6 +52,25 @@ impl<'de> Fields<'de> for Message<'de> {
             }
         }
         Ok(())
+    }
+
+    const SCANNED: bool = true;
+
+    fn scan_field(&mut self, name: &str, scan: &mut Scan<'de>) -> Option<()> {
+        match name {
+            "op_type" => self.op_type = scan.optional_string()?,
+            "table" => self.table = scan.optional_string()?,
+            "op_ts" => self.op_ts = scan.optional_string()?,
+            "current_ts" => self.current_ts = scan.optional_string()?,
+            "before" => self.before = scan_image(scan)?,
+            "after" => self.after = scan_image(scan)?,
+            "primary_keys" => self.pk = scan_names(scan)?,
+            "pos" => self.python |= !scan_int_or_str(scan)?,
+            _ => {
+                scan.value()?;
+            }
+        }
+        Some(())
     }
 }
 

@@ -13,6 +13,10 @@
 //! decoded by the chain's own decoder, and each value reaches the writer as the text its
 //! conversion reads.
 //!
+//! A message is read in one pass by ``json_scan`` (``Fields::scan_field``), as the
+//! Debezium reader reads its own; what the scanner stops at is read by the serde
+//! deserializer (``Fields::field``), which decides.
+//!
 //! Anything not reproduced for certain is Python's: objects and arrays (JSON, SET,
 //! geometry), integers past 64 bits, numbers a double does not hold (``1e-400``: Python
 //! refuses them), images whose kinds differ, columns only in the before-image.
@@ -30,6 +34,7 @@ use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
 use crate::debezium_in::{row_key, text_row, Image, Kind, Value};
+use crate::json_scan::Scan;
 use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
 /// One image's cells: column and value, in message order.
@@ -84,13 +89,33 @@ pub(crate) fn cells(image: Image<'_>) -> Option<Cells<'_>> {
     Some(cells)
 }
 
-/// A message, if it is a JSON object of fields ``T`` reads.
+/// A message, if it is a JSON object of fields ``T`` reads: in one pass by ``json_scan``
+/// (borrowing from it), or where the scanner stops, by the serde deserializer, which decides.
 pub(crate) fn parse<'a, T: Fields<'a>>(value: &'a [u8]) -> Option<T> {
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    serde_json::from_str::<Object<T>>(std::str::from_utf8(value).ok()?).ok().map(|o| o.0)
+    let text = std::str::from_utf8(value).ok()?;
+    T::SCANNED.then(|| scan_object(text)).flatten().or_else(|| serde_json::from_str::<Object<T>>(text).ok().map(|o| o.0))
+}
+
+/// The single-pass reading of what ``Object<T>`` deserialises: the same ``T``, or ``None``
+/// when serde must decide (a repeated field, a value the scanner stops at, malformed text).
+fn scan_object<'a, T: Fields<'a>>(text: &'a str) -> Option<T> {
+    let mut scan = Scan::new(text);
+    let mut object = T::default();
+    let mut names: Vec<Cow<'a, str>> = Vec::with_capacity(12);
+    scan.object(|scan, name| {
+        if names.contains(&name) {
+            return None;
+        }
+        object.scan_field(name.as_ref(), scan)?;
+        names.push(name);
+        Some(())
+    })?;
+    scan.end()?;
+    Some(object)
 }
 
 /// A JSON object read field by field (``Object<T>`` deserialises it): each field once,
@@ -100,6 +125,62 @@ pub(crate) trait Fields<'de>: Default {
     const WHAT: &'static str;
     /// Reads the value of field ``name``.
     fn field<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error>;
+    /// ``scan_field`` reads the fields (else ``parse`` goes to serde directly).
+    const SCANNED: bool = false;
+    /// ``field`` from the scanner: the same reading, or ``None`` (serde decides).
+    fn scan_field(&mut self, _name: &str, _scan: &mut Scan<'de>) -> Option<()> {
+        None
+    }
+}
+
+/// An image as [`Image`] deserialises it (``Some(None)``: null); ``None`` also for an image
+/// with a value the plan leaves to Python (the serde path then reads it as such).
+pub(crate) fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
+    if scan.null()? {
+        return Some(None);
+    }
+    let mut cells = Vec::with_capacity(16);
+    scan.object(|scan, name| {
+        cells.push((name, scan_value(scan)?));
+        Some(())
+    })?;
+    Some(Some(Image(Some(cells))))
+}
+
+/// A cell's value as [`Value::of_text`] reads it, from the scanner's token (no second
+/// pass); ``None`` for what it leaves to Python (objects, arrays, integers past 64 bits).
+fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
+    match scan.peek()? {
+        b'"' => {
+            let (text, raw) = scan.spanned(Scan::string)?;
+            Some(Value { kind: Kind::Str, raw, text: Some(text) })
+        }
+        b'-' | b'0'..=b'9' => {
+            let n = scan.number()?;
+            let kind = match n.int {
+                Some(_) => Kind::Int,
+                None if n.integer => return None,
+                None => Kind::Float,
+            };
+            Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
+        }
+        b'n' | b't' | b'f' => Value::of_text(scan.value()?),
+        _ => None,
+    }
+}
+
+/// ``null`` or an array of strings (``primary_keys``, ``primary_key_columns``), as
+/// ``Option<Vec<Text>>`` deserialises it.
+pub(crate) fn scan_names<'a>(scan: &mut Scan<'a>) -> Option<Option<Vec<Text<'a>>>> {
+    if scan.null()? {
+        return Some(None);
+    }
+    let mut names = Vec::with_capacity(4);
+    scan.items(b'[', b']', |scan| {
+        names.push(Text(scan.string()?));
+        Some(())
+    })?;
+    Some(Some(names))
 }
 
 /// A [`Fields`] object, deserialised.
@@ -139,10 +220,19 @@ pub(crate) fn text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de
 /// not a boolean or a number with a fraction?
 pub(crate) fn int_or_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<bool, A::Error> {
     let raw: &RawValue = map.next_value()?;
-    let text = raw.get();
-    serde_json::from_str::<Checked>(text).map_err(de::Error::custom)?;
+    serde_json::from_str::<Checked>(raw.get()).map_err(de::Error::custom)?;
+    Ok(is_int_or_str(raw.get()))
+}
+
+/// [`int_or_str`] from the scanner.
+pub(crate) fn scan_int_or_str(scan: &mut Scan<'_>) -> Option<bool> {
+    scan.value().map(is_int_or_str)
+}
+
+/// Is a value's JSON text (checked) an integer, a string or null?
+fn is_int_or_str(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
-    Ok(text == "null" || text.starts_with('"') || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())))
+    text == "null" || text.starts_with('"') || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl Event<'_> {

@@ -457,6 +457,10 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     # (Not -> canal-json: without a systemTime both paths write the current time as ``ts``,
     # and the harness fixes only Python's clock.)
     "native:dataworks-json>debezium-json": NativeTarget("dataworks-json", "debezium-json"),
+    # The typed-JSON readers (maxwell_in.rs, ogg_in.rs: the scanner, serde where it stops); to
+    # debezium-json, as Maxwell has no processing time for Canal's ``ts``.
+    "native:maxwell-json>debezium-json": NativeTarget("maxwell-json", "debezium-json"),
+    "native:ogg-json>debezium-json": NativeTarget("ogg-json", "debezium-json"),
     # The catalog-following plans: each chain's catalog changes with the DDL among the inputs.
     "native:ckafka-json>canal-json": NativeTarget("ckafka-json", "canal-json", catalog=True),
     "native:ckafka-json>debezium-json": NativeTarget("ckafka-json", "debezium-json", catalog=True),
