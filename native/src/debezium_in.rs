@@ -332,8 +332,8 @@ fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
         e.seen |= bit;
         match bit {
             1 => e.op = scan.optional_string()?,
-            2 => e.before = scan_image(scan)?,
-            4 => e.after = scan_image(scan)?,
+            2 => e.before = scan_image(scan, true)?,
+            4 => e.after = scan_image(scan, true)?,
             8 => {
                 let (source, raw) = scan.spanned(scan_source)?;
                 e.source = Some(source);
@@ -348,22 +348,24 @@ fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
 }
 
 /// An image as [`Image`] reads it (``Some(None)``: null); ``None`` also for an image with a
-/// value the plan leaves to Python (the serde path then reads it as such).
-fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
+/// value the plan leaves to Python (the serde path then reads it as such). ``objects``: an
+/// object value is read as its raw text (the schema part's structs) rather than left to Python.
+pub(crate) fn scan_image<'a>(scan: &mut Scan<'a>, objects: bool) -> Option<Option<Image<'a>>> {
     if scan.null()? {
         return Some(None);
     }
     let mut cells = Vec::with_capacity(16);
     scan.object(|scan, name| {
-        cells.push((name, scan_value(scan)?));
+        cells.push((name, scan_value(scan, objects)?));
         Some(())
     })?;
     Some(Some(Image(Some(cells))))
 }
 
 /// A cell's value as [`Value::of_text`] reads it, from the scanner's token (no second
-/// pass); ``None`` for what it leaves to Python (objects, arrays, integers past 64 bits).
-fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
+/// pass); ``None`` for what it leaves to Python (arrays, integers past 64 bits, objects unless
+/// ``objects``).
+fn scan_value<'a>(scan: &mut Scan<'a>, objects: bool) -> Option<Value<'a>> {
     match scan.peek()? {
         b'"' => {
             let (text, raw) = scan.spanned(Scan::string)?;
@@ -379,7 +381,7 @@ fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
             Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
         }
         b'n' | b't' | b'f' => Value::of_text(scan.value()?),
-        b'{' => {
+        b'{' if objects => {
             let raw = scan.value()?;
             Some(Value { kind: Kind::Obj, raw, text: Some(Cow::Borrowed(raw)) })
         }

@@ -33,7 +33,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
-use crate::debezium_in::{row_key, text_row, Image, Kind, Value};
+use crate::debezium_in::{self, row_key, text_row, Image, Kind, Value};
 use crate::json_scan::Scan;
 use crate::{canal_out, table_plan, CanalToDebezium, Encoder, OpEntry, Output, Reader as PlanReader, Table};
 
@@ -133,40 +133,10 @@ pub(crate) trait Fields<'de>: Default {
     }
 }
 
-/// An image as [`Image`] deserialises it (``Some(None)``: null); ``None`` also for an image
-/// with a value the plan leaves to Python (the serde path then reads it as such).
+/// An image as [`Image`] deserialises it: the Debezium reader's scanner, objects left to
+/// Python (Maxwell's and GoldenGate's JSON columns).
 pub(crate) fn scan_image<'a>(scan: &mut Scan<'a>) -> Option<Option<Image<'a>>> {
-    if scan.null()? {
-        return Some(None);
-    }
-    let mut cells = Vec::with_capacity(16);
-    scan.object(|scan, name| {
-        cells.push((name, scan_value(scan)?));
-        Some(())
-    })?;
-    Some(Some(Image(Some(cells))))
-}
-
-/// A cell's value as [`Value::of_text`] reads it, from the scanner's token (no second
-/// pass); ``None`` for what it leaves to Python (objects, arrays, integers past 64 bits).
-fn scan_value<'a>(scan: &mut Scan<'a>) -> Option<Value<'a>> {
-    match scan.peek()? {
-        b'"' => {
-            let (text, raw) = scan.spanned(Scan::string)?;
-            Some(Value { kind: Kind::Str, raw, text: Some(text) })
-        }
-        b'-' | b'0'..=b'9' => {
-            let n = scan.number()?;
-            let kind = match n.int {
-                Some(_) => Kind::Int,
-                None if n.integer => return None,
-                None => Kind::Float,
-            };
-            Some(Value { kind, raw: n.text, text: Some(Cow::Borrowed(n.text)) })
-        }
-        b'n' | b't' | b'f' => Value::of_text(scan.value()?),
-        _ => None,
-    }
+    debezium_in::scan_image(scan, false)
 }
 
 /// ``null`` or an array of strings (``primary_keys``, ``primary_key_columns``), as
