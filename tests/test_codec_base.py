@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from cdc_smt.transforms.errors import DecodeError, EncodeError
-from cdc_smt.transforms.formats import registry
+from cdc_smt.transforms.formats import get_codec, registry
 from cdc_smt.transforms.formats.base import Codec, JsonCodec, guard
 from cdc_smt.transforms.model import ChangeEvent, Op, Record
 
@@ -100,3 +103,49 @@ def test_every_connect_representation_kind_is_in_the_one_table() -> None:
     used |= {"decimal_num", "b64", "json_any"}
     assert used <= set(c.KINDS)
     assert set(c.KINDS) <= used  # nothing in the table that no field or option produces
+
+
+def _at_depth(depth: int, fn: Callable[[], Any]) -> Any:
+    """``fn()`` called ``depth`` Python frames deeper than here."""
+    return fn() if depth == 0 else _at_depth(depth - 1, fn)
+
+
+def _outcome(fn: Callable[[], Any]) -> str:
+    try:
+        return f"ok {fn()!r}"[:200]
+    except (DecodeError, EncodeError, TypeError, ValueError, RecursionError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+#: Nesting msgspec's exact parser reaches from a shallow stack and not from a deep one.
+DEEP = 700
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'{"a":' + b"[" * DEEP + b"x",  # malformed after the nesting
+        b'{"a":' + b"[" * DEEP + b"]" * DEEP + b"}",  # well-formed
+    ],
+    ids=["malformed", "well-formed"],
+)
+def test_deep_documents_read_the_same_from_any_stack_depth(value: bytes) -> None:
+    """The native plan's fallback, the worker and the CLI call a codec from different depths:
+    a deep document must get one outcome (found by fuzzing maxwell-json and ogg-json)."""
+    codec = get_codec("maxwell-json")
+    shallow = _outcome(lambda: codec.parse(value))
+    deep = _outcome(lambda: _at_depth(sys.getrecursionlimit() - DEEP // 2, lambda: codec.parse(value)))
+    assert deep == shallow
+
+
+def test_deep_json_values_render_the_same_from_any_stack_depth() -> None:
+    """A JSON column's document past orjson's nesting limit: one error, whatever the caller's depth."""
+    from cdc_smt.transforms.formats._schemaless import SchemalessJson
+
+    depth = 400  # past orjson's 255; Python's copy of it needs two frames a level
+    doc: Any = [2**70]
+    for _ in range(depth):
+        doc = [doc]
+    shallow = _outcome(lambda: SchemalessJson.dumps(doc))
+    deep = _outcome(lambda: _at_depth(sys.getrecursionlimit() - depth // 2, lambda: SchemalessJson.dumps(doc)))
+    assert deep == shallow

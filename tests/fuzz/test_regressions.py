@@ -384,3 +384,17 @@ def test_debezium_types_objects_by_their_fields_not_by_an_earlier_messages() -> 
     result = chain.process(Record(value=value({"a": 1}), key=b'{"id":1}'))
     assert result.dead_letters == []
     assert orjson.loads(result.outputs[0].value)["mysqlType"] == {"id": "bigint", "g": "json"}
+
+
+def test_deep_json_column_is_the_same_dead_letter_natively_and_in_python() -> None:
+    """The differential target of ogg-json: a 512-deep JSON column, past orjson's nesting limit,
+    was retried by Python's big-integer fallback until the interpreter's recursion limit, which
+    the native plan's fallback reached and the Python path did not (other dead letters)."""
+    from cdc_smt.transforms import native
+    from tests.fuzz.targets import NativeDifferential, NativeTarget
+
+    if not native.enabled():
+        pytest.skip("the native core is not built")
+    deep = b"[" * 512 + b"]" * 512
+    data = b'{"":"","op_type":"D","":[""],"before":{"":"","":' + deep + b',"be":4,"n":"-","d":""}}'
+    NativeDifferential(NativeTarget("ogg-json", "debezium-json"))(data)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, overload
 
 import orjson
 
-from cdc_smt.transforms.formats.base import _EXACT_JSON, JsonCodec, exact_number, typed_image
+from cdc_smt.transforms.formats.base import JsonCodec, exact_json_loads, exact_number, on_a_new_stack, typed_image
 from cdc_smt.transforms.inference import RULES, json_columns, python_type
 from cdc_smt.transforms.model import ChangeEvent, Column, TableSchema
 from cdc_smt.transforms.types import (
@@ -151,7 +151,7 @@ def python_to_json(t: MySQLType, v: Any, *, embedded_json: bool, set_as_list: bo
     if k is Kind.SET and set_as_list:
         return [s for s in v.split(",") if s] if v else []
     if k is Kind.JSON and embedded_json:  # JSON text embedded; a decoded document as it is
-        return _EXACT_JSON.decode(v) if isinstance(v, (str, bytes)) else v
+        return exact_json_loads(v) if isinstance(v, (str, bytes)) else v
     if k is Kind.DECIMAL:
         return v  # a JSON number, as Maxwell and GoldenGate write it (SchemalessJson.dumps keeps it exact)
     return to_json_value(t, v)
@@ -206,10 +206,17 @@ class SchemalessJson(JsonCodec):
     def dumps(obj: Any) -> bytes:
         try:
             return orjson.dumps(obj, default=exact_number)
-        except orjson.JSONEncodeError:
+        except orjson.JSONEncodeError as exc:
             # orjson writes 64-bit integers only; a decimal(65,0) value parsed from a bare
-            # JSON integer is bigger. Rare: retry with those integers as number text.
-            return orjson.dumps(_big_ints_as_text(obj), default=exact_number)
+            # JSON integer is bigger. Rare: retry with those integers as number text. Not for
+            # its other errors: a document past orjson's nesting limit would reach Python's
+            # recursion limit in the retry, which depends on the caller's stack.
+            if str(exc) != "Integer exceeds 64-bit range":
+                raise
+            try:
+                return orjson.dumps(_big_ints_as_text(obj), default=exact_number)
+            except RecursionError:  # settled where every caller has the same depth left
+                return on_a_new_stack(lambda o: orjson.dumps(_big_ints_as_text(o), default=exact_number), obj)
 
     values: ClassVar[JsonValues]
     #: SET columns are JSON arrays of labels (Maxwell), not comma-joined text.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -287,6 +288,40 @@ def _exact_float(text: str) -> float | Decimal:
 _EXACT_JSON = msgspec.json.Decoder(float_hook=_exact_float)
 
 
+def exact_json_loads(value: bytes | str) -> Any:
+    """``value`` parsed with exact numbers, the same in every host.
+
+    msgspec's parser recurses once per nesting level against the interpreter's recursion
+    limit, so how deep a document may be depends on how deep the caller's stack already is:
+    the native plan's fallback, the worker and the CLI would word one message differently.
+    A ``RecursionError`` is therefore settled on a new thread, where the depth left is the
+    same for every caller (a caller that did not reach the limit gets what the new thread gets).
+    """
+    try:
+        return _EXACT_JSON.decode(value)
+    except RecursionError:
+        return on_a_new_stack(_EXACT_JSON.decode, value)
+
+
+def on_a_new_stack(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` on a new thread: its result, or its exception raised here."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn(arg)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="cdc-smt-deep-json")
+    thread.start()
+    thread.join()
+    ok, result = outcome[0]
+    if ok:
+        return result
+    raise result
+
+
 class JsonCodec(Codec):
     """Shared JSON behaviour: parse/serialise with orjson, error wording, framing.
 
@@ -304,10 +339,10 @@ class JsonCodec(Codec):
     def parse(self, value: bytes) -> Any:
         """The JSON object in ``value`` (a ``dict``; Debezium overrides this with its own split form)."""
         try:
-            obj = _EXACT_JSON.decode(value) if self.exact_numbers else orjson.loads(value)
+            obj = exact_json_loads(value) if self.exact_numbers else orjson.loads(value)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
             raise DecodeError(f"malformed JSON: {exc}", format=self.name) from None
-        except RecursionError:  # msgspec's exact-number parser on nesting orjson would refuse
+        except RecursionError:  # msgspec's exact-number parser on nesting orjson would refuse (on a new stack too)
             raise DecodeError("malformed JSON: nested too deeply", format=self.name) from None
         except UnicodeDecodeError as exc:  # msgspec reports invalid UTF-8 in a string this way
             raise DecodeError(f"malformed JSON: invalid UTF-8 at byte {exc.start}", format=self.name) from None
