@@ -165,10 +165,11 @@ class WorkerSettings:
     #: "Latency and throughput"): more throughput under a backlog, but measured (bench/latency.py)
     #: higher latency at 1,000-10,000 msgs/s, so off.
     fetch_ahead: bool = False
-    #: Run Faust's aiokafka consumer in a thread of its own (Faust's design); false: on the worker's
-    #: own loop, no thread hop per fetch, less CPU, but measured (bench/latency.py, load 4-14) no lower
-    #: latency yet, so the thread stays the default (see docs/operations.md, "Latency and throughput").
-    consumer_thread: bool = True
+    #: Run Faust's aiokafka consumer in a thread of its own (Faust's design); false (the default): on
+    #: the worker's own loop, no thread hop per fetch, less CPU, and on an idle machine the lower p99
+    #: at 1,000-10,000 msgs/s in every pair measured (bench/README.md, docs/operations.md "Latency and
+    #: throughput"); the thread had the lower p99 only under heavy load.
+    consumer_thread: bool = False
     #: The interpreter's thread switch interval (``sys.setswitchinterval``) while the worker runs, in
     #: ms; 0: Python's own (5). A fetch answered in Faust's consumer thread can wait up to this long
     #: for the converting thread to give up the interpreter lock. 0.5 measured no better on a loaded

@@ -106,10 +106,10 @@ def test_the_consumer_runs_in_fausts_thread_unless_the_job_asks_for_the_workers_
             if thread.thread_loop is not asyncio.get_running_loop():
                 thread.thread_loop.close()  # the thread's own loop (never started here)
 
-    assert asyncio.run(consumer_of({})) == (CdcConsumerThread, False)
+    assert asyncio.run(consumer_of({})) == (LoopConsumerThread, True)  # the default: the worker's loop
     assert asyncio.run(consumer_of({"consumer_thread": True})) == (CdcConsumerThread, False)
     assert asyncio.run(consumer_of({"consumer_thread": False})) == (LoopConsumerThread, True)
-    assert job().worker.consumer_thread is True
+    assert job().worker.consumer_thread is False
     with pytest.raises(ConfigError, match="consumer_thread"):
         job(worker={"consumer_thread": "yes"})
 

@@ -10,10 +10,10 @@ replaces the fetch loop so each fetched partition batch goes straight to
 :class:`~connector.worker.pipeline.Pipeline` (decode, chain, encode, batch
 produce), and supplies the commit offsets from the pipeline's ack tracking.
 Other topics (table changelogs) still take Faust's normal path. Faust's
-consumer service runs in Faust's thread of its own, or with
-``worker.consumer_thread: false`` on the worker's own event loop
-(:class:`LoopConsumerThread`), and gets the fetch settings Faust does not
-expose (see :class:`CdcConsumerThread`).
+consumer service runs on the worker's own event loop
+(:class:`LoopConsumerThread`, the default: lower latency measured idle), or
+with ``worker.consumer_thread: true`` in Faust's thread of its own, and gets
+the fetch settings Faust does not expose (see :class:`CdcConsumerThread`).
 
 Delivery guarantee (``worker.processing_guarantee``): at-least-once by default;
 exactly-once commits each batch with its source offset in a Kafka transaction
@@ -220,7 +220,7 @@ class CdcConsumer(faust_aiokafka.Consumer):
         super().__init__(*args, **kwargs)
 
     def _new_consumer_thread(self) -> CdcConsumerThread:
-        if getattr(self.app, "consumer_thread", True):  # CdcApp's setting: Faust's design, a thread of its own
+        if getattr(self.app, "consumer_thread", False):  # CdcApp's setting: Faust's design, a thread of its own
             return CdcConsumerThread(self, loop=self.loop, beacon=self.beacon)
         return LoopConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
@@ -412,7 +412,7 @@ class CdcApp(faust.App):
     """A Faust app whose consumer is :class:`CdcConsumer`."""
 
     #: ``worker.consumer_thread``: Faust's consumer in a thread of its own, not on the worker's loop.
-    consumer_thread: bool = True
+    consumer_thread: bool = False
 
     def _new_transport(self) -> Any:
         return CdcTransport(self.conf.broker_consumer, self)
