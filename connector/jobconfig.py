@@ -175,6 +175,10 @@ class WorkerSettings:
     #: for the converting thread to give up the interpreter lock. 0.5 measured no better on a loaded
     #: machine (bench/latency.py, docs/operations.md), so Python's stays; a setting to measure idle.
     switch_interval_ms: float = 0.0
+    #: How long a stop (SIGTERM, or a failure) may take: draining in-flight batches, the last commit,
+    #: leaving the group. Past it the worker exits without its last commit (exit 1), as Kafka
+    #: Connect abandons a task past ``task.shutdown.graceful.timeout.ms``: at-least-once loses nothing.
+    shutdown_timeout_s: float = 60.0
 
     @property
     def exactly_once(self) -> bool:

@@ -144,3 +144,33 @@ def test_the_worker_sets_the_interpreters_switch_interval_only_when_told_to() ->
         sys.setswitchinterval(before)
     with pytest.raises(ConfigError, match="switch_interval_ms"):
         job(worker={"switch_interval_ms": -1})
+
+
+def test_a_stop_that_outlasts_the_shutdown_timeout_is_given_up() -> None:
+    """Faust's stop has no deadline: ``worker.shutdown_timeout_s`` bounds it (the worker then exits 1)."""
+    from cdc_smt.connector.worker.app import stop_within
+
+    async def outcomes() -> tuple[bool, bool, bool]:
+        hung = asyncio.get_running_loop().create_future()
+
+        async def hangs() -> None:
+            await hung
+
+        async def stops() -> None:
+            await asyncio.sleep(0)
+
+        gave_up = await stop_within(hangs(), 0.05)
+        await asyncio.sleep(0)  # the cancellation reaches the abandoned stop
+        return gave_up, await stop_within(stops(), 30), hung.cancelled()
+
+    assert asyncio.run(outcomes()) == (False, True, True)
+    with pytest.raises(RuntimeError, match="broke"):
+
+        async def breaks() -> None:
+            raise RuntimeError("broke")
+
+        asyncio.run(stop_within(breaks(), 30))
+    assert job().worker.shutdown_timeout_s == 60
+    assert job(worker={"shutdown_timeout_s": 5}).worker.shutdown_timeout_s == 5
+    with pytest.raises(ConfigError, match="shutdown_timeout_s"):
+        job(worker={"shutdown_timeout_s": 0})

@@ -23,7 +23,7 @@ from cdc_smt.connector.kafka.admin import (
 )
 from cdc_smt.connector.kafka.consume import consume_all, stop_consumer
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
-from cdc_smt.connector.kafka.offsets import committed_offsets
+from cdc_smt.connector.kafka.offsets import CoordinatorClosed, committed_offsets, unless_coordinator_closes
 from cdc_smt.connector.kafka.partitioner import murmur2, partition_for
 from cdc_smt.connector.kafka.produce import BlockingProducer, produce_records
 from cdc_smt.connector.kafka.settings import (
@@ -42,6 +42,7 @@ from cdc_smt.connector.kafka.settings import (
 
 __all__ = [
     "BlockingProducer",
+    "CoordinatorClosed",
     "Conn",
     "DEFAULT_CONNECT_TIMEOUT_S",
     "KafkaSettings",
@@ -54,6 +55,7 @@ __all__ = [
     "connection_json",
     "consume_all",
     "stop_consumer",
+    "unless_coordinator_closes",
     "create_topics",
     "faust_client_settings",
     "jaas_config",

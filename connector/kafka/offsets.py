@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from cdc_smt.connector.kafka.consume import stop_consumer
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs
@@ -33,4 +36,40 @@ async def committed_offsets(conn: Conn, group: str, topics: Sequence[str]) -> di
         await stop_consumer(consumer)
 
 
-__all__ = ["committed_offsets"]
+T = TypeVar("T")
+
+
+class CoordinatorClosed(Exception):
+    """A commit given up because the consumer's group coordinator closed meanwhile."""
+
+
+async def unless_coordinator_closes(consumer: Any, commit: Awaitable[T]) -> T:
+    """``commit`` (a commit through ``consumer``), given up once ``consumer``'s group coordinator closes.
+
+    aiokafka retries a commit for as long as the error is retriable, and once its
+    coordinator is closing it no longer looks one up: a commit under way when the
+    coordinator closes with the coordinator marked dead (the broker was away) retries
+    ``GroupCoordinatorNotAvailable`` for ever, without a log line. Faust closes the
+    coordinator when a rebalance comes while the app stops, so a worker failing in a
+    broker outage never exited. Raises :class:`CoordinatorClosed` then (the offsets
+    stay uncommitted); the commit is cancelled.
+    """
+    task = asyncio.ensure_future(commit)
+    closing = getattr(getattr(consumer, "_coordinator", None), "_closing", None)  # noqa: SLF001
+    if not isinstance(closing, asyncio.Future):  # no group (manual assignment)
+        return await task
+    try:
+        if not closing.done():
+            await asyncio.wait({task, closing}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    raise CoordinatorClosed(f"the group coordinator of {getattr(consumer, '_group_id', None)!r} closed")
+
+
+__all__ = ["CoordinatorClosed", "committed_offsets", "unless_coordinator_closes"]

@@ -37,7 +37,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,22 @@ class CdcConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         records = await super()._fetch_records(consumer, active_partitions, timeout=timeout, max_records=max_records)
         # No await since aiokafka handed the records over: they belong to this assignment.
         return FetchedRecords(records, current_assignment(consumer))
+
+    async def _commit(self, offsets: Mapping[Any, int]) -> bool:
+        """Faust's commit, given up when the consumer's group coordinator closes meanwhile.
+
+        A rebalance while the app stops (a broker outage outlasting the session) makes
+        Faust close the coordinator; aiokafka's commit under way then retried for ever,
+        and the failed worker never exited (:func:`K.unless_coordinator_closes`). The
+        offsets stay uncommitted: their records are processed again at the next start.
+        """
+        try:
+            return await K.unless_coordinator_closes(self._ensure_consumer(), super()._commit(offsets))
+        except K.CoordinatorClosed as exc:
+            log.warning(
+                "offsets not committed: %s (a rebalance while stopping)", exc, extra={"event": "commit_abandoned"}
+            )
+            return False
 
     async def on_thread_stop(self) -> None:
         """Faust's, with the aiokafka consumer stopped by :func:`K.stop_consumer`: a broker
@@ -480,6 +496,7 @@ class WorkerRuntime:
         self.app = build_app(job)
         self.stop_requested = asyncio.Event()
         self.failure: BaseException | None = None
+        self.stop_timed_out = False
         self.state = "starting"
         self.pool = None
         if job.worker.processes > 1:
@@ -693,7 +710,14 @@ class WorkerRuntime:
             self.state = "stopping"
             if refresher is not None:
                 refresher.cancel()
-            await host.stop()
+            if not await stop_within(host.stop(), job.worker.shutdown_timeout_s):
+                self.stop_timed_out = True
+                log.error(
+                    "the worker did not stop within worker.shutdown_timeout_s (%gs): exiting without its last "
+                    "commit; the records after the last commit are processed again at the next start",
+                    job.worker.shutdown_timeout_s,
+                    extra={"event": "stop_timeout"},
+                )
             if self.pipeline.transactions is not None:
                 await self.pipeline.transactions.close()
             if self.pool is not None:
@@ -702,10 +726,24 @@ class WorkerRuntime:
                 self.server.stop()
             sys.setswitchinterval(switch_interval)
             self.state = "stopped"
-        if self.failure is not None:
+        if self.failure is not None or self.stop_timed_out:
             return EXIT_FAILED
         log.info("worker stopped cleanly", extra={"event": "stopped"})
         return EXIT_OK
+
+
+async def stop_within(stopping: Awaitable[Any], timeout: float) -> bool:
+    """Await ``stopping`` for at most ``timeout`` seconds; ``False`` if it took longer (it is then
+    cancelled, not awaited: a stop that hangs must not hold the process). Faust's stop has no
+    deadline of its own: like Kafka Connect's ``task.shutdown.graceful.timeout.ms``, the worker
+    gives up its graceful stop rather than never exit (at-least-once: nothing is lost)."""
+    task = asyncio.ensure_future(stopping)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if task in done:
+        task.result()
+        return True
+    task.cancel()
+    return False
 
 
 def settle_heap() -> None:

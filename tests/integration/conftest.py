@@ -42,8 +42,8 @@ def workers(tmp_path: Path) -> Iterator[Any]:
     """Factory of :class:`WorkerProcess`; every process is killed at teardown."""
     started: list[WorkerProcess] = []
 
-    def make(job: dict[str, Any], name: str = "worker") -> WorkerProcess:
-        w = WorkerProcess(job, tmp_path, name)
+    def make(job: dict[str, Any], name: str = "worker", env: dict[str, str] | None = None) -> WorkerProcess:
+        w = WorkerProcess(job, tmp_path, name, env)
         started.append(w)
         return w
 

@@ -359,7 +359,8 @@ def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.2) -
 class WorkerProcess:
     """``cdc-smt worker`` as a child process with JSON logs captured to a file."""
 
-    def __init__(self, job: dict[str, Any], tmp: Path, name: str = "worker") -> None:
+    def __init__(self, job: dict[str, Any], tmp: Path, name: str = "worker", env: dict[str, str] | None = None) -> None:
+        self.env = dict(env or {})
         self.job_path = tmp / f"{name}.yaml"
         self.job_path.write_text(yaml.safe_dump(job))
         self.log_path = tmp / f"{name}.log"
@@ -383,7 +384,7 @@ class WorkerProcess:
             cwd=ROOT,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             preexec_fn=die_with_parent,  # noqa: PLW1509 - a killed test run leaves no worker behind
         )
         return self
