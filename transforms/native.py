@@ -127,6 +127,9 @@ TICDC_TO_DATAWORKS = "ticdc-canal-json -> dataworks-json"
 DEBEZIUM_TO_DATAWORKS = "debezium-json -> dataworks-json"
 TDSQL_TO_CANAL = "tdsql-binlog-json -> canal-json"
 TDSQL_TO_DEBEZIUM = "tdsql-binlog-json -> debezium-json"
+CANAL_TO_TDSQL = "canal-json -> tdsql-binlog-json"
+TICDC_TO_TDSQL = "ticdc-canal-json -> tdsql-binlog-json"
+DEBEZIUM_TO_TDSQL = "debezium-json -> tdsql-binlog-json"
 
 
 def available() -> bool:
@@ -213,6 +216,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
     from cdc_smt.transforms.formats.ogg_json import OggJson
+    from cdc_smt.transforms.formats.tdsql_binlog_json import TdsqlBinlogJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
@@ -250,6 +254,12 @@ def plan_for(chain: Any) -> NativePlan | None:
         if type(decoder) is DebeziumJsonCodec:
             return native_vendor_out.debezium_dataworks_plan(chain, _native)
         return native_vendor_out.dataworks_plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson, DebeziumJsonCodec) and type(encoder) is TdsqlBinlogJson:
+        from cdc_smt.transforms import native_tdsql_out
+
+        if type(decoder) is DebeziumJsonCodec:
+            return native_tdsql_out.debezium_tdsql_plan(chain, _native)
+        return native_tdsql_out.tdsql_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1222,6 +1232,9 @@ __all__ = [
     "DEBEZIUM_TO_DATAWORKS",
     "TDSQL_TO_CANAL",
     "TDSQL_TO_DEBEZIUM",
+    "CANAL_TO_TDSQL",
+    "TICDC_TO_TDSQL",
+    "DEBEZIUM_TO_TDSQL",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",
