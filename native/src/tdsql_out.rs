@@ -117,34 +117,38 @@ impl Table {
         Ok(before)
     }
 
-    /// ``[literal, ...]`` of a row's values in column order.
+    /// ``[literal, ...]`` of a row's values in column order: the row's MySQL texts written
+    /// once by the CloudCanal writer (``{"name":"text",...}``), each then as its literal.
     fn array(&self, values: &[Option<&str>], out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Fallback> {
+        let Scratch { json, seen, literal } = scratch;
+        json.clear();
+        self.text.image(values.iter().copied().enumerate(), json, seen)?;
+        let mut pos = 0;
         out.push(b'[');
         for (c, value) in values.iter().enumerate() {
             if c > 0 {
                 out.push(b',');
             }
-            match value {
-                None => out.extend_from_slice(b"\"NULL\""),
-                Some(text) => self.literal(c, text, out, scratch)?,
+            pos += self.prefixes[c]; // ``{`` or ``,``, the name, ``:``
+            let end = if value.is_some() { string_end(json, pos)? } else { pos + 4 };
+            match json.get(pos..end) {
+                Some(b"null") if value.is_none() => out.extend_from_slice(b"\"NULL\""),
+                Some(quoted) if value.is_some() => self.literal(c, quoted, out, literal)?,
+                _ => return Err(Fallback),
             }
+            pos = end;
         }
         out.push(b']');
         Ok(())
     }
 
-    /// One value's SQL literal (a JSON string) into ``out``.
-    fn literal(&self, c: usize, text: &str, out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Fallback> {
-        scratch.json.clear();
-        self.text.image(std::iter::once((c, Some(text))), &mut scratch.json, &mut scratch.seen)?;
-        // ``{"name":"MySQL text"}``: the value's JSON string.
-        let quoted = scratch.json.get(self.prefixes[c]..scratch.json.len() - 1).ok_or(Fallback)?;
+    /// One MySQL text (``quoted``: its JSON string) as its SQL literal (a JSON string) into ``out``.
+    fn literal(&self, c: usize, quoted: &[u8], out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
         if let Literal::Bare = self.literals[c] {
             out.extend_from_slice(quoted);
             return Ok(());
         }
         let mysql = unquote(quoted)?;
-        let literal = &mut scratch.literal;
         literal.clear();
         match self.literals[c] {
             Literal::Bare => unreachable!(),
@@ -156,7 +160,8 @@ impl Table {
                 literal.push_str("X'");
                 for ch in mysql.chars() {
                     let byte = u8::try_from(u32::from(ch)).map_err(|_| Fallback)?; // ISO-8859-1 (checked by the conversion)
-                    literal.push_str(&format!("{byte:02X}"));
+                    literal.push(char::from(HEX[usize::from(byte >> 4)]));
+                    literal.push(char::from(HEX[usize::from(byte & 15)]));
                 }
                 literal.push('\'');
             }
@@ -167,7 +172,26 @@ impl Table {
     }
 }
 
-/// Per-call buffers of [`write`].
+/// Upper-case hex digits (``bytes.hex().upper()``).
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The end of the JSON string starting at ``start`` (after its closing quote).
+fn string_end(json: &[u8], start: usize) -> Result<usize, Fallback> {
+    if json.get(start) != Some(&b'"') {
+        return Err(Fallback);
+    }
+    let mut i = start + 1;
+    while let Some(&b) = json.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Ok(i + 1),
+            _ => i += 1,
+        }
+    }
+    Err(Fallback)
+}
+
+/// The buffers [`write`] reuses from message to message (per thread).
 #[derive(Default)]
 struct Scratch {
     json: Vec<u8>,
@@ -207,7 +231,22 @@ fn quote_string(out: &mut String, text: &str) {
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, gtid: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
-    let mut scratch = Scratch::default();
+    crate::scratch::with(&SCRATCH, |scratch| write_rows(t, m, data, old, op, variant, gtid, scratch, out))
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+impl crate::scratch::Scratch for Scratch {
+    fn clear(&mut self) {
+        self.json.clear();
+        self.literal.clear();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_rows(t: &Table, m: &Message, data: &[Row], old: &[Row], op: usize, variant: usize, gtid: &[u8], scratch: &mut Scratch, out: &mut Vec<Output>) -> Result<(), Fallback> {
     for (i, row) in data.iter().enumerate() {
         let values = t.slots(row)?;
         let mut value = Vec::with_capacity(256);
@@ -223,15 +262,15 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, gtid: &[u8], out
         value.extend_from_slice(gtid);
         value.extend_from_slice(b",\"where\":");
         match op {
-            1 => t.array(&t.overlaid(&values, old.get(i).filter(|o| !o.0.is_empty()))?, &mut value, &mut scratch)?,
-            2 => t.array(&values, &mut value, &mut scratch)?,
+            1 => t.array(&t.overlaid(&values, old.get(i).filter(|o| !o.0.is_empty()))?, &mut value, scratch)?,
+            2 => t.array(&values, &mut value, scratch)?,
             _ => value.extend_from_slice(b"[]"),
         }
         value.extend_from_slice(b",\"field\":");
         if op == 2 {
             value.extend_from_slice(b"[]");
         } else {
-            t.array(&values, &mut value, &mut scratch)?;
+            t.array(&values, &mut value, scratch)?;
         }
         value.push(b'}');
         out.push((Some(value), t.text.key(row)?, variant));
