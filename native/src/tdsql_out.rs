@@ -144,9 +144,20 @@ impl Table {
 
     /// One MySQL text (``quoted``: its JSON string) as its SQL literal (a JSON string) into ``out``.
     fn literal(&self, c: usize, quoted: &[u8], out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
-        if let Literal::Bare = self.literals[c] {
-            out.extend_from_slice(quoted);
-            return Ok(());
+        match self.literals[c] {
+            Literal::Bare => {
+                out.extend_from_slice(quoted);
+                return Ok(());
+            }
+            // Nothing ``quote_string`` escapes (those it does are ``'`` or JSON-escaped): the
+            // JSON string with the quotes inside.
+            Literal::Quoted if !quoted.iter().any(|&b| b == b'\\' || b == b'\'') => {
+                out.extend_from_slice(b"\"'");
+                out.extend_from_slice(&quoted[1..quoted.len() - 1]);
+                out.extend_from_slice(b"'\"");
+                return Ok(());
+            }
+            _ => {}
         }
         let mysql = unquote(quoted)?;
         literal.clear();
