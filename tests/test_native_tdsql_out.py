@@ -94,8 +94,9 @@ def test_the_plan_is_chosen_only_for_what_it_writes() -> None:
         assert name in native.status()["plans"] and name in native.plans_of(OUT)
         for keeping in KEEPING:
             assert chain(decoder, CHAINS[keeping]).native is not None, keeping
-        for changing in CHANGING:
-            assert chain(decoder, CHAINS[changing]).native is None, changing
+        for changing in CHANGING:  # from canal-json the shaped writer (test_native_rowxf_writers.py)
+            changed = chain(decoder, CHAINS[changing]).native
+            assert (changed is not None) == (decoder == "canal-json"), changing
     # A schema catalog given to the chain (schema files): its DDL is Python's.
     catalog = SchemaCatalog()
     codecs = get_codec("canal-json", catalog=catalog), get_codec(OUT, catalog=catalog)

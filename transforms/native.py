@@ -24,6 +24,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms
   (from canal-json the row-changing ones on rows re-shaped in Canal text,
   ``native_rowxf.TextShaped``; so too ``-> ticdc-canal-json``).
+* ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> tdsql-binlog-json``: the TDSQL
+  writer (``transforms/native_tdsql_out.py``) on the CloudCanal writer's tables, the
+  row-keeping transforms (from canal-json the row-changing ones too, as ``TextShaped``).
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
   writer (``transforms/native_dts.py``), with the row-keeping transforms.
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the

@@ -9,6 +9,9 @@ writer writes), so the tables are the CloudCanal writer's (``native_vendor_out``
 conversions, the key from the typed primary-key values, the ops and their probes) plus
 each column's literal form (:func:`literal_form`) and the ``eventtype`` of each op in the
 encoder's ``row_event_version``; each op's probe must be what the writer writes for it.
+From canal-json the row-changing transforms too: the rows re-shaped in Canal text
+(``native_rowxf.TextShaped``, ``row_shape.rs``), written by the table of the transformed
+schema, the key the typed values (the encoder's key whether or not a transform typed the row).
 
 The column order is the event's schema's (the Canal reader's ``mysqlType``, the Debezium
 reader's row): the encoder's own catalog is read only for events without a schema, which
@@ -23,6 +26,7 @@ from typing import Any
 from cdc_smt.transforms import native
 from cdc_smt.transforms.native import CANAL_TO_TDSQL, DEBEZIUM_TO_TDSQL, TICDC_TO_TDSQL, NativePlan
 from cdc_smt.transforms.native_debezium import PYTHON_HEAD, _Probe
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 from cdc_smt.transforms.native_vendor_out import DebeziumCloudCanalTables, _CloudCanalOutTables
 
 #: ``eventtypestr`` of each Canal op (a snapshot read is an insert).
@@ -30,7 +34,10 @@ _KINDS = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "i
 
 
 def tdsql_plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a tdsql-binlog-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a tdsql-binlog-json encoder, or ``None``;
+    from canal-json the row-changing transforms too (``native_rowxf``)."""
+    if changes_rows(chain.transforms):
+        return shaped_plan(chain, _ShapedTdsqlTables, (CANAL_TO_TDSQL, None), encoder=_ENCODER)
     return native.row_keeping_plan(chain, _TdsqlOutTables, (CANAL_TO_TDSQL, TICDC_TO_TDSQL), encoder=_ENCODER)
 
 
@@ -119,6 +126,38 @@ class _TdsqlOutTables(_TdsqlMessages, _CloudCanalOutTables):
         if event.schema is None:
             return None  # the encoder's catalog would order the row: Python's
         return self._tdsql_spec(super()._compile(message, event, pk))
+
+
+class _ShapedTdsqlTables(TextShaped, _TdsqlOutTables):
+    """canal-json -> tdsql-binlog-json under row-changing transforms: the TDSQL writer's table
+    of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
+
+    writer_tables = _TdsqlOutTables
+
+    def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
+        spec = super()._inner(final, ops)  # (text, literals, ops): the op entries go in the text's
+        if spec is None:
+            return None
+        text, literals, _ = spec
+        return (*text[:2], ops, *text[3:]), literals, self._codes()
+
+    @staticmethod
+    def _key_number(shape: Any, c: int, name: str, final: Any) -> bool:
+        """Is a key field written as a number? The TDSQL encoder keys by the typed values
+        whether or not a transform typed the row: integers as numbers, strings as text."""
+        from cdc_smt.transforms.types import Kind
+
+        kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
+        if kind is Kind.STRING:
+            return False
+        if kind is Kind.INT and (mask is None or mask[0] != "hash"):
+            return True
+        raise native._Unsupported("key")  # a typed key value the shape writes otherwise
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        fields = {"db": final.source.database or "", "table": final.source.table or ""}
+        if {k: written.get(k) for k in fields} != fields:
+            raise native._Unsupported("message")  # not the shaped message's fields
 
 
 class DebeziumTdsqlTables(_TdsqlMessages, DebeziumCloudCanalTables):

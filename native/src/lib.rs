@@ -540,7 +540,10 @@ impl CanalToDebezium {
                             None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
                         },
                         Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
-                        Encoder::Tdsql => tdsql_out::Table::from_spec(spec.bind(py))?.map(Table::Tdsql),
+                        Encoder::Tdsql => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => tdsql_out::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Tdsql(t)))),
+                            None => tdsql_out::Table::from_spec(spec.bind(py))?.map(Table::Tdsql),
+                        },
                     }
                     .map(Arc::new)
                 };
@@ -880,6 +883,7 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
     let entry = match inner {
         Table::Ticdc(t) => &t.ops[op],
         Table::Typed(t) => &t.ops[op],
+        Table::Tdsql(t) => &t.text().ops[op],
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -893,6 +897,7 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
         (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
+        (Table::Tdsql(t), Encoder::Tdsql) => tdsql_out::write(t, &shaped, op, variant, b"null", out)?,
         _ => return Ok(false),
     }
     shape.rekey(&shaped, &mut out[start..])?;
