@@ -119,17 +119,17 @@ class _TdsqlMessages:
         return spec, [literal_form(c[3]) for c in spec[0]], self._codes()
 
 
-def types_named(message: dict[str, Any]) -> bool:
-    """Does every ``mysqlType`` text of a Canal probe name a type? The Canal decoder types a
-    column whose text it cannot parse by its ``sqlType`` code, but caches the schema by the
-    texts alone, so that such a table's types depend on the messages it decoded before
-    (which differ between a native chain's decoder and a Python chain's): Python's."""
+def types_named(types: dict[str, Any]) -> bool:
+    """Does every ``mysqlType`` text of a Canal layout name a type? The Canal decoder types a
+    column whose text it cannot parse by its ``sqlType`` code (or the values), but caches the
+    schema by the texts alone: the probe's schema would stay in the chain's decoder, and the
+    table's types then depend on what that decoder decoded before (Python's)."""
     from cdc_smt.transforms.types import TypeParseError, parse_type
 
     try:
-        for text in message["mysqlType"].values():
+        for text in types.values():
             parse_type(text)
-    except TypeParseError:
+    except (TypeParseError, TypeError):
         return False
     return True
 
@@ -137,9 +137,12 @@ def types_named(message: dict[str, Any]) -> bool:
 class _TdsqlOutTables(_TdsqlMessages, _CloudCanalOutTables):
     """Compiles one Canal table layout for the TDSQL writer (CloudCanal's tables)."""
 
+    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
+        return types_named(types) and super()._accepts(types, sql_types, pk)  # before the probe is decoded
+
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
-        if event.schema is None or not types_named(message):
-            return None  # the encoder's catalog would order the row, or history types it: Python's
+        if event.schema is None:
+            return None  # the encoder's catalog would order the row: Python's
         return self._tdsql_spec(super()._compile(message, event, pk))
 
 
@@ -148,9 +151,6 @@ class _ShapedTdsqlTables(TextShaped, _TdsqlOutTables):
     of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
 
     writer_tables = _TdsqlOutTables
-
-    def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
-        return super()._compile(message, event, pk) if types_named(message) else None
 
     def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
         spec = super()._inner(final, ops)  # (text, literals, ops): the op entries go in the text's
