@@ -323,6 +323,16 @@ ROWS: tuple[Row, ...] = (
             note="schema file",
         )
     ),
+    *with_python_twin(Row("canal-json", "tdsql-binlog-json", sink_floor=True)),
+    *with_python_twin(
+        Row(
+            "debezium-json",
+            "tdsql-binlog-json",
+            input_options=DEBEZIUM_TYPED_NO_SCHEMA,
+            note="typed, no schema",
+            sink_floor=True,
+        )
+    ),
 )
 
 
@@ -777,6 +787,8 @@ RSS_PLANS: dict[str, RssPlan] = {
     "debezium-json -> ckafka-json": RssPlan("debezium-json", "ckafka-json"),
     "canal-json -> dataworks-json": RssPlan("canal-json", "dataworks-json"),
     "debezium-json -> dataworks-json": RssPlan("debezium-json", "dataworks-json"),
+    "canal-json -> tdsql-binlog-json": RssPlan("canal-json", "tdsql-binlog-json"),
+    "debezium-json -> tdsql-binlog-json": RssPlan("debezium-json", "tdsql-binlog-json"),
     "maxwell-json -> debezium-json (no schema)": RssPlan("maxwell-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA),
     "ogg-json -> canal-json": RssPlan("ogg-json", "canal-json"),
     "debezium-json -> maxwell-json": RssPlan("debezium-json", "maxwell-json"),

@@ -297,6 +297,7 @@ def test_version_and_formats_json_report_the_core(capsys: pytest.CaptureFixture[
             native.CANAL_TO_CKAFKA,
             native.CANAL_TO_DATAWORKS,
             native.TDSQL_TO_CANAL,
+            native.CANAL_TO_TDSQL,
         ]
         if native.enabled()
         else [],

@@ -1,5 +1,5 @@
 """The row-changing transforms on the native writers of Canal text (canal-json ->
-ticdc-canal-json, maxwell-json, ogg-json; ticdc-canal-json -> maxwell-json, ogg-json),
+ticdc-canal-json, maxwell-json, ogg-json, tdsql-binlog-json; ticdc-canal-json -> maxwell-json, ogg-json),
 against the Python path: byte for byte.
 
 The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
@@ -61,8 +61,9 @@ WRITERS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "ticdc": (native.CANAL_TO_TICDC, [{}, {"content_compatible": True}, {"enable_tidb_extension": True}]),
     "maxwell": (native.CANAL_TO_MAXWELL, [{}]),
     "ogg": (native.CANAL_TO_OGG, [{}]),
+    "tdsql": (native.CANAL_TO_TDSQL, [{}, {"row_event_version": 2}]),
 }
-FORMATS = {"ticdc": "ticdc-canal-json", "maxwell": "maxwell-json", "ogg": "ogg-json"}
+FORMATS = {"ticdc": "ticdc-canal-json", "maxwell": "maxwell-json", "ogg": "ogg-json", "tdsql": "tdsql-binlog-json"}
 #: (writer, options) pairs.
 SINKS = [(w, o) for w, (_, options) in WRITERS.items() for o in options]
 SINK_IDS = [f"{w}-{'-'.join(o) or 'default'}" for w, o in SINKS]

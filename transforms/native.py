@@ -24,6 +24,9 @@ A chain asks :func:`plan_for` once; ``None`` means the Python path. Plans so far
   typed-JSON writers (``transforms/native_maxwell.py``), the same transforms
   (from canal-json the row-changing ones on rows re-shaped in Canal text,
   ``native_rowxf.TextShaped``; so too ``-> ticdc-canal-json``).
+* ``canal-json`` / ``ticdc-canal-json`` / ``debezium-json -> tdsql-binlog-json``: the TDSQL
+  writer (``transforms/native_tdsql_out.py``) on the CloudCanal writer's tables, the
+  row-keeping transforms (from canal-json the row-changing ones too, as ``TextShaped``).
 * ``canal-json -> dts-avro`` and ``ticdc-canal-json -> dts-avro``: the DTS Avro
   writer (``transforms/native_dts.py``), with the row-keeping transforms.
 * ``debezium-json -> canal-json`` and ``debezium-json -> debezium-json``: the
@@ -127,6 +130,9 @@ TICDC_TO_DATAWORKS = "ticdc-canal-json -> dataworks-json"
 DEBEZIUM_TO_DATAWORKS = "debezium-json -> dataworks-json"
 TDSQL_TO_CANAL = "tdsql-binlog-json -> canal-json"
 TDSQL_TO_DEBEZIUM = "tdsql-binlog-json -> debezium-json"
+CANAL_TO_TDSQL = "canal-json -> tdsql-binlog-json"
+TICDC_TO_TDSQL = "ticdc-canal-json -> tdsql-binlog-json"
+DEBEZIUM_TO_TDSQL = "debezium-json -> tdsql-binlog-json"
 
 
 def available() -> bool:
@@ -213,6 +219,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.dts_avro import DtsAvro
     from cdc_smt.transforms.formats.maxwell_json import MaxwellJson
     from cdc_smt.transforms.formats.ogg_json import OggJson
+    from cdc_smt.transforms.formats.tdsql_binlog_json import TdsqlBinlogJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
@@ -250,6 +257,12 @@ def plan_for(chain: Any) -> NativePlan | None:
         if type(decoder) is DebeziumJsonCodec:
             return native_vendor_out.debezium_dataworks_plan(chain, _native)
         return native_vendor_out.dataworks_plan(chain)
+    if type(decoder) in (CanalJson, TicdcCanalJson, DebeziumJsonCodec) and type(encoder) is TdsqlBinlogJson:
+        from cdc_smt.transforms import native_tdsql_out
+
+        if type(decoder) is DebeziumJsonCodec:
+            return native_tdsql_out.debezium_tdsql_plan(chain, _native)
+        return native_tdsql_out.tdsql_plan(chain)
     if type(decoder) is DebeziumJsonCodec and type(encoder) is TicdcCanalJson:
         from cdc_smt.transforms import native_ticdc
 
@@ -1222,6 +1235,9 @@ __all__ = [
     "DEBEZIUM_TO_DATAWORKS",
     "TDSQL_TO_CANAL",
     "TDSQL_TO_DEBEZIUM",
+    "CANAL_TO_TDSQL",
+    "TICDC_TO_TDSQL",
+    "DEBEZIUM_TO_TDSQL",
     "CLOUDCANAL_TO_CANAL",
     "CLOUDCANAL_TO_DEBEZIUM",
     "DATAWORKS_TO_CANAL",

@@ -566,6 +566,8 @@ enum Table {
     DtsAvro(dts_avro_out::Table),
     /// CloudCanal's JSON (``cloudcanal_out``; every value re-written as MySQL's text).
     CloudCanal(crate::cloudcanal_out::Table),
+    /// TDSQL's binlog row events (``tdsql_out``; every value a SQL literal of MySQL's text).
+    Tdsql(crate::tdsql_out::Table),
 }
 
 impl Table {
@@ -583,6 +585,7 @@ impl Table {
             Table::Typed(t) => entry(&t.ops[op]),
             Table::Ticdc(t) => entry(&t.ops[op]),
             Table::CloudCanal(t) => entry(&t.ops[op]),
+            Table::Tdsql(t) => entry(&t.text().ops[op]),
             Table::DtsAvro(t) => match &t.ops[op] {
                 dts_avro_out::Entry::Write(variant, _) => Ok(*variant),
                 dts_avro_out::Entry::Python => Err(false),
@@ -748,6 +751,7 @@ impl Reader {
                     Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
                     Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
                     Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
+                    Encoder::Tdsql => crate::tdsql_out::Table::from_spec(&spec)?.map(Table::Tdsql),
                 };
                 Ok(table.map(|table| Compiled { table, connect }))
             },
@@ -885,6 +889,17 @@ impl Reader {
                 _ => return Ok(false),
             },
             (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, &m, op, variant, out),
+            (Table::Tdsql(t), _) => {
+                // ``gtid``: the source's, as orjson's round trip writes it.
+                let mut gtid = b"null".to_vec();
+                if let Some(raw) = given(source.gtid) {
+                    gtid.clear();
+                    if canon::write(&mut gtid, raw).is_err() {
+                        return Ok(false);
+                    }
+                }
+                crate::tdsql_out::write(t, &m, op, variant, &gtid, out)
+            }
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
                 Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
                 None => return Ok(false),

@@ -34,6 +34,7 @@ mod partition;
 mod row_shape;
 mod scratch;
 mod tdsql_in;
+mod tdsql_out;
 mod ticdc_out;
 mod typed_in;
 mod typed_json;
@@ -94,6 +95,9 @@ const PLANS: &[&str] = &[
     "debezium-json -> dataworks-json",
     "tdsql-binlog-json -> canal-json",
     "tdsql-binlog-json -> debezium-json",
+    "canal-json -> tdsql-binlog-json",
+    "ticdc-canal-json -> tdsql-binlog-json",
+    "debezium-json -> tdsql-binlog-json",
 ];
 
 /// What the chain's transforms do to one column's values.
@@ -219,6 +223,8 @@ enum Encoder {
     /// DataWorks' JSON (``dataworks_out``, on CloudCanal's tables), ``sequenceId`` from the
     /// encoder's counter; ``split``: updates as two messages.
     DataWorks { ids: dts_avro_out::Ids, split: bool },
+    /// TDSQL's binlog row events (``tdsql_out``, on CloudCanal's tables).
+    Tdsql,
 }
 
 impl Encoder {
@@ -269,6 +275,7 @@ enum Table {
     DtsAvro(dts_avro_out::Table),
     Ticdc(ticdc_out::Table),
     CloudCanal(cloudcanal_out::Table),
+    Tdsql(tdsql_out::Table),
     /// A writer's table of the transformed schema, fed rows the transforms re-shaped (``row_shape``).
     Shaped(Box<row_shape::RowShape>, Box<Table>),
 }
@@ -339,6 +346,7 @@ impl CanalToDebezium {
             ("ticdc-canal-json", _) => Encoder::Ticdc,
             ("cloudcanal-json", _) => Encoder::CloudCanal,
             ("ckafka-json", _) => Encoder::CKafka(dataworks_in::Zone::of(zone)),
+            ("tdsql-binlog-json", _) => Encoder::Tdsql,
             (other, _) => return Err(PyValueError::new_err(format!("no native writer for {other:?}"))),
         };
         let reader = match reader {
@@ -532,6 +540,10 @@ impl CanalToDebezium {
                             None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
                         },
                         Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        Encoder::Tdsql => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => tdsql_out::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Tdsql(t)))),
+                            None => tdsql_out::Table::from_spec(spec.bind(py))?.map(Table::Tdsql),
+                        },
                     }
                     .map(Arc::new)
                 };
@@ -635,7 +647,14 @@ impl CanalToDebezium {
                     (canal_out::Entry::Dropped, _) => t.knows(data),
                 });
             }
-            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_) | Table::Shaped(..), _) => return Ok(false),
+            (Table::Tdsql(t), Encoder::Tdsql) => {
+                return Ok(match t.text().ops[op] {
+                    canal_out::Entry::Write(variant) => tdsql_out::write(t, &m, op, variant, b"null", out).is_ok(),
+                    canal_out::Entry::Python => false,
+                    canal_out::Entry::Dropped => t.text().knows(data),
+                });
+            }
+            (Table::Canal(_) | Table::DtsAvro(_) | Table::Ticdc(_) | Table::CloudCanal(_) | Table::Tdsql(_) | Table::Shaped(..), _) => return Ok(false),
             (Table::Typed(t), encoder) => {
                 return Ok(match t.ops[op] {
                     canal_out::Entry::Write(variant) => match encoder {
@@ -864,6 +883,7 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
     let entry = match inner {
         Table::Ticdc(t) => &t.ops[op],
         Table::Typed(t) => &t.ops[op],
+        Table::Tdsql(t) => &t.text().ops[op],
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -877,6 +897,7 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
         (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
+        (Table::Tdsql(t), Encoder::Tdsql) => tdsql_out::write(t, &shaped, op, variant, b"null", out)?,
         _ => return Ok(false),
     }
     shape.rekey(&shaped, &mut out[start..])?;

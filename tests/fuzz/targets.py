@@ -389,6 +389,14 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>dataworks-json": NativeTarget(
         "debezium-json", "dataworks-json", sink_options=(("update_as", "single"),)
     ),
+    "native:canal-json>tdsql-binlog-json": NativeTarget(
+        "canal-json", "tdsql-binlog-json", sink_options=(("row_event_version", 2),)
+    ),
+    "native:ticdc-canal-json>tdsql-binlog-json": NativeTarget("ticdc-canal-json", "tdsql-binlog-json"),
+    "native:canal-json>tdsql-binlog-json+rowxf": NativeTarget(
+        "canal-json", "tdsql-binlog-json", transforms=_ROW_CHANGING
+    ),
+    "native:debezium-json>tdsql-binlog-json": NativeTarget("debezium-json", "tdsql-binlog-json"),
     "native:canal-json>dts-avro": NativeTarget("canal-json", "dts-avro"),
     "native:ticdc-canal-json>dts-avro": NativeTarget("ticdc-canal-json", "dts-avro"),
     "native:debezium-json>canal-json": NativeTarget("debezium-json", "canal-json"),

@@ -1,0 +1,290 @@
+//! The TDSQL writer: what ``TdsqlBinlogJson.encode_message`` writes for the rows of a
+//! Canal-shaped message (Canal's, TiCDC's, or a Debezium event read as one), one binlog
+//! row event per row: ``logtype``, ``eventtype`` (the op's code of the encoder's
+//! ``row_event_version``), ``eventtypestr``, ``db``, ``table`` (``""`` for none),
+//! ``begintime`` (seconds of ``es``; absent without it), ``gtid``, and the positional
+//! ``where`` (an UPDATE's row overlaid with ``old``; a DELETE's row) and ``field`` (the row)
+//! arrays in the table's column order.
+//!
+//! Each value is ``sqltext.to_literal`` of the typed value: MySQL's own text (the CloudCanal
+//! writer's conversions, on its tables), bare for numbers, ``b'…'`` for BIT, ``X'…'`` for
+//! binary, else quoted as ``mysql_real_escape_string`` quotes it; NULL as ``"NULL"``. The key
+//! is the CloudCanal writer's (the typed primary-key values).
+
+use std::borrow::Cow;
+
+use pyo3::prelude::*;
+
+use crate::canal::{Message, Row};
+use crate::cloudcanal_out;
+use crate::values::Fallback;
+use crate::{json, Output};
+
+/// How a column's MySQL text becomes its SQL literal (``to_literal`` per type kind).
+enum Literal {
+    /// Integers, YEAR, DECIMAL, FLOAT/DOUBLE: the text itself.
+    Bare,
+    /// BIT: ``b'`` and the number's binary digits ``'``.
+    Bits,
+    /// Binary: ``X'`` and the bytes' upper-case hex ``'``.
+    Hex,
+    /// Everything else: the text single-quoted, escaped as ``quote_string`` escapes it.
+    Quoted,
+}
+
+/// One table layout: the CloudCanal writer's table (conversions to MySQL text, the key, the
+/// ops), each column's literal form and each op's event head.
+pub struct Table {
+    text: cloudcanal_out::Table,
+    literals: Vec<Literal>,
+    /// The length of ``{"name":`` that ``cloudcanal_out::Table::image`` writes before a value.
+    prefixes: Vec<usize>,
+    /// ``{"logtype":"mysqlbinlog","eventtype":N,"eventtypestr":"kind","db":`` per op (c, u, d, r).
+    heads: [Vec<u8>; 4],
+}
+
+/// ``eventtypestr`` of each op (a snapshot read is an insert).
+const KINDS: [&str; 4] = ["insert", "update", "delete", "insert"];
+
+impl Table {
+    /// A table's spec from Python: ``(text, literals, codes)``: ``text`` the CloudCanal
+    /// writer's spec, ``literals`` per column ``bare``, ``bits``, ``hex`` or ``quoted``,
+    /// ``codes`` the four ops' ``eventtype``. ``None``: a repeated column.
+    pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<Option<Table>> {
+        let (text, literals, codes): (Bound<PyAny>, Vec<String>, [i64; 4]) = spec.extract()?;
+        let Some(table) = cloudcanal_out::Table::from_spec(&text)? else { return Ok(None) };
+        let names: Vec<String> = text.get_item(0)?.extract::<Vec<Bound<PyAny>>>()?.iter().map(|c| c.get_item(0)?.extract()).collect::<PyResult<_>>()?;
+        let literals = literals
+            .iter()
+            .map(|l| match l.as_str() {
+                "bare" => Ok(Literal::Bare),
+                "bits" => Ok(Literal::Bits),
+                "hex" => Ok(Literal::Hex),
+                "quoted" => Ok(Literal::Quoted),
+                other => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown SQL literal form {other:?}"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        if literals.len() != names.len() || table.width() != names.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err("one SQL literal form per column"));
+        }
+        let prefixes = names
+            .iter()
+            .map(|name| {
+                let mut quoted = Vec::new();
+                json::write_str(&mut quoted, name);
+                quoted.len() + 2 // ``{`` and ``:``
+            })
+            .collect();
+        let heads = std::array::from_fn(|op| {
+            let mut head = b"{\"logtype\":\"mysqlbinlog\",\"eventtype\":".to_vec();
+            json::write_int(&mut head, codes[op]);
+            head.extend_from_slice(b",\"eventtypestr\":");
+            json::write_str(&mut head, KINDS[op]);
+            head.extend_from_slice(b",\"db\":");
+            head
+        });
+        Ok(Some(Table { text: table, literals, prefixes, heads }))
+    }
+
+    /// The CloudCanal writer's table (its ops and ``knows``).
+    pub fn text(&self) -> &cloudcanal_out::Table {
+        &self.text
+    }
+
+    /// A row's values in column order: every column named once (Python's arrays need every
+    /// column; a repeated one is Python's dict semantics), else [`Fallback`].
+    fn slots<'r>(&self, row: &'r Row) -> Result<Vec<Option<&'r str>>, Fallback> {
+        let mut slots: Vec<Option<Option<&str>>> = vec![None; self.text.width()];
+        for (c, (_, v)) in self.text.columns_of(row)?.into_iter().zip(&row.0) {
+            if slots[c].replace(v.as_deref()).is_some() {
+                return Err(Fallback);
+            }
+        }
+        slots.into_iter().map(|s| s.ok_or(Fallback)).collect()
+    }
+
+    /// An UPDATE's before-image: the row's values overlaid with ``old``'s (``{**row, **old}``).
+    fn overlaid<'r>(&self, row: &[Option<&'r str>], old: Option<&'r Row>) -> Result<Vec<Option<&'r str>>, Fallback> {
+        let mut before = row.to_vec();
+        let Some(o) = old else { return Ok(before) };
+        let mut seen = vec![false; before.len()];
+        for (c, (_, v)) in self.text.columns_of(o)?.into_iter().zip(&o.0) {
+            if std::mem::replace(&mut seen[c], true) {
+                return Err(Fallback); // a repeated column: Python's dict semantics decide
+            }
+            before[c] = v.as_deref();
+        }
+        Ok(before)
+    }
+
+    /// ``[literal, ...]`` of a row's values in column order: the row's MySQL texts written
+    /// once by the CloudCanal writer (``{"name":"text",...}``), each then as its literal.
+    fn array(&self, values: &[Option<&str>], out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Fallback> {
+        let Scratch { json, seen, literal } = scratch;
+        json.clear();
+        self.text.image(values.iter().copied().enumerate(), json, seen)?;
+        let mut pos = 0;
+        out.push(b'[');
+        for (c, value) in values.iter().enumerate() {
+            if c > 0 {
+                out.push(b',');
+            }
+            pos += self.prefixes[c]; // ``{`` or ``,``, the name, ``:``
+            let end = if value.is_some() { string_end(json, pos)? } else { pos + 4 };
+            match json.get(pos..end) {
+                Some(b"null") if value.is_none() => out.extend_from_slice(b"\"NULL\""),
+                Some(quoted) if value.is_some() => self.literal(c, quoted, out, literal)?,
+                _ => return Err(Fallback),
+            }
+            pos = end;
+        }
+        out.push(b']');
+        Ok(())
+    }
+
+    /// One MySQL text (``quoted``: its JSON string) as its SQL literal (a JSON string) into ``out``.
+    fn literal(&self, c: usize, quoted: &[u8], out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
+        match self.literals[c] {
+            Literal::Bare => {
+                out.extend_from_slice(quoted);
+                return Ok(());
+            }
+            // Nothing ``quote_string`` escapes (those it does are ``'`` or JSON-escaped): the
+            // JSON string with the quotes inside.
+            Literal::Quoted if !quoted.iter().any(|&b| b == b'\\' || b == b'\'') => {
+                out.extend_from_slice(b"\"'");
+                out.extend_from_slice(&quoted[1..quoted.len() - 1]);
+                out.extend_from_slice(b"'\"");
+                return Ok(());
+            }
+            _ => {}
+        }
+        let mysql = unquote(quoted)?;
+        literal.clear();
+        match self.literals[c] {
+            Literal::Bare => unreachable!(),
+            Literal::Bits => {
+                let n: u128 = mysql.parse().map_err(|_| Fallback)?;
+                literal.push_str(&format!("b'{n:b}'"));
+            }
+            Literal::Hex => {
+                literal.push_str("X'");
+                for ch in mysql.chars() {
+                    let byte = u8::try_from(u32::from(ch)).map_err(|_| Fallback)?; // ISO-8859-1 (checked by the conversion)
+                    literal.push(char::from(HEX[usize::from(byte >> 4)]));
+                    literal.push(char::from(HEX[usize::from(byte & 15)]));
+                }
+                literal.push('\'');
+            }
+            Literal::Quoted => quote_string(literal, &mysql),
+        }
+        json::write_str(out, literal);
+        Ok(())
+    }
+}
+
+/// Upper-case hex digits (``bytes.hex().upper()``).
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The end of the JSON string starting at ``start`` (after its closing quote).
+fn string_end(json: &[u8], start: usize) -> Result<usize, Fallback> {
+    if json.get(start) != Some(&b'"') {
+        return Err(Fallback);
+    }
+    let mut i = start + 1;
+    while let Some(&b) = json.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Ok(i + 1),
+            _ => i += 1,
+        }
+    }
+    Err(Fallback)
+}
+
+/// The buffers [`write`] reuses from message to message (per thread).
+#[derive(Default)]
+struct Scratch {
+    json: Vec<u8>,
+    seen: Vec<bool>,
+    literal: String,
+}
+
+/// The text of a JSON string as ``json::write_str`` wrote it.
+fn unquote(quoted: &[u8]) -> Result<Cow<'_, str>, Fallback> {
+    let inner = quoted.strip_prefix(b"\"").and_then(|q| q.strip_suffix(b"\"")).ok_or(Fallback)?;
+    if !inner.contains(&b'\\') {
+        return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| Fallback);
+    }
+    serde_json::from_slice::<String>(quoted).map(Cow::Owned).map_err(|_| Fallback)
+}
+
+/// ``sqltext.quote_string``: ``'text'`` escaped as ``mysql_real_escape_string`` escapes it.
+fn quote_string(out: &mut String, text: &str) {
+    out.push('\'');
+    for ch in text.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '"' => out.push_str("\\\""),
+            '\0' => out.push_str("\\0"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x1a' => out.push_str("\\Z"),
+            other => out.push(other),
+        }
+    }
+    out.push('\'');
+}
+
+/// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per
+/// row; ``gtid``: the event's GTID as JSON (``null`` from Canal).
+pub fn write(t: &Table, m: &Message, op: usize, variant: usize, gtid: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
+    let data = m.data.as_deref().ok_or(Fallback)?;
+    let old = m.old.as_deref().unwrap_or(&[]);
+    crate::scratch::with(&SCRATCH, |scratch| write_rows(t, m, data, old, op, variant, gtid, scratch, out))
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+impl crate::scratch::Scratch for Scratch {
+    fn clear(&mut self) {
+        self.json.clear();
+        self.literal.clear();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_rows(t: &Table, m: &Message, data: &[Row], old: &[Row], op: usize, variant: usize, gtid: &[u8], scratch: &mut Scratch, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    for (i, row) in data.iter().enumerate() {
+        let values = t.slots(row)?;
+        let mut value = Vec::with_capacity(256);
+        value.extend_from_slice(&t.heads[op]);
+        json::write_str(&mut value, m.database.as_deref().unwrap_or_default());
+        value.extend_from_slice(b",\"table\":");
+        json::write_str(&mut value, m.table.as_deref().unwrap_or_default());
+        if let Some(es) = m.es {
+            value.extend_from_slice(b",\"begintime\":");
+            json::write_int(&mut value, es.div_euclid(1000));
+        }
+        value.extend_from_slice(b",\"gtid\":");
+        value.extend_from_slice(gtid);
+        value.extend_from_slice(b",\"where\":");
+        match op {
+            1 => t.array(&t.overlaid(&values, old.get(i).filter(|o| !o.0.is_empty()))?, &mut value, scratch)?,
+            2 => t.array(&values, &mut value, scratch)?,
+            _ => value.extend_from_slice(b"[]"),
+        }
+        value.extend_from_slice(b",\"field\":");
+        if op == 2 {
+            value.extend_from_slice(b"[]");
+        } else {
+            t.array(&values, &mut value, scratch)?;
+        }
+        value.push(b'}');
+        out.push((Some(value), t.text.key(row)?, variant));
+    }
+    Ok(())
+}
