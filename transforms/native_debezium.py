@@ -121,18 +121,65 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
     return reader_plan(DEBEZIUM_TO_CANAL, canal, chain, native, encoder="canal-json")
 
 
-def _copied_unwrap(transforms: list[Any]) -> bool:
-    """Is the chain one ``unwrap`` that leaves the row's values as read (no ``add_fields``,
-    ``add_headers`` or ``rewrite``, which type them) among transforms that keep rows as they are?
-    The Debezium writer then writes the image it copies flat (``DebeziumTables``)."""
+def _the_unwrap(transforms: list[Any]) -> Any:
+    """The chain's one ``unwrap``, if it is among transforms that keep rows as they are."""
     from cdc_smt.transforms.smt.unwrap import Unwrap
 
     unwraps = [t for t in transforms if type(t) is Unwrap]
     if len(unwraps) != 1 or not all(_supported(t) for t in transforms):
-        return False
+        return None
     u = unwraps[0]
-    plain = not u._fields and not u._headers and not u._rewrite
-    return plain and all(_keeps_rows(t) for t in transforms if t is not u)
+    return u if all(_keeps_rows(t) for t in transforms if t is not u) else None
+
+
+def _copied_unwrap(transforms: list[Any]) -> bool:
+    """Is the chain one ``unwrap`` whose row the Debezium writer copies flat (``DebeziumTables``)
+    among transforms that keep rows as they are: the image as read, then the fields ``add_fields``
+    and ``rewrite`` add (``_added``)? ``add_headers`` is Python's."""
+    u = _the_unwrap(transforms)
+    return u is not None and not u._headers
+
+
+def _typing_unwrap(transforms: list[Any]) -> bool:
+    """Does the chain's ``unwrap`` type the row (``add_fields``, ``rewrite``)? Its values are then
+    re-written from their types: copied only where the types are the JSON kinds (no schema part)."""
+    u = _the_unwrap(transforms)
+    return u is not None and bool(u._fields or u._rewrite)
+
+
+def _row_slots() -> dict[Any, int]:
+    """``unwrap``'s fields the plan writes, by getter: 0 the same for every row of a table and op
+    (taken from the probe), 1 the source's ``ts_ms`` (the decoder's event time, as the reader
+    reads it), 2 the envelope's ``ts_ms``; the others (``row_index``, positions) are Python's."""
+    from cdc_smt.transforms.smt.unwrap import FIELDS
+
+    constant = {FIELDS[n][0]: 0 for n in ("op", "database", "schema", "table")}
+    return {**constant, FIELDS["source_ts_ms"][0]: 1, FIELDS["processing_ts_ms"][0]: 2}
+
+
+def _added(u: Any, image: dict[str, Any], written: bytes) -> list[tuple[bytes, int]]:
+    """The fields ``unwrap`` appends to a flat row as the plan writes them after the image: each
+    ``,"name":`` with a constant (from the probe's row ``written``) or, for a per-row field
+    (``_row_slots``), a slot the plan fills from the message. The probe's row must be the image
+    then exactly those fields (a metadata name that is a row column is Python's)."""
+    slots = _row_slots()
+    names = [name for name, _ in u._fields] + ([u._deleted] if u._rewrite else [])
+    row = orjson.loads(written)
+    if not isinstance(row, dict) or list(row) != [*image, *names]:
+        raise _Unsupported("added fields")
+    getters = dict(u._fields)
+    out: list[tuple[bytes, int]] = []
+    for name in names:
+        slot = slots.get(getters[name], -1) if name in getters else 0  # ``rewrite``'s ``deleted``: per op
+        if slot < 0:
+            raise _Unsupported("added field")
+        if slot and row[name] != 0:  # the probe's times are 0
+            raise _Unsupported("added field")
+        out.append((b"," + orjson.dumps(name) + b":" + (b"" if slot else orjson.dumps(row[name])), slot))
+    rendered = orjson.dumps(image)[:-1] + b"".join(part + (b"0" if slot else b"") for part, slot in out) + b"}"
+    if rendered != written:
+        raise _Unsupported("added fields")  # not as the plan writes them
+    return out
 
 
 def reader_plan(name: str, tables: Any, chain: Any, native: Any, **writer: Any) -> NativePlan:
@@ -450,17 +497,20 @@ class DebeziumTables(_Layouts):
             envelope, exact = None, []
         parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
         if _copied_unwrap(self.transforms):
+            if probe.head is not None and _typing_unwrap(self.transforms):
+                return None  # values typed from their Connect representations and re-written: Python
             if schemas and probe.head is not None:
                 self._reprs(
                     probe.head, pk
                 )  # no Connect struct (``"schema":null``): Python infers the row's from its values
             parts["envelope"] = None  # the flat row's, from the probe's records
-            unwrapped = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            laid = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            unwrapped = [(row, tomb) for row, tomb, _ in laid]
             ops = [
                 (0, None) if row is None and tomb is None else (2, tomb if row is None else row)
                 for row, tomb in unwrapped
             ]
-            return ops, parts["envelope"], parts["key"], exact, unwrapped
+            return ops, parts["envelope"], parts["key"], exact, unwrapped, [added for _, _, added in laid]
         ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
         return ops, parts["envelope"], parts["key"], exact
 
@@ -492,10 +542,11 @@ class DebeziumTables(_Layouts):
 
     def _unwrapped_layout(
         self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None], pk: list[str]
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, list[tuple[bytes, int]]]:
         """One op under ``unwrap``: the variants of its flat row and of its tombstone (``None``:
-        not written). The probe's records must be the image written flat (the row's schema
-        under ``schemas_enable``) and a null value, each with the row's key."""
+        not written) and the fields added after the image (``_added``). The probe's records must
+        be the image written flat with them (the row's schema under ``schemas_enable``) and a
+        null value, each with the row's key."""
         from cdc_smt.transforms.smt.base import UNWRAPPED
 
         event: Any = self._decode_probe(probe, code)
@@ -510,17 +561,24 @@ class DebeziumTables(_Layouts):
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             event, edits, tomb = _apply_step(t, event, selected, edits, tomb)
         if event is None and tomb is None:
-            return None, None  # dropped
+            return None, None, []  # dropped
         image = probe.row
         key = probe.record_key(tuple(pk))
         if key is not None and self.encoder.schemas_enable:
             key = self._key_part(event or (tomb[0] if tomb else None), parts, key)
         row = None
+        added: list[tuple[bytes, int]] = []
         if event is not None:
             if not event.extra.get(UNWRAPPED):
                 raise _Unsupported("not unwrapped")  # unwrap's predicate passed the envelope: Python
             (record,) = self.encoder.encode(event)
             value = orjson.dumps(image)
+            if _typing_unwrap(self.transforms):
+                payload = record.value or b""
+                if self.encoder.schemas_enable:
+                    payload = orjson.dumps(orjson.loads(payload)["payload"])
+                added = _added(_the_unwrap(self.transforms), image, payload)
+                value = payload
             if self.encoder.schemas_enable:
                 schema = _schema_part(record.value or b"")
                 if parts["envelope"] not in (None, schema):
@@ -536,7 +594,7 @@ class DebeziumTables(_Layouts):
             if record.value is not None or record.key != key or key is None:
                 raise _Unsupported("tombstone")
             tombstone = self._variant(record.topic, tomb[1])
-        return row, tombstone
+        return row, tombstone, added
 
     def _key_part(self, event: Any, parts: dict[str, bytes | None], key: bytes) -> bytes:
         """The key wrapped in the key's schema (the same for every op), from ``event``'s record."""

@@ -653,16 +653,46 @@ struct DebeziumOut {
     /// Under ``unwrap`` (``native_debezium._copied_unwrap``), per op the variants of the flat
     /// row (``envelope_schema`` then the row's schema) and of its tombstone, each if written.
     unwrap: Option<Vec<(Option<usize>, Option<usize>)>>,
+    /// Under ``unwrap``, per op the fields ``add_fields`` and ``rewrite`` append to the flat row
+    /// (``native_debezium._added``): each ``,"name":`` then a constant or a per-row slot.
+    added: Vec<Vec<(Vec<u8>, Slot)>>,
+}
+
+/// What follows an added field's ``,"name":``: nothing more (a constant, part of the name's
+/// bytes), the source's ``ts_ms`` or the envelope's.
+#[derive(Clone, Copy)]
+enum Slot {
+    Constant,
+    SourceTs,
+    EnvelopeTs,
+}
+
+impl Slot {
+    fn from_code(code: u8) -> PyResult<Slot> {
+        match code {
+            0 => Ok(Slot::Constant),
+            1 => Ok(Slot::SourceTs),
+            2 => Ok(Slot::EnvelopeTs),
+            _ => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown added field slot {code}"))),
+        }
+    }
 }
 
 impl DebeziumOut {
-    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap])``; ``ops`` as
-    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``.
+    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap, added])``; ``ops`` as
+    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``, ``added``
+    /// per op ``[(bytes, slot code)]``.
     fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
         let unwrap = if spec.len()? > 4 { Some(spec.get_item(4)?.extract()?) } else { None };
+        let mut added = Vec::new();
+        if spec.len()? > 5 {
+            for op in spec.get_item(5)?.extract::<Vec<Vec<(Vec<u8>, u8)>>>()? {
+                added.push(op.into_iter().map(|(bytes, code)| Ok((bytes, Slot::from_code(code)?))).collect::<PyResult<Vec<_>>>()?);
+            }
+        }
         let ops = canal_out::entries(spec.get_item(0)?.extract()?)?;
         let (envelope_schema, key_schema, exact) = (spec.get_item(1)?.extract()?, spec.get_item(2)?.extract()?, spec.get_item(3)?.extract()?);
-        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap })
+        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap, added })
     }
 
     /// Are the images' values ones this writer copies (no objects, whose text orjson may
@@ -1195,6 +1225,19 @@ fn write_unwrapped(
     if let Some(variant) = row_variant {
         let mut v = Vec::with_capacity(256);
         write_image(&mut v, Some(image));
+        if let Some(added) = d.added.get(op).filter(|a| !a.is_empty()) {
+            let (Some(es), Some(ts)) = (e.source.as_ref().and_then(|s| s.ts_ms), e.ts_ms) else { return Err(()) };
+            v.pop(); // the image's closing brace
+            for (bytes, slot) in added {
+                v.extend_from_slice(bytes);
+                match slot {
+                    Slot::Constant => {}
+                    Slot::SourceTs => crate::json::write_int(&mut v, es),
+                    Slot::EnvelopeTs => crate::json::write_int(&mut v, ts),
+                }
+            }
+            v.push(b'}');
+        }
         if let Some(schema) = &d.envelope_schema {
             v = wrap(schema, &v);
         }
