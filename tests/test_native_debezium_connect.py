@@ -652,3 +652,28 @@ def test_schema_parts_remembered_between_messages(sink: str) -> None:
         assert_same([record], {"schemas_enable": True}, {}, None, sink)
     plain = keyed([(v, keys[0]) for v in good * 2])
     assert handled(plain, {"schemas_enable": True}, {}, None, sink) == len(plain)
+
+
+def _repeated_wall_clock(instant: str, zone: str) -> bool:
+    """Does ``zone`` show the instant's wall clock twice (a DST fold)?"""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    wall = datetime.fromisoformat(instant.replace("Z", "+00:00")).astimezone(ZoneInfo(zone))
+    return wall.replace(fold=1 - wall.fold).utcoffset() != wall.utcoffset()
+
+
+@pytest.mark.parametrize("sink", ["maxwell-json", "ogg-json"])
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York", "Asia/Shanghai"])
+def test_zoned_timestamps_outside_utc_to_the_typed_writers(zone: str, sink: str) -> None:
+    """Both codecs in one zone: Maxwell and GoldenGate write each instant's wall clock there as
+    Python does, natively within the years the zone databases agree on, but for wall clocks the
+    zone repeats (Python's ``fold`` tells them apart); between different zones Python's."""
+    field = _field("io.debezium.time.ZonedTimestamp", "string")
+    zoned = {"schemas_enable": True, "source_timezone": zone}
+    for value in ZONED:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, zoned, {"source_timezone": zone}, None, sink)
+        native_ = value[:4] not in ("1899", "2038") and not _repeated_wall_clock(value, zone)
+        assert count == (len(records) if native_ else 0), (value, count)
+        assert assert_same(records, {"schemas_enable": True}, {"source_timezone": zone}, None, sink) == 0

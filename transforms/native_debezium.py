@@ -266,18 +266,21 @@ class _Layouts(_CanalOutTables):
         columns: list[tuple[str, str]],
         as_written: list[bool],
         zones: bool = False,
+        unfolded: bool = False,
     ) -> list[str | None] | None:
         """Under a schema part (``reprs``: its Connect representations), per column how the
         reader turns its values into the Canal text the writer's conversion reads
         (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
         that text, such as ENUM labels), or ``None`` when a column with values needs a
         conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
-        a zone other than UTC (the Canal writer's text; not those that make an instant of it
-        again, where a wall clock in a DST fold would need Python's ``fold``)."""
+        a zone other than UTC; ``unfolded``: the writer makes an instant of it again, so a wall
+        clock in a DST fold, which would need Python's ``fold``, is Python's (``zoned-unfolded``)."""
         source = self.decoder.opts.source_timezone
         zone = _wall_clock_zone(source, self.encoder.opts.source_timezone, zones)
         reads = [
-            "text" if same else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone)
+            "text"
+            if same
+            else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone, unfolded)
             for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
         ]
         if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
@@ -448,11 +451,14 @@ def _wall_clock_zone(source: str, sink: str, zones: bool) -> str | None:
     return source if source == "UTC" or (zones and zones_agree(source)) else None
 
 
-def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None) -> str | None:
+def _connect_read(
+    text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None, unfolded: bool = False
+) -> str | None:
     """How the reader turns a column's Debezium values into the text its Canal conversion
     (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
     (Python converts them). ``r``: the column's Connect representation; ``zone``: the zone a
-    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's)."""
+    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's);
+    ``unfolded``: wall clocks the zone repeats are Python's."""
     from cdc_smt.transforms.types import Kind
 
     op, arg = text_op
@@ -472,7 +478,9 @@ def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: st
     if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:
         return f"decimal:{r.scale}"
     if (op, r.kind, kind) == ("datetime", "zoned", "str") and zone is not None:
-        return "zoned" if zone == "UTC" else f"zoned:{zone}"
+        if zone == "UTC":
+            return "zoned"
+        return f"zoned-unfolded:{zone}" if unfolded else f"zoned:{zone}"
     if op == "datetime" and mt.kind is not Kind.DATETIME:
         return None  # a TIMESTAMP as epoch counts: Python
     return _CONNECT_READS.get((op, r.kind, kind))
@@ -631,7 +639,7 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
                 label or _single_float(c, reprs.get(c.name), kind)
                 for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, as_written)
+            found = self._reads(reprs, decoded, columns, as_written, zones=True, unfolded=True)
             if found is None:
                 return PYTHON_HEAD
             reads = found

@@ -36,6 +36,9 @@ pub(crate) enum Connect {
     /// ``source_timezone`` (``_zoned_decoder``: ``astimezone``; ``None``: UTC). The planner
     /// names a zone only where both zone databases agree (``native.zones_agree``).
     Zoned(Option<chrono_tz::Tz>),
+    /// ``Zoned`` in a zone for a writer that makes an instant of the wall clock again: a wall
+    /// clock the zone repeats (a DST fold, where Python's ``fold`` tells the two apart) is Python's.
+    ZonedUnfolded(chrono_tz::Tz),
     /// ``Time``/``MicroTime``/``NanoTime``: counts of 1/N seconds (``_int_to_time``).
     Time(i64),
     /// ``bytes`` as base64 (``_unb64``), each byte one ISO-8859-1 char.
@@ -65,6 +68,7 @@ impl Connect {
             "epoch" => Connect::Epoch(per_second(arg)?),
             "zoned" if arg.is_empty() => Connect::Zoned(None),
             "zoned" => Connect::Zoned(Some(arg.parse().ok()?)),
+            "zoned-unfolded" => Connect::ZonedUnfolded(arg.parse().ok()?),
             "time" => Connect::Time(per_second(arg)?),
             "base64" => Connect::Base64,
             "u64" => Connect::Unsigned64,
@@ -89,7 +93,8 @@ impl Connect {
             Connect::Days => days_text(int()?).ok_or(())?,
             Connect::Decimal(scale) => decimal_text(&b64(string()?)?, *scale as usize),
             Connect::Epoch(n) => datetime_text(micros(int()?, *n)?)?,
-            Connect::Zoned(zone) => zoned_text(string()?, zone.as_ref())?,
+            Connect::Zoned(zone) => zoned_text(string()?, zone.as_ref(), false)?,
+            Connect::ZonedUnfolded(zone) => zoned_text(string()?, Some(zone), true)?,
             Connect::Time(n) => time_text(micros(int()?, *n)?)?,
             Connect::Base64 => b64(string()?)?.iter().map(|&b| b as char).collect(),
             Connect::Unsigned64 => (int()? as u64).to_string(),
@@ -229,8 +234,8 @@ fn time_text(micros: i64) -> Result<String, ()> {
 /// ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]`` then ``Z`` or ``±HH:MM`` (what ``fromisoformat`` reads
 /// alike; any other form is Python's) as the wall clock ``YYYY-MM-DD HH:MM:SS.ffffff`` of the
 /// instant in ``zone`` (``None``: UTC, years 1 to 9999; a zone: years 1900 to 2037, where
-/// the zone databases agree).
-fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>) -> Result<String, ()> {
+/// the zone databases agree); ``unfolded``: a wall clock the zone repeats is an error.
+fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Result<String, ()> {
     use chrono::{NaiveDate, TimeZone};
     let b = text.as_bytes();
     let digits = |r: std::ops::Range<usize>| -> Result<u32, ()> {
@@ -279,7 +284,11 @@ fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>) -> Result<String, ()> {
             if !(1900..=2037).contains(&utc.year()) {
                 return Err(());
             }
-            tz.from_utc_datetime(&utc).naive_local()
+            let wall = tz.from_utc_datetime(&utc).naive_local();
+            if unfolded && matches!(tz.from_local_datetime(&wall), chrono::LocalResult::Ambiguous(..)) {
+                return Err(());
+            }
+            wall
         }
     };
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or(())?.and_hms_opt(0, 0, 0).ok_or(())?;
@@ -370,11 +379,14 @@ mod tests {
         assert_eq!(days_text(-719_162).unwrap(), "0001-01-01");
         assert_eq!(time_text(838 * 3_600_000_000 + 59 * 60_000_000 + 7).unwrap(), "838:59:00.000007");
         assert_eq!(datetime_text(253_402_300_799_999_999).unwrap(), "9999-12-31 23:59:59.999999");
-        assert_eq!(zoned_text("2023-11-14T22:13:20.5+01:30", None).unwrap(), "2023-11-14 20:43:20.500000");
+        assert_eq!(zoned_text("2023-11-14T22:13:20.5+01:30", None, false).unwrap(), "2023-11-14 20:43:20.500000");
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
-        assert_eq!(zoned_text("2023-07-01T00:00:00Z", Some(&berlin)).unwrap(), "2023-07-01 02:00:00.000000");
-        assert!(zoned_text("2023-07-01T00:00:00+24:00", None).is_err());
-        assert!(zoned_text("2023-07-01 00:00:00Z", None).is_err());
+        assert_eq!(zoned_text("2023-07-01T00:00:00Z", Some(&berlin), true).unwrap(), "2023-07-01 02:00:00.000000");
+        assert!(zoned_text("2023-07-01T00:00:00+24:00", None, false).is_err());
+        assert!(zoned_text("2023-07-01 00:00:00Z", None, false).is_err());
+        // 02:30 in Berlin twice on 2023-10-29 (00:30Z and 01:30Z): refused where the fold matters.
+        assert!(zoned_text("2023-10-29T00:30:00Z", Some(&berlin), true).is_err());
+        assert_eq!(zoned_text("2023-10-29T00:30:00Z", Some(&berlin), false).unwrap(), "2023-10-29 02:30:00.000000");
     }
 
     #[test]
