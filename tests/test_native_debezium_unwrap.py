@@ -4,9 +4,10 @@ The same-format Debezium writer copies the image ``unwrap`` keeps (a delete's ``
 else ``after``) flat, with the row's Connect schema under ``schemas_enable``, and the
 tombstone ``delete_handling`` cuts for a delete. An ``unwrap`` with ``add_fields`` (``op``,
 ``database``, ``schema``, ``table``, ``source_ts_ms``, ``processing_ts_ms``) or ``rewrite``
-(``__deleted``) types the row: the plan copies it where the types are the values' JSON kinds
-(no schema part in) and appends the added fields; ``add_headers``, the other fields (row index,
-positions) and typed rows under a schema part stay Python's. Inputs: hand-made events with
+(``__deleted``) or ``add_headers`` (the table's fields) types the row: the plan copies it where
+the types are the values' JSON kinds (no schema part in), appends the added fields and edits the
+headers per table and op; the other fields (row index, positions) and typed rows under a schema
+part stay Python's. Inputs: hand-made events with
 and without the schema part, every ``delete_handling``/``drop_tombstones`` pair, the row-keeping
 transforms around ``unwrap``, hypothesis streams in every Connect mode, malformed events among
 good ones, the corpus.
@@ -87,16 +88,18 @@ TYPING = [
     unwrap(delete_handling="rewrite"),
     unwrap(delete_handling="rewrite-with-tombstone", drop_tombstones=True),
     unwrap(add_fields=["table", "source_ts"], delete_handling="rewrite-with-tombstone"),
+    unwrap(add_headers=["table", "op"]),
+    unwrap(add_headers=["database"], add_fields=["op"], delete_handling="rewrite-with-tombstone", prefix="h_"),
 ]
 #: Fields the chain's plan leaves to Python here (the row's index differs row by row; the
 #: positions leave the whole chain to Python).
 PER_ROW = [unwrap(add_fields=["row_index"]), unwrap(add_fields=["op", "row_index"], delete_handling="rewrite")]
 
 
-def test_add_headers_is_pythons() -> None:
-    """It edits headers per row from the typed event: the chain has no plan, output Python's."""
-    assert make_chain({}, {}, [unwrap(add_headers=["table"])], "debezium-json").native is None
-    assert make_chain({}, {}, [unwrap()], "debezium-json").native.name == native.DEBEZIUM_TO_DEBEZIUM
+def test_add_headers_of_other_fields_are_pythons() -> None:
+    """Headers that differ row by row (positions, times): the chain has no plan, output Python's."""
+    assert make_chain({}, {}, [unwrap(add_headers=["source_ts_ms"])], "debezium-json").native is None
+    assert make_chain({}, {}, [unwrap(add_headers=["op"])], "debezium-json").native.name == native.DEBEZIUM_TO_DEBEZIUM
     assert make_chain({}, {"decimal_handling_mode": "string"}, [unwrap()], "debezium-json").native is None
 
 

@@ -135,16 +135,17 @@ def _the_unwrap(transforms: list[Any]) -> Any:
 def _copied_unwrap(transforms: list[Any]) -> bool:
     """Is the chain one ``unwrap`` whose row the Debezium writer copies flat (``DebeziumTables``)
     among transforms that keep rows as they are: the image as read, then the fields ``add_fields``
-    and ``rewrite`` add (``_added``)? ``add_headers`` is Python's."""
-    u = _the_unwrap(transforms)
-    return u is not None and not u._headers
+    and ``rewrite`` add (``_added``); ``add_headers`` of the table's fields (``_supported``) are
+    the op's header edits?"""
+    return _the_unwrap(transforms) is not None
 
 
 def _typing_unwrap(transforms: list[Any]) -> bool:
-    """Does the chain's ``unwrap`` type the row (``add_fields``, ``rewrite``)? Its values are then
-    re-written from their types: copied only where the types are the JSON kinds (no schema part)."""
+    """Does the chain's ``unwrap`` type the row (``add_fields``, ``add_headers``, ``rewrite``)? Its
+    values are then re-written from their types: copied only where the types are the JSON kinds
+    (no schema part)."""
     u = _the_unwrap(transforms)
-    return u is not None and bool(u._fields or u._rewrite)
+    return u is not None and bool(u._fields or u._headers or u._rewrite)
 
 
 def _row_slots() -> dict[Any, int]:
