@@ -677,3 +677,15 @@ def test_zoned_timestamps_outside_utc_to_the_typed_writers(zone: str, sink: str)
         native_ = value[:4] not in ("1899", "2038") and not _repeated_wall_clock(value, zone)
         assert count == (len(records) if native_ else 0), (value, count)
         assert assert_same(records, {"schemas_enable": True}, {"source_timezone": zone}, None, sink) == 0
+
+
+@pytest.mark.parametrize("sink", ["maxwell-json", "ogg-json"])
+def test_corpus_debezium_with_the_schema_part_in_a_zone_to_the_typed_writers(corpus: Path, sink: str) -> None:
+    """The corpus's Debezium events with both codecs in a DST zone, the keys with and without
+    their schema part: both paths equal."""
+    values = [v for messages_ in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages_]
+    wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
+    assert wrapped
+    zone = {"source_timezone": "America/New_York"}
+    for key in (b'{"id":101}', _wrapped_key(KEY_SCHEMA, b'{"id":101}')):
+        assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True, **zone}, zone, None, sink)
