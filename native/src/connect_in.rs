@@ -331,8 +331,18 @@ fn decimal_text(bytes: &[u8], scale: usize) -> String {
     out
 }
 
-/// An unsigned big-endian integer's decimal digits (``0`` for none).
-fn decimal_digits(mut magnitude: Vec<u8>) -> String {
+/// An unsigned big-endian integer's decimal digits (``0`` for none): up to 16 bytes (38
+/// digits, most columns' decimals) as one ``u128``, longer ones by [`long_decimal_digits`].
+fn decimal_digits(magnitude: Vec<u8>) -> String {
+    if magnitude.len() > 16 {
+        return long_decimal_digits(magnitude);
+    }
+    let n = magnitude.iter().fold(0u128, |n, &b| n << 8 | u128::from(b));
+    itoa::Buffer::new().format(n).to_owned()
+}
+
+/// [`decimal_digits`] of any length, base 10^9 by long division.
+fn long_decimal_digits(mut magnitude: Vec<u8>) -> String {
     let mut chunks: Vec<u32> = Vec::new(); // base 10^9, least significant first
     loop {
         while magnitude.first() == Some(&0) {
@@ -369,6 +379,14 @@ mod tests {
         assert_eq!(decimal_text(&[0x00, 0x80], 0), "128");
         assert_eq!(decimal_text(&[0x80], 0), "-128");
         assert_eq!(decimal_text(&[0x3b, 0x9a, 0xca, 0x00], 0), "1000000000");
+        // The u128 path and the long division agree up to 16 bytes.
+        for len in 0..=16usize {
+            for fill in [0x00u8, 0x01, 0x7f, 0x80, 0xff] {
+                let bytes: Vec<u8> = (0..len).map(|i| fill ^ (i as u8).wrapping_mul(37)).collect();
+                assert_eq!(decimal_digits(bytes.clone()), long_decimal_digits(bytes));
+            }
+        }
+        assert_eq!(decimal_digits(vec![0xff; 16]), u128::MAX.to_string());
     }
 
     #[test]
