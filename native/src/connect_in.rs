@@ -276,6 +276,21 @@ fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Resul
     let local = NaiveDate::from_ymd_opt(i32::try_from(year).map_err(|_| ())?, month, day)
         .and_then(|d| d.and_hms_micro_opt(hour, minute, second, micros))
         .ok_or(())?;
+    if offset_seconds == 0 && zone.is_none() {
+        // UTC read as UTC (Debezium's own form, ``…Z``): the fields as written, checked above.
+        if !(1..=9999).contains(&year) {
+            return Err(());
+        }
+        let mut out = String::with_capacity(26);
+        push_padded(&mut out, u64::from(year), 4);
+        out.push('-');
+        push_padded(&mut out, u64::from(month), 2);
+        out.push('-');
+        push_padded(&mut out, u64::from(day), 2);
+        out.push(' ');
+        push_clock(&mut out, u64::from(hour * 3600 + minute * 60 + second), u64::from(micros));
+        return Ok(out);
+    }
     let utc = local.checked_sub_signed(chrono::TimeDelta::seconds(offset_seconds)).ok_or(())?;
     let wall = match zone {
         None => utc,
@@ -401,6 +416,18 @@ mod tests {
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
         assert_eq!(zoned_text("2023-07-01T00:00:00Z", Some(&berlin), true).unwrap(), "2023-07-01 02:00:00.000000");
         assert!(zoned_text("2023-07-01T00:00:00+24:00", None, false).is_err());
+        // UTC as written and the instant's epoch count agree, at the range's ends too.
+        let instants = [
+            ("2023-11-14T22:13:20.5Z", 1_700_000_000_500_000),
+            ("0001-01-01T00:00:00Z", -62_135_596_800_000_000),
+            ("9999-12-31T23:59:59.999999Z", 253_402_300_799_999_999),
+            ("2024-02-29T12:00:00.000001Z", 1_709_208_000_000_001),
+        ];
+        for (text, micros) in instants {
+            assert_eq!(zoned_text(text, None, false), datetime_text(micros));
+        }
+        assert!(zoned_text("0000-12-31T00:00:00Z", None, false).is_err());
+        assert!(zoned_text("2023-02-29T00:00:00Z", None, false).is_err());
         assert!(zoned_text("2023-07-01 00:00:00Z", None, false).is_err());
         // 02:30 in Berlin twice on 2023-10-29 (00:30Z and 01:30Z): refused where the fold matters.
         assert!(zoned_text("2023-10-29T00:30:00Z", Some(&berlin), true).is_err());
