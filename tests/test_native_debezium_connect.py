@@ -554,3 +554,138 @@ def test_float32_streams_to_canal(values: list[float]) -> None:
     count = assert_same(records, {"schemas_enable": True}, {}, None, "canal-json")
     plain = sum(5 for v in values if v == 0 or 1e-3 <= abs(v) < 1e7)
     assert count == plain, (values, count)
+
+
+def _wrapped_key(schema: Any, payload: bytes) -> bytes:
+    """A JsonConverter key: ``schema`` as written by orjson, then ``payload`` as given."""
+    return b'{"schema":' + orjson.dumps(schema) + b',"payload":' + payload + b"}"
+
+
+#: A key's schema part (the Connect struct of ``id``) and others around the same payload.
+KEY_SCHEMA = {"type": "struct", "fields": [{"type": "int64", "optional": False, "field": "id"}], "optional": False}
+#: Payloads after the key schema part: malformed, not objects, naming ``schema``/``payload``,
+#: repeated names, text after them, whitespace.
+KEY_PAYLOADS: list[bytes] = [
+    b'{"id":1}',
+    b'{"id":1',
+    b"1",
+    b"null",
+    b"{}",
+    b' {"id" : 1} ',
+    b'{"id":1} \n',
+    b'{"id":1}}',
+    b'{"id":1,"id":2}',
+    b'{"schema":1,"id":2}',
+    b'{"schema":{},"payload":{"id":1}}',
+    b'{"id":1},"schema":{}',
+    b'{"id":1},"payload":{"c":1}',
+    b'{"id":1e400}',
+    b'{"\\u0069d":1}',
+]
+#: Keys under schema parts, each among good ones: those payloads after a schema part the reader
+#: remembered, whitespace after the key, a ``,"payload":`` inside the schema part (the first is
+#: not the separator), a field as long as the separator, whitespace before it, unclosed keys.
+SCHEMA_KEYS: list[bytes] = [
+    *(_wrapped_key(KEY_SCHEMA, payload) for payload in KEY_PAYLOADS),
+    _wrapped_key(KEY_SCHEMA, b'{"id":1}') + b" \n",
+    _wrapped_key({"a": 1, "payload": 2}, b'{"id":1}'),
+    b'{"schema":{"a":1,"payload":{"id":1}}',  # the cut above, then a key that is all schema part
+    _wrapped_key(KEY_SCHEMA, b'{"id":1}').replace(b',"payload":', b',"PAYLOAD":'),
+    _wrapped_key({"type": "struct"}, b'{"c":1}'),
+    b'{"schema":{"type":"struct"} ,"payload":{"id":1}}',
+    b'{"schema":{"type":"struct"},"payload":{"id":1}',
+    b'{"schema":{"type":"struct","x":[1,2},"payload":{"id":1}}',
+]
+
+
+def _schema_messages(tables: int) -> list[bytes]:
+    """Insert, update and delete of ``{id, c}`` under ``tables`` different schema parts
+    (each names its column ``c<n>``), interleaved table by table."""
+    out: list[list[bytes]] = []
+    for n in range(tables):
+        fields = [
+            {"type": "int64", "optional": False, "field": "id"},
+            {"type": "string", "optional": True, "field": f"c{n}"},
+        ]
+        row = {"type": "struct", "fields": fields, "optional": True}
+        schema = {"type": "struct", "fields": [{**row, "field": "before"}, {**row, "field": "after"}]}
+        image = {"id": n, f"c{n}": "x"}
+        out.append(
+            [
+                orjson.dumps({"schema": schema, "payload": orjson.loads(event(op, before=before, after=after))})
+                for op, before, after in (("c", None, image), ("u", image, image), ("d", image, None))
+            ]
+        )
+    return [m for ops in zip(*out, strict=True) for m in ops]
+
+
+#: Values after a schema part the reader remembered: a payload that is not JSON, not an
+#: object, with text after it, the schema part followed by something else, whitespace.
+def _mutated(value: bytes) -> list[bytes]:
+    cut = value.index(b',"payload":')
+    head, body = value[:cut], value[cut:]
+    return [
+        head + b',"payload":{"op":"c"',
+        head + b',"payload":1}',
+        value + b" \r\n",
+        value[:-1] + b',"x":1}',
+        value[:-1] + b',"payload":{}}',
+        head + b' ,"payload"' + body[len(b',"payload"') :],
+        head + b',"payloads":' + body[len(b',"payload":') :],
+        head + b',"PAYLOAD":' + body[len(b',"payload":') :],  # as long as the separator: not one
+        head[:-1] + b',"payload":' + body[len(b',"payload":') :],
+        value.replace(b'"op":"', b'"op":"\\u0063', 1),
+    ]
+
+
+@pytest.mark.parametrize("sink", ["canal-json", *READING_SINKS])
+def test_schema_parts_remembered_between_messages(sink: str) -> None:
+    """Values and keys cut at a schema part the reader remembered (more tables than it keeps,
+    so some are cut again) read as Python reads them: both paths equal over the stream, one
+    record at a time and as one batch, and the well-formed rows native."""
+    good = _schema_messages(6)
+    values = [*good, *(m for v in good[:3] for m in _mutated(v)), *good]
+    keys = [_wrapped_key(KEY_SCHEMA, b'{"id":1}'), *SCHEMA_KEYS]
+    records = keyed([(v, keys[i % len(keys)] if i % 3 else keys[0]) for i, v in enumerate(values)])
+    assert_same(records, {"schemas_enable": True}, {}, None, sink)
+    for record in records[::7]:
+        assert_same([record], {"schemas_enable": True}, {}, None, sink)
+    plain = keyed([(v, keys[0]) for v in good * 2])
+    assert handled(plain, {"schemas_enable": True}, {}, None, sink) == len(plain)
+
+
+def _repeated_wall_clock(instant: str, zone: str) -> bool:
+    """Does ``zone`` show the instant's wall clock twice (a DST fold)?"""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    wall = datetime.fromisoformat(instant.replace("Z", "+00:00")).astimezone(ZoneInfo(zone))
+    return wall.replace(fold=1 - wall.fold).utcoffset() != wall.utcoffset()
+
+
+@pytest.mark.parametrize("sink", ["maxwell-json", "ogg-json"])
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York", "Asia/Shanghai"])
+def test_zoned_timestamps_outside_utc_to_the_typed_writers(zone: str, sink: str) -> None:
+    """Both codecs in one zone: Maxwell and GoldenGate write each instant's wall clock there as
+    Python does, natively within the years the zone databases agree on, but for wall clocks the
+    zone repeats (Python's ``fold`` tells them apart); between different zones Python's."""
+    field = _field("io.debezium.time.ZonedTimestamp", "string")
+    zoned = {"schemas_enable": True, "source_timezone": zone}
+    for value in ZONED:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        count = assert_same(records, zoned, {"source_timezone": zone}, None, sink)
+        native_ = value[:4] not in ("1899", "2038") and not _repeated_wall_clock(value, zone)
+        assert count == (len(records) if native_ else 0), (value, count)
+        assert assert_same(records, {"schemas_enable": True}, {"source_timezone": zone}, None, sink) == 0
+
+
+@pytest.mark.parametrize("sink", ["maxwell-json", "ogg-json"])
+def test_corpus_debezium_with_the_schema_part_in_a_zone_to_the_typed_writers(corpus: Path, sink: str) -> None:
+    """The corpus's Debezium events with both codecs in a DST zone, the keys with and without
+    their schema part: both paths equal."""
+    values = [v for messages_ in corpus_messages(corpus_files(corpus, "debezium-json")) for v in messages_]
+    wrapped = [v for v in values if v.lstrip().startswith(b'{"schema"')]
+    assert wrapped
+    zone = {"source_timezone": "America/New_York"}
+    for key in (b'{"id":101}', _wrapped_key(KEY_SCHEMA, b'{"id":101}')):
+        assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True, **zone}, zone, None, sink)

@@ -2,11 +2,15 @@
 
 The same-format Debezium writer copies the image ``unwrap`` keeps (a delete's ``before``,
 else ``after``) flat, with the row's Connect schema under ``schemas_enable``, and the
-tombstone ``delete_handling`` cuts for a delete. Only an ``unwrap`` that leaves values as
-read qualifies (no ``add_fields``, ``add_headers`` or ``rewrite``, which type the row: those
-chains stay Python's). Inputs: hand-made events with and without the schema part, every
-``delete_handling``/``drop_tombstones`` pair, the row-keeping transforms around ``unwrap``,
-hypothesis streams in every Connect mode, malformed events among good ones, the corpus.
+tombstone ``delete_handling`` cuts for a delete. An ``unwrap`` with ``add_fields`` (``op``,
+``database``, ``schema``, ``table``, ``source_ts_ms``, ``processing_ts_ms``) or ``rewrite``
+(``__deleted``) or ``add_headers`` (the table's fields) types the row: the plan copies it where
+the types are the values' JSON kinds (no schema part in), appends the added fields and edits the
+headers per table and op; the other fields (row index, positions) and typed rows under a schema
+part stay Python's. Inputs: hand-made events with
+and without the schema part, every ``delete_handling``/``drop_tombstones`` pair, the row-keeping
+transforms around ``unwrap``, hypothesis streams in every Connect mode, malformed events among
+good ones, the corpus.
 """
 
 from __future__ import annotations
@@ -74,21 +78,68 @@ def test_every_plain_unwrap_is_native_and_identical(options: dict[str, Any], sin
         assert count == (rows(pairs) if native_ else 0), (options, sink, wrapped, count)
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        unwrap(add_fields=["op"]),
-        unwrap(add_headers=["table"]),
-        unwrap(delete_handling="rewrite"),
-        unwrap(delete_handling="rewrite-with-tombstone"),
-    ],
-    ids=["add_fields", "add_headers", "rewrite", "rewrite-with-tombstone"],
-)
-def test_unwraps_that_type_the_row_are_pythons(options: dict[str, Any]) -> None:
-    """They re-write typed values (and the added ones): the chain has no plan, output Python's."""
-    assert make_chain({}, {}, [options], "debezium-json").native is None
-    assert make_chain({}, {}, [unwrap()], "debezium-json").native.name == native.DEBEZIUM_TO_DEBEZIUM
+#: ``unwrap``s that type the row and add fields the plan writes: per table and op (``op``,
+#: ``database``, ``schema``, ``table``, ``rewrite``'s ``deleted``) and per row (the two times).
+TYPING = [
+    unwrap(add_fields=["op"]),
+    unwrap(add_fields=["op", "database", "schema", "table"], prefix="m_"),
+    unwrap(add_fields=["source_ts_ms", "processing_ts_ms"]),
+    unwrap(add_fields=["ts_ms", "op"], delete_handling="drop"),
+    unwrap(delete_handling="rewrite"),
+    unwrap(delete_handling="rewrite-with-tombstone", drop_tombstones=True),
+    unwrap(add_fields=["table", "source_ts"], delete_handling="rewrite-with-tombstone"),
+    unwrap(add_headers=["table", "op"]),
+    unwrap(add_headers=["database"], add_fields=["op"], delete_handling="rewrite-with-tombstone", prefix="h_"),
+]
+#: Fields the chain's plan leaves to Python here (the row's index differs row by row; the
+#: positions leave the whole chain to Python).
+PER_ROW = [unwrap(add_fields=["row_index"]), unwrap(add_fields=["op", "row_index"], delete_handling="rewrite")]
+
+
+def test_add_headers_of_other_fields_are_pythons() -> None:
+    """Headers that differ row by row (positions, times): the chain has no plan, output Python's."""
+    assert make_chain({}, {}, [unwrap(add_headers=["source_ts_ms"])], "debezium-json").native is None
+    assert make_chain({}, {}, [unwrap(add_headers=["op"])], "debezium-json").native.name == native.DEBEZIUM_TO_DEBEZIUM
     assert make_chain({}, {"decimal_handling_mode": "string"}, [unwrap()], "debezium-json").native is None
+
+
+@pytest.mark.parametrize("sink", SINKS, ids=["schemaless", "schemas", "no-tombstones"])
+@pytest.mark.parametrize("options", TYPING + PER_ROW, ids=repr)
+def test_unwraps_that_type_the_row(options: dict[str, Any], sink: dict[str, Any]) -> None:
+    """Both paths equal; every event the plan's without the schema part in or out (the row's
+    types are then the JSON kinds), none of those under a schema part (typed from Connect's
+    representations, re-written: Python's) or with fields that differ row by row."""
+    for pairs, wrapped in ((good(), False), (with_schema(good()), True)):
+        count = assert_same(keyed(pairs), {}, sink, [options], "debezium-json")
+        native_ = not wrapped and not sink.get("schemas_enable") and options in TYPING
+        assert count == (rows(pairs) if native_ else 0), (options, sink, wrapped, count)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stream=change_streams(max_events=10), tz=st.sampled_from(["UTC", *ZONES]), chain=st.sampled_from(TYPING))
+def test_typing_unwraps_over_streams(stream: list[ChangeEvent], tz: str, chain: dict[str, Any]) -> None:
+    """Every MySQL type as schemaless Debezium JSON (typed by JSON kinds) through a typing ``unwrap``."""
+    records = debezium_records(stream, tz, {"schemas_enable": False})
+    assert_same(records, {"source_timezone": tz}, {"source_timezone": tz}, [chain], "debezium-json")
+
+
+@pytest.mark.parametrize("options", TYPING[:3], ids=repr)
+def test_typing_unwraps_on_malformed_events_one_at_a_time_and_in_one_batch(options: dict[str, Any]) -> None:
+    """Dead letters and readings for malformed events as Python's, the good ones the plan's; a
+    metadata name that is a row column (the table Python's), events without ``ts_ms``; the
+    records alone handled as in one batch."""
+    clash = {**ROW, "__op": 1, "m_table": "x"}
+    unusual = [
+        event("c", after=clash),
+        event("c", after=ROW, drop_ts_ms=None),
+        event("c", after=ROW, source={"db": "shop", "table": "t", "ts_ms": None}),
+        event("d", before=None),
+    ]
+    values = [pair for bad in [*MALFORMED, *unusual] for pair in ((event("c", after=ROW), KEY), (bad, KEY))]
+    whole = assert_same(keyed(values), {}, {}, [options], "debezium-json")
+    assert whole >= len(MALFORMED)
+    alone = sum(assert_same(keyed([p]), {}, {}, [options], "debezium-json") for p in values)
+    assert whole == alone
 
 
 @pytest.mark.parametrize("name", KEEPING)
@@ -177,3 +228,6 @@ def test_corpus_debezium_files(corpus: Path) -> None:
         keyed([(v, b'{"id":101}') for v in wrapped]), {}, {"schemas_enable": True}, [unwrap()], "debezium-json"
     )
     assert count >= len(wrapped) // 2, (count, len(wrapped))
+    plain = [v for v in values if not v.lstrip().startswith(b'{"schema"')]
+    for options in TYPING:
+        assert_same(keyed([(v, b'{"id":101}') for v in plain]), {}, {}, [options], "debezium-json")

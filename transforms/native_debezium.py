@@ -121,18 +121,66 @@ def debezium_plan(chain: Any, native: Any) -> NativePlan | None:
     return reader_plan(DEBEZIUM_TO_CANAL, canal, chain, native, encoder="canal-json")
 
 
-def _copied_unwrap(transforms: list[Any]) -> bool:
-    """Is the chain one ``unwrap`` that leaves the row's values as read (no ``add_fields``,
-    ``add_headers`` or ``rewrite``, which type them) among transforms that keep rows as they are?
-    The Debezium writer then writes the image it copies flat (``DebeziumTables``)."""
+def _the_unwrap(transforms: list[Any]) -> Any:
+    """The chain's one ``unwrap``, if it is among transforms that keep rows as they are."""
     from cdc_smt.transforms.smt.unwrap import Unwrap
 
     unwraps = [t for t in transforms if type(t) is Unwrap]
     if len(unwraps) != 1 or not all(_supported(t) for t in transforms):
-        return False
+        return None
     u = unwraps[0]
-    plain = not u._fields and not u._headers and not u._rewrite
-    return plain and all(_keeps_rows(t) for t in transforms if t is not u)
+    return u if all(_keeps_rows(t) for t in transforms if t is not u) else None
+
+
+def _copied_unwrap(transforms: list[Any]) -> bool:
+    """Is the chain one ``unwrap`` whose row the Debezium writer copies flat (``DebeziumTables``)
+    among transforms that keep rows as they are: the image as read, then the fields ``add_fields``
+    and ``rewrite`` add (``_added``); ``add_headers`` of the table's fields (``_supported``) are
+    the op's header edits?"""
+    return _the_unwrap(transforms) is not None
+
+
+def _typing_unwrap(transforms: list[Any]) -> bool:
+    """Does the chain's ``unwrap`` type the row (``add_fields``, ``add_headers``, ``rewrite``)? Its
+    values are then re-written from their types: copied only where the types are the JSON kinds
+    (no schema part)."""
+    u = _the_unwrap(transforms)
+    return u is not None and bool(u._fields or u._headers or u._rewrite)
+
+
+def _row_slots() -> dict[Any, int]:
+    """``unwrap``'s fields the plan writes, by getter: 0 the same for every row of a table and op
+    (taken from the probe), 1 the source's ``ts_ms`` (the decoder's event time, as the reader
+    reads it), 2 the envelope's ``ts_ms``; the others (``row_index``, positions) are Python's."""
+    from cdc_smt.transforms.smt.unwrap import FIELDS
+
+    constant = {FIELDS[n][0]: 0 for n in ("op", "database", "schema", "table")}
+    return {**constant, FIELDS["source_ts_ms"][0]: 1, FIELDS["processing_ts_ms"][0]: 2}
+
+
+def _added(u: Any, image: dict[str, Any], written: bytes) -> list[tuple[bytes, int]]:
+    """The fields ``unwrap`` appends to a flat row as the plan writes them after the image: each
+    ``,"name":`` with a constant (from the probe's row ``written``) or, for a per-row field
+    (``_row_slots``), a slot the plan fills from the message. The probe's row must be the image
+    then exactly those fields (a metadata name that is a row column is Python's)."""
+    slots = _row_slots()
+    names = [name for name, _ in u._fields] + ([u._deleted] if u._rewrite else [])
+    row = orjson.loads(written)
+    if not isinstance(row, dict) or list(row) != [*image, *names]:
+        raise _Unsupported("added fields")
+    getters = dict(u._fields)
+    out: list[tuple[bytes, int]] = []
+    for name in names:
+        slot = slots.get(getters[name], -1) if name in getters else 0  # ``rewrite``'s ``deleted``: per op
+        if slot < 0:
+            raise _Unsupported("added field")
+        if slot and row[name] != 0:  # the probe's times are 0
+            raise _Unsupported("added field")
+        out.append((b"," + orjson.dumps(name) + b":" + (b"" if slot else orjson.dumps(row[name])), slot))
+    rendered = orjson.dumps(image)[:-1] + b"".join(part + (b"0" if slot else b"") for part, slot in out) + b"}"
+    if rendered != written:
+        raise _Unsupported("added fields")  # not as the plan writes them
+    return out
 
 
 def reader_plan(name: str, tables: Any, chain: Any, native: Any, **writer: Any) -> NativePlan:
@@ -219,18 +267,21 @@ class _Layouts(_CanalOutTables):
         columns: list[tuple[str, str]],
         as_written: list[bool],
         zones: bool = False,
+        unfolded: bool = False,
     ) -> list[str | None] | None:
         """Under a schema part (``reprs``: its Connect representations), per column how the
         reader turns its values into the Canal text the writer's conversion reads
         (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
         that text, such as ENUM labels), or ``None`` when a column with values needs a
         conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
-        a zone other than UTC (the Canal writer's text; not those that make an instant of it
-        again, where a wall clock in a DST fold would need Python's ``fold``)."""
+        a zone other than UTC; ``unfolded``: the writer makes an instant of it again, so a wall
+        clock in a DST fold, which would need Python's ``fold``, is Python's (``zoned-unfolded``)."""
         source = self.decoder.opts.source_timezone
         zone = _wall_clock_zone(source, self.encoder.opts.source_timezone, zones)
         reads = [
-            "text" if same else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone)
+            "text"
+            if same
+            else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone, unfolded)
             for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
         ]
         if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
@@ -401,11 +452,14 @@ def _wall_clock_zone(source: str, sink: str, zones: bool) -> str | None:
     return source if source == "UTC" or (zones and zones_agree(source)) else None
 
 
-def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None) -> str | None:
+def _connect_read(
+    text_op: tuple[str, int | None], column: Any, r: Any, kind: str, zone: str | None, unfolded: bool = False
+) -> str | None:
     """How the reader turns a column's Debezium values into the text its Canal conversion
     (``text_op``: :func:`native.canal_text_op`) reads (``text``: as written), or ``None``
     (Python converts them). ``r``: the column's Connect representation; ``zone``: the zone a
-    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's)."""
+    ``ZonedTimestamp`` is read into (:func:`_wall_clock_zone`; ``None``: Python's);
+    ``unfolded``: wall clocks the zone repeats are Python's."""
     from cdc_smt.transforms.types import Kind
 
     op, arg = text_op
@@ -425,7 +479,9 @@ def _connect_read(text_op: tuple[str, int | None], column: Any, r: Any, kind: st
     if (op, r.kind, kind) == ("decimal", "decimal", "str") and r.scale >= 0:
         return f"decimal:{r.scale}"
     if (op, r.kind, kind) == ("datetime", "zoned", "str") and zone is not None:
-        return "zoned" if zone == "UTC" else f"zoned:{zone}"
+        if zone == "UTC":
+            return "zoned"
+        return f"zoned-unfolded:{zone}" if unfolded else f"zoned:{zone}"
     if op == "datetime" and mt.kind is not Kind.DATETIME:
         return None  # a TIMESTAMP as epoch counts: Python
     return _CONNECT_READS.get((op, r.kind, kind))
@@ -450,17 +506,20 @@ class DebeziumTables(_Layouts):
             envelope, exact = None, []
         parts: dict[str, bytes | None] = {"envelope": envelope, "key": None}
         if _copied_unwrap(self.transforms):
+            if probe.head is not None and _typing_unwrap(self.transforms):
+                return None  # values typed from their Connect representations and re-written: Python
             if schemas and probe.head is not None:
                 self._reprs(
                     probe.head, pk
                 )  # no Connect struct (``"schema":null``): Python infers the row's from its values
             parts["envelope"] = None  # the flat row's, from the probe's records
-            unwrapped = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            laid = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
+            unwrapped = [(row, tomb) for row, tomb, _ in laid]
             ops = [
                 (0, None) if row is None and tomb is None else (2, tomb if row is None else row)
                 for row, tomb in unwrapped
             ]
-            return ops, parts["envelope"], parts["key"], exact, unwrapped
+            return ops, parts["envelope"], parts["key"], exact, unwrapped, [added for _, _, added in laid]
         ops = [self._op_layout(probe, code, shape, parts) for code, _ in _OPS]
         return ops, parts["envelope"], parts["key"], exact
 
@@ -492,10 +551,11 @@ class DebeziumTables(_Layouts):
 
     def _unwrapped_layout(
         self, probe: _Probe, code: str, shape: _Shape, parts: dict[str, bytes | None], pk: list[str]
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, list[tuple[bytes, int]]]:
         """One op under ``unwrap``: the variants of its flat row and of its tombstone (``None``:
-        not written). The probe's records must be the image written flat (the row's schema
-        under ``schemas_enable``) and a null value, each with the row's key."""
+        not written) and the fields added after the image (``_added``). The probe's records must
+        be the image written flat with them (the row's schema under ``schemas_enable``) and a
+        null value, each with the row's key."""
         from cdc_smt.transforms.smt.base import UNWRAPPED
 
         event: Any = self._decode_probe(probe, code)
@@ -510,17 +570,24 @@ class DebeziumTables(_Layouts):
                 raise _Unsupported("predicate")  # it judges ops differently: Python
             event, edits, tomb = _apply_step(t, event, selected, edits, tomb)
         if event is None and tomb is None:
-            return None, None  # dropped
+            return None, None, []  # dropped
         image = probe.row
         key = probe.record_key(tuple(pk))
         if key is not None and self.encoder.schemas_enable:
             key = self._key_part(event or (tomb[0] if tomb else None), parts, key)
         row = None
+        added: list[tuple[bytes, int]] = []
         if event is not None:
             if not event.extra.get(UNWRAPPED):
                 raise _Unsupported("not unwrapped")  # unwrap's predicate passed the envelope: Python
             (record,) = self.encoder.encode(event)
             value = orjson.dumps(image)
+            if _typing_unwrap(self.transforms):
+                payload = record.value or b""
+                if self.encoder.schemas_enable:
+                    payload = orjson.dumps(orjson.loads(payload)["payload"])
+                added = _added(_the_unwrap(self.transforms), image, payload)
+                value = payload
             if self.encoder.schemas_enable:
                 schema = _schema_part(record.value or b"")
                 if parts["envelope"] not in (None, schema):
@@ -536,7 +603,7 @@ class DebeziumTables(_Layouts):
             if record.value is not None or record.key != key or key is None:
                 raise _Unsupported("tombstone")
             tombstone = self._variant(record.topic, tomb[1])
-        return row, tombstone
+        return row, tombstone, added
 
     def _key_part(self, event: Any, parts: dict[str, bytes | None], key: bytes) -> bytes:
         """The key wrapped in the key's schema (the same for every op), from ``event``'s record."""
@@ -573,7 +640,7 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
                 label or _single_float(c, reprs.get(c.name), kind)
                 for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, as_written)
+            found = self._reads(reprs, decoded, columns, as_written, zones=True, unfolded=True)
             if found is None:
                 return PYTHON_HEAD
             reads = found

@@ -453,12 +453,13 @@ fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
     Some(s)
 }
 
-/// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path decides).
-fn scan_key_names(text: &str) -> Option<Vec<Cow<'_, str>>> {
+/// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path
+/// decides); ``payload``: of a JsonConverter key's payload, whose names are whatever they are.
+fn scan_key_names(text: &str, payload: bool) -> Option<Vec<Cow<'_, str>>> {
     let mut scan = Scan::new(text);
     let mut names: Vec<Cow<'_, str>> = Vec::new();
     scan.object(|scan, name| {
-        if name == "schema" || name == "payload" || names.contains(&name) {
+        if !payload && (name == "schema" || name == "payload") || names.contains(&name) {
             return None;
         }
         names.push(name);
@@ -468,17 +469,33 @@ fn scan_key_names(text: &str) -> Option<Vec<Cow<'_, str>>> {
     Some(names)
 }
 
+/// Is ``head`` (UTF-8) followed by ``}`` a JSON object of one field, ``schema`` (``json_scan``:
+/// as serde and orjson read it)?
+fn schema_only(head: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(head) else { return false };
+    let whole = format!("{text}}}");
+    let mut scan = Scan::new(&whole);
+    let mut fields = 0;
+    let read = scan.object(|scan, name| {
+        fields += 1;
+        (name == "schema").then_some(())?;
+        scan.value().map(drop)
+    });
+    read.is_some() && fields == 1 && scan.end().is_some()
+}
+
 /// The primary-key names Python takes from a record key (``_key_names``): the fields of
 /// a JSON object key in order; none for a null or empty key or any other JSON value;
 /// ``None`` (Python's) for anything less plain (a ``schema``/``payload`` key, repeated
 /// fields, text that is not JSON).
 fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
-    struct Names<'a>(Vec<Cow<'a, str>>);
-    impl<'de> Deserialize<'de> for Names<'de> {
+    /// A key's names (``PAYLOAD``: a JsonConverter key's payload's, not unwrapped again).
+    struct Names<'a, const PAYLOAD: bool>(Vec<Cow<'a, str>>);
+    impl<'de, const PAYLOAD: bool> Deserialize<'de> for Names<'de, PAYLOAD> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = Names<'de>;
+            struct V<const PAYLOAD: bool>;
+            impl<'de, const PAYLOAD: bool> Visitor<'de> for V<PAYLOAD> {
+                type Value = Names<'de, PAYLOAD>;
                 fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                     f.write_str("a key object")
                 }
@@ -489,16 +506,17 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                         if names.contains(&k.0) {
                             return Err(de::Error::custom("repeated field"));
                         }
-                        if k.0 == "payload" {
+                        if k.0 == "payload" && !PAYLOAD {
                             // JsonConverter's ``{"schema", "payload"}``: the payload's names.
                             let raw = checked(&mut map)?;
-                            payload = Some(if raw.starts_with('{') { serde_json::from_str::<Names>(raw).map_err(de::Error::custom)?.0 } else { Vec::new() });
+                            payload = Some(if raw.starts_with('{') { serde_json::from_str::<Names<true>>(raw).map_err(de::Error::custom)?.0 } else { Vec::new() });
                         } else {
                             map.next_value::<Checked>()?;
                         }
                         names.push(k.0);
                     }
                     match payload {
+                        _ if PAYLOAD => Ok(Names(names)),
                         Some(inner) if names.len() == 2 && names.iter().any(|n| n == "schema") => Ok(Names(inner)),
                         Some(_) => Err(de::Error::custom("not a plain key")),
                         None if names.iter().any(|n| n == "schema") => Err(de::Error::custom("not a plain key")),
@@ -506,27 +524,28 @@ fn key_names(key: Option<&[u8]>) -> Option<Vec<Cow<'_, str>>> {
                     }
                 }
             }
-            d.deserialize_map(V)
+            d.deserialize_map(V::<PAYLOAD>)
         }
     }
     let Some(key) = key.filter(|k| !k.is_empty()) else { return Some(Vec::new()) };
     let text = std::str::from_utf8(key).ok()?;
-    if let Some(names) = scan_key_names(text) {
+    if let Some(names) = scan_key_names(text, false) {
         return Some(names);
     }
     serde_json::from_str::<Checked>(text).ok()?;
     if !text.trim_start().starts_with('{') {
         return Some(Vec::new());
     }
-    Some(serde_json::from_str::<Names>(text).ok()?.0)
+    Some(serde_json::from_str::<Names<false>>(text).ok()?.0)
 }
 
 /// A table layout: database, table, connector, schema, key names, and each column's
 /// name and kind.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Layout {
-    /// The schema part as the message starts (``{"schema":...`` up to ``,"payload":``).
-    head: Option<Vec<u8>>,
+    /// The schema part as the message starts (``{"schema":...`` up to ``,"payload":``), shared
+    /// with [`Heads`] (so a message cut at a recent head finds its layout by pointer).
+    head: Option<Arc<[u8]>>,
     database: String,
     table: String,
     connector: Option<String>,
@@ -536,8 +555,12 @@ struct Layout {
 }
 
 impl Layout {
-    fn matches(&self, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
-        self.head.as_deref() == head
+    fn matches(&self, head: Option<&Arc<[u8]>>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
+        let same_head = match (&self.head, head) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a[..] == b[..],
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        same_head
             && Some(self.database.as_str()) == source.db.as_deref()
             && Some(self.table.as_str()) == source.table.as_deref()
             && self.connector.as_deref() == source.connector.as_deref()
@@ -633,16 +656,46 @@ struct DebeziumOut {
     /// Under ``unwrap`` (``native_debezium._copied_unwrap``), per op the variants of the flat
     /// row (``envelope_schema`` then the row's schema) and of its tombstone, each if written.
     unwrap: Option<Vec<(Option<usize>, Option<usize>)>>,
+    /// Under ``unwrap``, per op the fields ``add_fields`` and ``rewrite`` append to the flat row
+    /// (``native_debezium._added``): each ``,"name":`` then a constant or a per-row slot.
+    added: Vec<Vec<(Vec<u8>, Slot)>>,
+}
+
+/// What follows an added field's ``,"name":``: nothing more (a constant, part of the name's
+/// bytes), the source's ``ts_ms`` or the envelope's.
+#[derive(Clone, Copy)]
+enum Slot {
+    Constant,
+    SourceTs,
+    EnvelopeTs,
+}
+
+impl Slot {
+    fn from_code(code: u8) -> PyResult<Slot> {
+        match code {
+            0 => Ok(Slot::Constant),
+            1 => Ok(Slot::SourceTs),
+            2 => Ok(Slot::EnvelopeTs),
+            _ => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown added field slot {code}"))),
+        }
+    }
 }
 
 impl DebeziumOut {
-    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap])``; ``ops`` as
-    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``.
+    /// ``(ops, envelope_schema, key_schema, exact_columns[, unwrap, added])``; ``ops`` as
+    /// [`canal_out::entries`], ``unwrap`` per op ``(row variant, tombstone variant)``, ``added``
+    /// per op ``[(bytes, slot code)]``.
     fn from_spec(spec: &Bound<PyAny>) -> PyResult<DebeziumOut> {
         let unwrap = if spec.len()? > 4 { Some(spec.get_item(4)?.extract()?) } else { None };
+        let mut added = Vec::new();
+        if spec.len()? > 5 {
+            for op in spec.get_item(5)?.extract::<Vec<Vec<(Vec<u8>, u8)>>>()? {
+                added.push(op.into_iter().map(|(bytes, code)| Ok((bytes, Slot::from_code(code)?))).collect::<PyResult<Vec<_>>>()?);
+            }
+        }
         let ops = canal_out::entries(spec.get_item(0)?.extract()?)?;
         let (envelope_schema, key_schema, exact) = (spec.get_item(1)?.extract()?, spec.get_item(2)?.extract()?, spec.get_item(3)?.extract()?);
-        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap })
+        Ok(DebeziumOut { ops, envelope_schema, key_schema, exact, unwrap, added })
     }
 
     /// Are the images' values ones this writer copies (no objects, whose text orjson may
@@ -669,6 +722,39 @@ pub struct Reader {
     python_heads: HashSet<Vec<u8>>,
     /// The last of them a message started with (compared before any search or hash).
     last_python_head: Option<Vec<u8>>,
+    /// The schema parts messages started with lately.
+    heads: Heads,
+    /// The schema parts record keys started with lately (each checked to be exactly
+    /// ``{"schema":<one JSON value>`` when remembered).
+    key_heads: Heads,
+}
+
+/// Schema parts met lately, the latest first: a message that starts with one of them and
+/// ``,"payload":`` is cut there (the first ``,"payload":``, as the Python decoder cuts it: a
+/// head holds none, and none can start within the 11 bytes before another, since its only
+/// comma is its first byte) without searching the schema part or checking its UTF-8 again,
+/// and its layout is found by pointer rather than by comparing the schema part once more.
+struct Heads(Vec<Arc<[u8]>>);
+
+/// Schema parts remembered: a topic's tables alternate between a few.
+const RECENT_HEADS: usize = 4;
+
+impl Heads {
+    /// The remembered head ``value`` starts with, followed by ``,"payload":`` (moved first).
+    fn known(&mut self, value: &[u8]) -> Option<Arc<[u8]>> {
+        let n = self.0.iter().position(|h| value.get(h.len()..).is_some_and(|rest| rest.starts_with(SEP)) && value.starts_with(h))?;
+        self.0[..=n].rotate_right(1);
+        Some(self.0[0].clone())
+    }
+
+    /// ``head`` (UTF-8, as cut by [`split_head`]) remembered first.
+    fn remember(&mut self, head: &[u8]) -> Arc<[u8]> {
+        if self.0.len() == RECENT_HEADS {
+            self.0.pop();
+        }
+        self.0.insert(0, Arc::from(head));
+        self.0[0].clone()
+    }
 }
 
 /// Op codes in the writers' order (c, u, d, r).
@@ -684,13 +770,15 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None, heads: Heads(Vec::with_capacity(RECENT_HEADS)), key_heads: Heads(Vec::with_capacity(RECENT_HEADS)) }
     }
 
     pub fn clear(&mut self) {
         self.tables.clear();
         self.python_heads.clear();
         self.last_python_head = None;
+        self.heads.0.clear();
+        self.key_heads.0.clear();
     }
 
     /// Does ``value``'s schema part (as [`split_head`] cuts it) make it Python's? The last
@@ -715,13 +803,30 @@ impl Reader {
         }
     }
 
-    fn table(&mut self, py: Python, head: Option<&[u8]>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
+    /// [`key_names`], a JsonConverter key with its schema part (``{"schema":...,"payload":{...}}``)
+    /// read without the schema part when it is a recent one: the key is then valid JSON if its
+    /// payload is, and its names are the payload's.
+    fn key_names<'k>(&mut self, key: Option<&'k [u8]>) -> Option<Vec<Cow<'k, str>>> {
+        if let Some(k) = key.filter(|k| k.starts_with(HEAD)) {
+            let cut = match self.key_heads.known(k) {
+                Some(head) => Some(head.len()),
+                None => split_head(k).filter(|head| schema_only(head)).map(|head| self.key_heads.remember(head).len()),
+            };
+            let payload = cut.and_then(|cut| std::str::from_utf8(&k[cut + SEP.len()..]).ok());
+            if let Some(names) = payload.and_then(|p| p.trim_end_matches([' ', '\t', '\n', '\r']).strip_suffix('}')).and_then(|p| scan_key_names(p, true)) {
+                return Some(names);
+            }
+        }
+        key_names(key)
+    }
+
+    fn table(&mut self, py: Python, head: Option<&Arc<[u8]>>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
         let (compile, python_heads, last_python_head) = (&self.compile, &mut self.python_heads, &mut self.last_python_head);
         self.tables.get(
             |layout| layout.matches(head, source, pk, columns),
             || Layout {
-                head: head.map(<[u8]>::to_vec),
+                head: head.cloned(),
                 database: database.to_owned(),
                 table: table.to_owned(),
                 connector: source.connector.as_deref().map(str::to_owned),
@@ -740,7 +845,7 @@ impl Reader {
                         python_heads.clear();
                         *last_python_head = None;
                     }
-                    python_heads.insert(h.to_vec());
+                    python_heads.insert(h[..].to_vec());
                     return Ok(None);
                 }
                 let (spec, connect) = split_spec(spec.bind(py))?;
@@ -769,8 +874,8 @@ impl Reader {
         if self.python_head(value) {
             return Ok(false); // the schema part's values are Python's: the payload is not read
         }
-        let Some(pk) = key_names(key) else { return Ok(false) };
-        let Some((head, e)) = parse(value) else { return Ok(false) };
+        let Some(pk) = self.key_names(key) else { return Ok(false) };
+        let Some((head, e)) = parse(value, &mut self.heads) else { return Ok(false) };
         let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
         let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
         if e.wrapped {
@@ -814,7 +919,7 @@ impl Reader {
         if head.is_none() && columns.iter().any(|(_, k)| *k == Kind::Obj) {
             return Ok(false); // an object typed by its JSON kind: Python's
         }
-        let Some(compiled) = self.table(py, head, source, &pk, &columns, encoder)? else { return Ok(false) };
+        let Some(compiled) = self.table(py, head.as_ref(), source, &pk, &columns, encoder)? else { return Ok(false) };
         let variant = match compiled.table.op(op) {
             Ok(variant) => variant,
             Err(dropped) => return Ok(dropped),
@@ -1135,6 +1240,19 @@ fn write_unwrapped(
     if let Some(variant) = row_variant {
         let mut v = Vec::with_capacity(256);
         write_image(&mut v, Some(image));
+        if let Some(added) = d.added.get(op).filter(|a| !a.is_empty()) {
+            let (Some(es), Some(ts)) = (e.source.as_ref().and_then(|s| s.ts_ms), e.ts_ms) else { return Err(()) };
+            v.pop(); // the image's closing brace
+            for (bytes, slot) in added {
+                v.extend_from_slice(bytes);
+                match slot {
+                    Slot::Constant => {}
+                    Slot::SourceTs => crate::json::write_int(&mut v, es),
+                    Slot::EnvelopeTs => crate::json::write_int(&mut v, ts),
+                }
+            }
+            v.push(b'}');
+        }
         if let Some(schema) = &d.envelope_schema {
             v = wrap(schema, &v);
         }
@@ -1219,21 +1337,37 @@ fn split_head(value: &[u8]) -> Option<&[u8]> {
     if !value.starts_with(HEAD) {
         return None;
     }
-    let cut = value.windows(SEP.len()).position(|w| w == SEP)?;
-    Some(&value[..cut])
+    // Schema parts run to kilobytes: a byte search for the separator's comma, not a
+    // window compared at every offset.
+    let mut from = HEAD.len();
+    loop {
+        let at = from + value[from..].iter().position(|&b| b == b',')?;
+        if value[at..].starts_with(SEP) {
+            return Some(&value[..at]);
+        }
+        from = at + 1;
+    }
 }
 
 /// The event, if it is a JSON object this module can read, and its schema part: as the
 /// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
-/// else ``None``.
-fn parse(value: &[u8]) -> Option<(Option<&[u8]>, Envelope<'_>)> {
-    let text = std::str::from_utf8(value).ok()?;
+/// else ``None``. A schema part among ``heads`` is cut without a search (its text was
+/// checked when it was remembered), any other is remembered.
+fn parse<'v>(value: &'v [u8], heads: &mut Heads) -> Option<(Option<Arc<[u8]>>, Envelope<'v>)> {
     if value.starts_with(HEAD) {
-        let cut = split_head(value)?.len();
-        let tail = text.trim_end_matches([' ', '\t', '\n', '\r']);
-        let body = tail.strip_suffix('}')?.get(cut + SEP.len()..)?;
-        return Some((Some(&value[..cut]), envelope(body)?));
+        let head = match heads.known(value) {
+            Some(head) => head,
+            None => {
+                let head = split_head(value)?;
+                std::str::from_utf8(head).ok()?;
+                heads.remember(head)
+            }
+        };
+        let rest = std::str::from_utf8(&value[head.len() + SEP.len()..]).ok()?;
+        let body = rest.trim_end_matches([' ', '\t', '\n', '\r']).strip_suffix('}')?;
+        return Some((Some(head), envelope(body)?));
     }
+    let text = std::str::from_utf8(value).ok()?;
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;

@@ -450,6 +450,25 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
         sink_options=(("schemas_enable", True),),
         transforms=({"type": "unwrap", "drop_tombstones": True},),
     ),
+    # unwrap typing the row (no schema part): the added fields per op and per row after the image
+    "native:debezium-json>debezium-json+unwrap-fields": NativeTarget(
+        "debezium-json",
+        "debezium-json",
+        transforms=(
+            {
+                "type": "unwrap",
+                "delete_handling": "rewrite-with-tombstone",
+                "add_fields": ["op", "table", "source_ts_ms", "processing_ts_ms"],
+            },
+        ),
+    ),
+    # ZonedTimestamp as a zone's wall clock for the typed writers (folds Python's)
+    "native:debezium-json>maxwell-json+schema-zone": NativeTarget(
+        "debezium-json",
+        "maxwell-json",
+        source_options=(("schemas_enable", True), ("source_timezone", "America/New_York")),
+        sink_options=(("source_timezone", "America/New_York"),),
+    ),
     "native:dts-avro>debezium-json": NativeTarget("dts-avro", "debezium-json"),
     "native:dts-avro>canal-json": NativeTarget("dts-avro", "canal-json"),
     "native:dts-avro>dts-avro": NativeTarget(
