@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 
 use crate::canal::{Checked, Row, Text};
 use crate::ckafka_in::position;
+use crate::json_scan::Scan;
 use crate::typed_in::{parse, text, Fields};
 use crate::{CanalToDebezium, Output, Reader as PlanReader};
 
@@ -73,11 +74,30 @@ fn integer<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<i64>, A::Error>
     let raw: &RawValue = map.next_value()?;
     let t = raw.get();
     serde_json::from_str::<Checked>(t).map_err(serde::de::Error::custom)?;
+    Ok(integer_text(t))
+}
+
+/// [`integer`] of a value's checked JSON text.
+fn integer_text(t: &str) -> Option<i64> {
     let digits = t.strip_prefix('-').unwrap_or(t);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Ok(None);
+        return None;
     }
-    Ok(t.parse::<i64>().ok())
+    t.parse::<i64>().ok()
+}
+
+/// ``null`` or an array of literal strings and nulls, as ``Option<Literals>`` deserialises it
+/// (``None``: serde decides, as for any other element).
+fn scan_literals<'a>(scan: &mut Scan<'a>) -> Option<Option<Literals<'a>>> {
+    if scan.null()? {
+        return Some(None);
+    }
+    let mut items = Vec::with_capacity(16);
+    scan.items(b'[', b']', |scan| {
+        items.push(scan.optional_string()?.map(Text));
+        Some(())
+    })?;
+    Some(Some(Literals(items)))
 }
 
 impl<'de> Fields<'de> for Message<'de> {
@@ -99,6 +119,28 @@ impl<'de> Fields<'de> for Message<'de> {
             }
         }
         Ok(())
+    }
+
+    // One pass by the scanner (the serde reading above cost about a third of a message's
+    // instructions): the same fields, serde deciding wherever the scanner stops.
+    const SCANNED: bool = true;
+
+    fn scan_field(&mut self, name: &str, scan: &mut Scan<'de>) -> Option<()> {
+        match name {
+            "logtype" => self.logtype = scan.optional_string()?,
+            "eventtypestr" => self.kind = scan.optional_string()?,
+            "eventtype" => self.code = integer_text(scan.value()?),
+            "db" => self.database = scan.optional_string()?,
+            "table" => self.table = scan.optional_string()?,
+            "gtid" => self.gtid = scan.optional_string()?,
+            "begintime" => self.begintime = integer_text(scan.value()?),
+            "where" => self.before = scan_literals(scan)?,
+            "field" => self.after = scan_literals(scan)?,
+            _ => {
+                scan.value()?;
+            }
+        }
+        Some(())
     }
 }
 
