@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 
 use crate::canal::{Checked, Row, Text};
 use crate::ckafka_in::position;
-use crate::json_scan::Scan;
+use crate::json_scan::{first_of, Scan};
 use crate::typed_in::{parse, text, Fields};
 use crate::{CanalToDebezium, Output, Reader as PlanReader};
 
@@ -260,6 +260,9 @@ fn string(t: &str) -> Option<(Literal<'_>, &str)> {
     let mut out: Option<String> = None;
     let (mut i, mut start) = (0, 0);
     while i < bytes.len() {
+        // To the next backslash or quote, eight bytes at a time (a byte-at-a-time loop was most of a literal's cost).
+        let Some(at) = first_of(bytes, i, quote, b'\\') else { break };
+        i = at;
         let c = bytes[i];
         if c == b'\\' {
             let s = out.get_or_insert_with(String::new);
