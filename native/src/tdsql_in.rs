@@ -86,14 +86,26 @@ fn integer_text(t: &str) -> Option<i64> {
     t.parse::<i64>().ok()
 }
 
+/// [`integer`] from the scanner: a number's token read once (any other value checked and skipped).
+fn scan_integer(scan: &mut Scan<'_>) -> Option<Option<i64>> {
+    if !matches!(scan.peek()?, b'-' | b'0'..=b'9') {
+        return scan.value().map(|_| None);
+    }
+    let n = scan.number()?;
+    Some(if n.integer { n.int } else { None })
+}
+
 /// ``null`` or an array of literal strings and nulls, as ``Option<Literals>`` deserialises it
 /// (``None``: serde decides, as for any other element).
 fn scan_literals<'a>(scan: &mut Scan<'a>) -> Option<Option<Literals<'a>>> {
     if scan.null()? {
         return Some(None);
     }
-    let mut items = Vec::with_capacity(16);
+    let mut items = Vec::new(); // (an insert's ``where`` and a delete's ``field`` are empty: no allocation)
     scan.items(b'[', b']', |scan| {
+        if items.is_empty() {
+            items.reserve(16); // (rows are wide)
+        }
         items.push(scan.optional_string()?.map(Text));
         Some(())
     })?;
@@ -129,11 +141,11 @@ impl<'de> Fields<'de> for Message<'de> {
         match name {
             "logtype" => self.logtype = scan.optional_string()?,
             "eventtypestr" => self.kind = scan.optional_string()?,
-            "eventtype" => self.code = integer_text(scan.value()?),
+            "eventtype" => self.code = scan_integer(scan)?,
             "db" => self.database = scan.optional_string()?,
             "table" => self.table = scan.optional_string()?,
             "gtid" => self.gtid = scan.optional_string()?,
-            "begintime" => self.begintime = integer_text(scan.value()?),
+            "begintime" => self.begintime = scan_integer(scan)?,
             "where" => self.before = scan_literals(scan)?,
             "field" => self.after = scan_literals(scan)?,
             _ => {
