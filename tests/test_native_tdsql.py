@@ -515,3 +515,50 @@ def test_corpus_transaction_with_its_ddl_and_the_documented_row(sink: str, corpu
     result = run(sink, values)
     assert not result.dead_letters
     assert result.handled == 1
+
+
+#: DOUBLE literals in Java's plain range (1e-3 <= |v| < 1e7, and zero): the plan's own. The Canal
+#: writer copies those that already are their double's shortest digits (plain, no trailing zero,
+#: at most 15 significant digits) and converts the rest; around them, texts it must not copy.
+PLAIN_DOUBLES = [
+    "0.001", "-0.001", "0.5", "-0.5", "1.5", "1.50", "1.0", "1", "0.0", "-0.0", "9999999.5",
+    "1234567.89012345", "1234567.890123456", "0.123456789012345", "0.1234567890123456",
+    "0.12345678901234567", "0.30000000000000004", "0.0010", "100.25",
+]  # fmt: skip
+OTHER_DOUBLES = ["0.0009", "0.000999", "10000000.5", "123456789.5", "00.5", "-00.5", "1.", ".5", "'0.25'", "2.5e-3"]
+DBL_TABLE = "create table dbl (id int primary key, v double)"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    texts=st.lists(
+        st.one_of(
+            st.sampled_from(PLAIN_DOUBLES + OTHER_DOUBLES),
+            st.builds(
+                lambda sign, whole, frac: f"{sign}{whole}.{frac}",
+                st.sampled_from(["", "-"]),
+                st.sampled_from(["0", "00"]) | st.integers(1, 10**9).map(str),
+                st.text("0123456789", min_size=1, max_size=18),
+            ),
+            st.floats(allow_nan=False, allow_infinity=False).map(repr),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    sink=st.sampled_from(SINKS),
+)
+def test_double_literals_of_every_decimal_form(texts: list[str], sink: str) -> None:
+    """DOUBLE literals of every decimal form (digits past what a double holds, leading and
+    trailing zeros, both sides of Java's plain range): the writers give Python's bytes."""
+    values = [msg("query", 2, sql=DBL_TABLE, table="dbl")]
+    values += [insert(str(i), text, table="dbl") for i, text in enumerate(texts)]
+    run(sink, values)
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_plain_doubles_are_converted_natively(sink: str) -> None:
+    """Every DOUBLE in Java's plain range is the plan's own (one that hands them to Python fails),
+    and converted as Python converts it."""
+    values = [msg("query", 2, sql=DBL_TABLE, table="dbl")]
+    values += [insert(str(i), text, table="dbl") for i, text in enumerate(PLAIN_DOUBLES)]
+    assert run(sink, values).handled == len(PLAIN_DOUBLES)

@@ -61,6 +61,9 @@ struct Retext {
     name_len: usize,
     op: TextOp,
     sql: SqlCode,
+    /// The ``sqlType`` entries ``"name":code`` by NULL-ness (null, any other value), written
+    /// once per table; ``None``: the code depends on the value (``SqlCode::Unsigned``).
+    sql_entries: Option<[Vec<u8>; 2]>,
     /// ENUM labels (another dialect's text: CloudCanal's) to Canal's index text, instead of ``op``.
     labels: Option<HashMap<String, String>>,
 }
@@ -182,7 +185,15 @@ impl Table {
                         Some(max) => SqlCode::Unsigned { signed: code, wide, max },
                         None => SqlCode::ByNull(null_code, code),
                     };
-                    out.push(Retext { mysql_type: entry, name_len, op, sql, labels: labels.get(i).cloned().flatten() });
+                    let sql_entries = match sql {
+                        SqlCode::ByNull(null, code) => Some([null, code].map(|code| {
+                            let mut e = entry[..=name_len].to_vec();
+                            json::write_int(&mut e, code);
+                            e
+                        })),
+                        SqlCode::Unsigned { .. } => None,
+                    };
+                    out.push(Retext { mysql_type: entry, name_len, op, sql, sql_entries, labels: labels.get(i).cloned().flatten() });
                 }
                 Some(out)
             }
@@ -207,7 +218,8 @@ impl Table {
     #[inline]
     pub(crate) fn column(&self, n: usize, name: &str) -> Option<usize> {
         match self.names.get(n) {
-            Some(expected) if expected == name => Some(n),
+            // (The catalog readers' rows borrow the table's own names: the same slice, no compare.)
+            Some(expected) if std::ptr::eq(expected.as_str(), name) || expected == name => Some(n),
             _ => self.index.get(name).copied(),
         }
     }
@@ -624,8 +636,14 @@ fn write_retext_with(t: &Table, columns: &[Retext], m: &Message, op: usize, vari
         if n > 0 {
             value.push(b',');
         }
-        value.extend_from_slice(columns[*c].name_entry());
-        json::write_int(&mut value, columns[*c].sql.of(buf, *span)?);
+        let column = &columns[*c];
+        match &column.sql_entries {
+            Some(entries) => value.extend_from_slice(&entries[usize::from(span.is_some())]),
+            None => {
+                value.extend_from_slice(column.name_entry());
+                json::write_int(&mut value, column.sql.of(buf, *span)?);
+            }
+        }
     }
     value.extend_from_slice(b"},\"table\":");
     json::write_str(&mut value, m.table.as_deref().unwrap_or(""));

@@ -156,6 +156,10 @@ pub(crate) fn write_decimal(out: &mut Vec<u8>, text: &str, scale: usize) -> Resu
 
 /// ``java_float_text(float(text))`` for a DOUBLE whose magnitude Java prints plainly.
 fn write_double(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
+    if shortest_double(text) {
+        json::write_str(out, text); // (parsing and re-printing it was a fifth of the Canal writer's conversions)
+        return Ok(());
+    }
     let plain = text.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'e' || b == b'E' || b == b'+');
     if !plain || text.is_empty() {
         return Err(Fallback);
@@ -174,6 +178,30 @@ fn write_double(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
     }
     out.push(b'"');
     Ok(())
+}
+
+/// Is ``text`` already the double's shortest round-trip digits in plain notation, within Java's
+/// plain range (what ``write_double`` writes for it)? ``-?(0|[1-9]\d{0,6})\.\d*[1-9]`` of at
+/// most 15 significant digits and at least 1e-3: two decimals of at most 15 significant digits
+/// never read as the same double (``DBL_DIG``), so no other one as short reads as this one's.
+fn shortest_double(text: &str) -> bool {
+    let body = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    let Some(dot) = body.iter().position(|&b| b == b'.') else { return false };
+    let (int, frac) = (&body[..dot], &body[dot + 1..]);
+    let int_ok = !int.is_empty() && int.len() <= 7 && int.iter().all(u8::is_ascii_digit) && (int[0] != b'0' || int.len() == 1);
+    if !int_ok || !frac.iter().all(u8::is_ascii_digit) || !frac.last().is_some_and(|&b| b != b'0') {
+        return false; // (an integer or a trailing zero: Python's repr writes it otherwise)
+    }
+    let significant = if int == b"0" {
+        let zeros = frac.iter().take_while(|&&b| b == b'0').count();
+        if zeros > 2 {
+            return false; // below 1e-3: Java's E notation
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + frac.len()
+    };
+    significant <= 15
 }
 
 /// ``java_float_text(float32(float(text)), True)``: ``Float.toString``'s plain notation

@@ -245,21 +245,41 @@ impl<'a> Scan<'a> {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each zero byte of ``x`` (and maybe of bytes above the first: only the
+/// lowest marked byte is exact).
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGH
+}
+
 /// The index of the first ``"``, ``\\`` or control character at or after ``i`` (eight
 /// bytes at a time: a byte's high bit marks a match; the lowest marked byte is exact).
 fn special(b: &[u8], mut i: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     while let Some(chunk) = b.get(i..i + 8) {
         let w = u64::from_le_bytes(chunk.try_into().ok()?);
-        let found = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        let found = zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\'))) | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
         if found != 0 {
             return Some(i + (found.trailing_zeros() / 8) as usize);
         }
         i += 8;
     }
     b[i.min(b.len())..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|n| i + n)
+}
+
+/// The index of the first byte ``x`` or ``y`` at or after ``i``, eight bytes at a time as
+/// [`special`] (the TDSQL reader's SQL strings: their quote and backslash).
+pub(crate) fn first_of(b: &[u8], mut i: usize, x: u8, y: u8) -> Option<usize> {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let found = zero_bytes(w ^ (ONES * u64::from(x))) | zero_bytes(w ^ (ONES * u64::from(y)));
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i.min(b.len())..].iter().position(|&c| c == x || c == y).map(|n| i + n)
 }
 
 #[cfg(test)]
@@ -300,5 +320,16 @@ mod tests {
         }
         assert_eq!(Scan::new("\"abcdefghij\u{1f}k\"").string(), None);
         assert_eq!(Scan::new("\"abcdefghijk").string(), None);
+    }
+
+    #[test]
+    fn first_of_finds_the_lowest_match() {
+        let text = b"abcdefgh'ijklmnop\\q'";
+        assert_eq!(first_of(text, 0, b'\'', b'\\'), Some(8));
+        assert_eq!(first_of(text, 9, b'\'', b'\\'), Some(17));
+        assert_eq!(first_of(text, 18, b'\'', b'\\'), Some(19));
+        assert_eq!(first_of(b"\x01'\x00\x00\x00\x00\x00\x00\x00\x00", 0, b'\'', b'\\'), Some(1));
+        assert_eq!(first_of(b"no match here at all", 0, b'\'', b'\\'), None);
+        assert_eq!(first_of(b"ab", 5, b'\'', b'\\'), None);
     }
 }
