@@ -1,6 +1,8 @@
 """The row-changing transforms on the native writers of Canal text (canal-json ->
-ticdc-canal-json, maxwell-json, ogg-json; ticdc-canal-json -> maxwell-json, ogg-json),
-against the Python path: byte for byte.
+ticdc-canal-json, maxwell-json, ogg-json, cloudcanal-json, ckafka-json, dataworks-json;
+ticdc-canal-json -> the same but TiCDC's own), against the Python path: byte for byte.
+DataWorks numbers its rows: its chains also run one record per batch, and its counts are
+of each record alone (a batch is the plan's up to its first record for Python).
 
 The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
 the transformed table and primary key) and written by the writer's table of the transformed
@@ -40,6 +42,7 @@ from tests.test_native import (
     edge_messages,
     records_of,
 )
+from tests.test_native_dataworks_out import alone, assert_one_per_batch, chain_of
 from tests.test_native_rowxf import (
     EXAMPLE_DATA,
     PAIRS,
@@ -61,8 +64,18 @@ WRITERS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "ticdc": (native.CANAL_TO_TICDC, [{}, {"content_compatible": True}, {"enable_tidb_extension": True}]),
     "maxwell": (native.CANAL_TO_MAXWELL, [{}]),
     "ogg": (native.CANAL_TO_OGG, [{}]),
+    "cloudcanal": (native.CANAL_TO_CLOUDCANAL, [{}]),
+    "ckafka": (native.CANAL_TO_CKAFKA, [{}]),
+    "dataworks": (native.CANAL_TO_DATAWORKS, [{}, {"update_as": "single"}]),
 }
-FORMATS = {"ticdc": "ticdc-canal-json", "maxwell": "maxwell-json", "ogg": "ogg-json"}
+FORMATS = {
+    "ticdc": "ticdc-canal-json",
+    "maxwell": "maxwell-json",
+    "ogg": "ogg-json",
+    "cloudcanal": "cloudcanal-json",
+    "ckafka": "ckafka-json",
+    "dataworks": "dataworks-json",
+}
 #: (writer, options) pairs.
 SINKS = [(w, o) for w, (_, options) in WRITERS.items() for o in options]
 SINK_IDS = [f"{w}-{'-'.join(o) or 'default'}" for w, o in SINKS]
@@ -77,9 +90,14 @@ ALL_PYTHON = {"replace-drops-pk"}
 
 def timeless(writer: str, transforms: list[dict[str, Any]]) -> int:
     """1 if the regular message without ``es`` and ``ts`` is Python's: TiCDC writes ``ts`` (Python
-    the current time), and so is a column of ``source_ts_ms`` or ``processing_ts_ms``."""
+    the current time), CloudCanal ``sendTs`` and CKafka ``TIME`` (Python: the record's time),
+    and so is a column of ``source_ts_ms`` or ``processing_ts_ms``."""
     times = {"source_ts_ms", "processing_ts_ms"}
-    return int(writer == "ticdc" or any(times & set(t.get("metadata", {}).values()) for t in transforms))
+    # CloudCanal writes ``sendTs`` (Python: the event's time), CKafka ``TIME`` (Python: the record's)
+    return int(
+        writer in ("ticdc", "cloudcanal", "ckafka")
+        or any(times & set(t.get("metadata", {}).values()) for t in transforms)
+    )
 
 
 def assert_same(
@@ -91,8 +109,26 @@ def assert_same(
 ) -> int:
     """Both paths give the same records, dead letters and missing-column counts; returns how
     many records the plan handled itself."""
-    plan = WRITERS[writer][0]
-    return assert_plan_agrees("canal-json", FORMATS[writer], plan, records, source, sink, transforms)
+    return assert_agrees("canal-json", WRITERS[writer][0], records, transforms, writer, sink, source)
+
+
+def assert_agrees(
+    decoder: str,
+    plan: str,
+    records: list[Any],
+    transforms: list[dict[str, Any]],
+    writer: str,
+    sink: dict[str, Any] | None,
+    source: dict[str, Any] | None,
+) -> int:
+    """:func:`assert_same` from ``decoder`` (its ``plan``). DataWorks numbers its rows: there a
+    batch is the plan's up to its first record for Python, so the count is of each record alone,
+    and one record per batch must write (and number) what one batch of them all writes."""
+    handled = assert_plan_agrees(decoder, FORMATS[writer], plan, records, source, sink, transforms)
+    if writer != "dataworks":
+        return handled
+    assert_one_per_batch(decoder, records, source, sink, transforms)
+    return alone(chain_of(decoder, source, sink, transforms), [r.value for r in records])
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -221,13 +257,18 @@ def test_example_data(name: str, writer: str) -> None:
 
 
 #: From TiCDC's dialect: the typed-JSON writers (TiCDC's own writer copies TiCDC's texts: Python's).
-TICDC_WRITERS = {"maxwell": native.TICDC_TO_MAXWELL, "ogg": native.TICDC_TO_OGG}
+TICDC_WRITERS = {
+    "maxwell": native.TICDC_TO_MAXWELL,
+    "ogg": native.TICDC_TO_OGG,
+    "cloudcanal": native.TICDC_TO_CLOUDCANAL,
+    "ckafka": native.TICDC_TO_CKAFKA,
+    "dataworks": native.TICDC_TO_DATAWORKS,
+}
 
 
 def assert_same_from_ticdc(records: list[Any], transforms: list[dict[str, Any]], writer: str, tz: str) -> int:
     zone = {"source_timezone": tz}
-    plan = TICDC_WRITERS[writer]
-    return assert_plan_agrees("ticdc-canal-json", FORMATS[writer], plan, records, zone, zone, transforms)
+    return assert_agrees("ticdc-canal-json", TICDC_WRITERS[writer], records, transforms, writer, zone, zone)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -222,11 +222,17 @@ _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 
 
 def shaped_plan(
-    chain: Any, tables: type[native._CanalTables], names: tuple[str, str | None], **writer: Any
+    chain: Any,
+    tables: type[native._CanalTables],
+    names: tuple[str, str | None],
+    *,
+    plan_class: type[native.NativePlan] | None = None,
+    **writer: Any,
 ) -> native.NativePlan | None:
     """canal-json (or, where ``names`` has a plan from it, ticdc-canal-json) -> a writer
     (``writer``: its options) with row-changing transforms (not ``unwrap``), compiled by
-    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``."""
+    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``;
+    ``plan_class``: the plan's class (a writer numbering records: ``DtsNativePlan``)."""
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
     from cdc_smt.transforms.smt.unwrap import Unwrap
@@ -241,7 +247,7 @@ def shaped_plan(
     compiler = tables(chain.decoder, chain.encoder, list(chain.transforms))
     limit = chain.decoder.opts.max_message_bytes
     plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, ticdc=ticdc, **writer)
-    return native.NativePlan(name, plan, compiler.variants)
+    return (plan_class or native.NativePlan)(name, plan, compiler.variants)
 
 
 class TextShaped(native._CanalTables):
@@ -252,6 +258,9 @@ class TextShaped(native._CanalTables):
 
     #: The writer's compiler of row-keeping layouts.
     writer_tables: type[native._CanalTables]
+    #: The encoder types the event before it keys the record (the CloudCanal and CKafka
+    #: encoders' ``text_images``): integer key values are numbers even when no transform typed.
+    keys_typed = False
 
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         from cdc_smt.transforms.types import Kind
@@ -277,7 +286,10 @@ class TextShaped(native._CanalTables):
             if kind == "UPDATE" and added:
                 ops.append((1, None))  # insert_field writes the after-image only; the writer's old overlays it
                 continue
-            (record,) = self.encoder.encode(done)
+            records = self._encode_probe(done)
+            if not records or len({r.topic for r in records}) != 1:
+                raise _Unsupported("records")
+            record = records[0]
             if record.value is None or (done.source.database, done.source.table) != final_bits(final):
                 raise _Unsupported("record")
             self._check_shaped(orjson.loads(record.value), done)
@@ -290,9 +302,19 @@ class TextShaped(native._CanalTables):
             self._added_texts(done, added) if done is not None else [None] * _const_count(added)
             for _, done, _ in follows
         ]
-        key_spec = [(name, self._key_number(shape, c, name, final)) for name, c in key]
+        key_spec = [(name, self._key_number(shape, c, name, final, self.keys_typed)) for name, c in key]
         where = (final.source.database, final.source.table, list(final.pk))
-        return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec)
+        return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec, self._before_keyed(explicit))
+
+    def _encode_probe(self, event: Any) -> list[Any]:
+        """The records Python writes for an op's transformed probe (the encoder left as it was)."""
+        records: list[Any] = self.encoder.encode(event)
+        return records
+
+    def _before_keyed(self, explicit: bool) -> bool:
+        """Is an UPDATE's first record of two keyed by the before-image (DataWorks' split
+        updates, when no transform set the key)?"""
+        return False
 
     def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
         """The writer's spec of the transformed schema, with ``ops`` as its op entries."""
@@ -357,12 +379,13 @@ class TextShaped(native._CanalTables):
         return texts
 
     @staticmethod
-    def _key_number(shape: _Shape, c: int, name: str, final: Any) -> bool:
-        """Is a key field written as a number (a typed integer), or as its text?"""
+    def _key_number(shape: _Shape, c: int, name: str, final: Any, keys_typed: bool = False) -> bool:
+        """Is a key field written as a number (a typed integer), or as its text (``keys_typed``:
+        the encoder types the row even when no transform did)?"""
         from cdc_smt.transforms.types import Kind
 
         kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
-        if not any(shape.typing) or kind is Kind.STRING:
+        if not (keys_typed or any(shape.typing)) or kind is Kind.STRING:
             return False
         if kind is Kind.INT and (mask is None or mask[0] != "hash"):
             return True

@@ -531,7 +531,10 @@ impl CanalToDebezium {
                             Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
                             None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
                         },
-                        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => cloudcanal_out::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::CloudCanal(t)))),
+                            None => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        },
                     }
                     .map(Arc::new)
                 };
@@ -608,7 +611,7 @@ impl CanalToDebezium {
             });
         }
         if let Table::Shaped(shape, inner) = &*table {
-            return Ok(shaped_write(shape, inner, &self.encoder, &m, op, out).unwrap_or(false));
+            return Ok(shaped_write(shape, inner, &mut self.encoder, &m, op, out).unwrap_or(false));
         }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
@@ -859,11 +862,13 @@ fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyA
 }
 
 /// One row message through the transforms' ``shape`` into the ``inner`` writer's records
-/// (keyed by the transformed rows); ``Ok(false)`` / ``Err``: Python's.
-fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
+/// (keyed by the transformed rows, the keys made before the writer numbers anything);
+/// ``Ok(false)`` / ``Err``: Python's.
+fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &mut Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
     let entry = match inner {
         Table::Ticdc(t) => &t.ops[op],
         Table::Typed(t) => &t.ops[op],
+        Table::CloudCanal(t) => &t.ops[op],
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -872,14 +877,25 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
         canal_out::Entry::Dropped => return Ok(shape.knows(m.data.as_deref().ok_or(Fallback)?)),
     };
     let shaped = shape.apply(m, op)?;
+    let pairs = op == 1 && matches!(encoder, Encoder::DataWorks { split: true, .. });
+    let keys = shape.keys(&shaped, pairs)?;
     let start = out.len();
     match (inner, encoder) {
         (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
+        (Table::CloudCanal(t), Encoder::CloudCanal) => cloudcanal_out::write(t, &shaped, op, variant, out)?,
+        (Table::CloudCanal(t), Encoder::CKafka(zone)) => ckafka_out::write(t, &shaped, op, variant, *zone, &Default::default(), out)?,
+        (Table::CloudCanal(t), Encoder::DataWorks { ids, split }) => dataworks_out::write(t, &shaped, op, variant, *split, ids, out)?,
         _ => return Ok(false),
     }
-    shape.rekey(&shaped, &mut out[start..])?;
+    if out.len() - start != keys.len() {
+        out.truncate(start); // not reached: one record per row, two per UPDATE row in ``pairs``
+        return Err(Fallback);
+    }
+    for (record, key) in out[start..].iter_mut().zip(keys) {
+        record.1 = key;
+    }
     Ok(true)
 }
 
