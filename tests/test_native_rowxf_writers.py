@@ -1,8 +1,9 @@
 """The row-changing transforms on the native writers of Canal text (canal-json ->
-ticdc-canal-json, maxwell-json, ogg-json, cloudcanal-json, ckafka-json, dataworks-json;
-ticdc-canal-json -> the same but TiCDC's own), against the Python path: byte for byte.
-DataWorks numbers its rows: its chains also run one record per batch, and its counts are
-of each record alone (a batch is the plan's up to its first record for Python).
+ticdc-canal-json, maxwell-json, ogg-json, cloudcanal-json, ckafka-json, dataworks-json,
+dts-avro; ticdc-canal-json -> the same but TiCDC's own), against the Python path: byte for
+byte. DataWorks and DTS number their records: their chains also run one record per batch,
+and their counts are of each record alone (a batch is the plan's up to its first record for
+Python).
 
 The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
 the transformed table and primary key) and written by the writer's table of the transformed
@@ -39,10 +40,11 @@ from tests.test_native import (
     _message,
     assert_plan_agrees,
     canal_stream,
+    dead_letters,
     edge_messages,
+    outputs,
     records_of,
 )
-from tests.test_native_dataworks_out import alone, assert_one_per_batch, chain_of
 from tests.test_native_rowxf import (
     EXAMPLE_DATA,
     PAIRS,
@@ -67,7 +69,11 @@ WRITERS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "cloudcanal": (native.CANAL_TO_CLOUDCANAL, [{}]),
     "ckafka": (native.CANAL_TO_CKAFKA, [{}]),
     "dataworks": (native.CANAL_TO_DATAWORKS, [{}, {"update_as": "single"}]),
+    "dts": (native.CANAL_TO_DTS, [{}]),
 }
+#: The writers that number their records (``sequenceId``, record ids): a batch is the plan's
+#: up to its first record for Python.
+NUMBERED = {"dataworks", "dts"}
 FORMATS = {
     "ticdc": "ticdc-canal-json",
     "maxwell": "maxwell-json",
@@ -75,6 +81,7 @@ FORMATS = {
     "cloudcanal": "cloudcanal-json",
     "ckafka": "ckafka-json",
     "dataworks": "dataworks-json",
+    "dts": "dts-avro",
 }
 #: (writer, options) pairs.
 SINKS = [(w, o) for w, (_, options) in WRITERS.items() for o in options]
@@ -121,14 +128,27 @@ def assert_agrees(
     sink: dict[str, Any] | None,
     source: dict[str, Any] | None,
 ) -> int:
-    """:func:`assert_same` from ``decoder`` (its ``plan``). DataWorks numbers its rows: there a
-    batch is the plan's up to its first record for Python, so the count is of each record alone,
-    and one record per batch must write (and number) what one batch of them all writes."""
+    """:func:`assert_same` from ``decoder`` (its ``plan``). For the writers that number their
+    records (:data:`NUMBERED`) a batch is the plan's up to its first record for Python, so the
+    count is of each record alone, and one record per batch must write (and number) what one
+    batch of them all writes."""
     handled = assert_plan_agrees(decoder, FORMATS[writer], plan, records, source, sink, transforms)
-    if writer != "dataworks":
+    if writer not in NUMBERED:
         return handled
-    assert_one_per_batch(decoder, records, source, sink, transforms)
-    return alone(chain_of(decoder, source, sink, transforms), [r.value for r in records])
+
+    def chain() -> Chain:
+        codecs = get_codec(decoder, source or {}), get_codec(FORMATS[writer], sink or {})
+        return Chain(codecs[0], codecs[1], build_transforms(transforms), "all")
+
+    fast, slow = chain(), chain()
+    slow.native = None
+    one_by_one = [fast.process_batch([r]) for r in records]
+    expected = slow.process_batch(records)
+    assert [o for r in one_by_one for o in outputs(r)] == outputs(expected)
+    assert [d for r in one_by_one for d in dead_letters(r)] == dead_letters(expected)
+    plan_alone = chain().native
+    assert plan_alone is not None
+    return sum(plan_alone.convert_values([r.value])[0][0] >= 0 for r in records)
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -263,6 +283,7 @@ TICDC_WRITERS = {
     "cloudcanal": native.TICDC_TO_CLOUDCANAL,
     "ckafka": native.TICDC_TO_CKAFKA,
     "dataworks": native.TICDC_TO_DATAWORKS,
+    "dts": native.TICDC_TO_DTS,
 }
 
 

@@ -277,7 +277,7 @@ class TextShaped(native._CanalTables):
             return None
         final = finals[0]
         added = [a for a in shape.added if a[0] is not None]
-        ops: list[tuple[int, int | None]] = []
+        ops: list[tuple[Any, ...]] = []
         for kind, (what, done, edits) in zip(_KINDS, follows, strict=True):
             if done is None:
                 ops.append((what, None))
@@ -286,14 +286,9 @@ class TextShaped(native._CanalTables):
             if kind == "UPDATE" and added:
                 ops.append((1, None))  # insert_field writes the after-image only; the writer's old overlays it
                 continue
-            records = self._encode_probe(done)
-            if not records or len({r.topic for r in records}) != 1:
-                raise _Unsupported("records")
-            record = records[0]
-            if record.value is None or (done.source.database, done.source.table) != final_bits(final):
+            if (done.source.database, done.source.table) != final_bits(final):
                 raise _Unsupported("record")
-            self._check_shaped(orjson.loads(record.value), done)
-            ops.append((2, self._variant(record.topic, edits)))
+            ops.append(self._op_entry(done, edits))
         inner = self._inner(final, ops)
         if inner is None:
             return None
@@ -306,17 +301,44 @@ class TextShaped(native._CanalTables):
         where = (final.source.database, final.source.table, list(final.pk))
         return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec, self._before_keyed(explicit))
 
+    def _op_entry(self, done: Any, edits: list[HeaderEdit] | None) -> tuple[Any, ...]:
+        """A written op's entry from its transformed probe ``done``: ``(2, variant)``, the
+        records Python writes for it checked to carry the shaped message's fields."""
+        records = self._encode_probe(done)
+        if not records or len({r.topic for r in records}) != 1 or records[0].value is None:
+            raise _Unsupported("records")
+        self._check_shaped(orjson.loads(records[0].value), done)
+        return 2, self._variant(records[0].topic, edits)
+
+    #: The encoder's attribute counting what it numbers (DataWorks' ``sequenceId``, DTS's
+    #: record ids): the probes leave it as it was.
+    counter: str | None = None
+
     def _encode_probe(self, event: Any) -> list[Any]:
         """The records Python writes for an op's transformed probe (the encoder left as it was)."""
-        records: list[Any] = self.encoder.encode(event)
-        return records
+        return self._kept(lambda: self.encoder.encode(event))
+
+    def _written_value(self, event: Any, schema: Any, values: dict[str, Any]) -> bytes:
+        # the constants' messages compare whole: with one number (sequenceId, record id)
+        value: bytes = self._kept(lambda: super(TextShaped, self)._written_value(event, schema, values))
+        return value
+
+    def _kept(self, encode: Any) -> Any:
+        """``encode()`` with the encoder's :attr:`counter` restored after it."""
+        if self.counter is None:
+            return encode()
+        count = getattr(self.encoder, self.counter)
+        try:
+            return encode()
+        finally:
+            setattr(self.encoder, self.counter, count)
 
     def _before_keyed(self, explicit: bool) -> bool:
         """Is an UPDATE's first record of two keyed by the before-image (DataWorks' split
         updates, when no transform set the key)?"""
         return False
 
-    def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
+    def _inner(self, final: Any, ops: list[tuple[Any, ...]]) -> Any:
         """The writer's spec of the transformed schema, with ``ops`` as its op entries."""
         types = orjson.dumps({c.name: c.type for c in final.schema.columns}).decode()
         base = self.writer_tables(self.decoder, self.encoder, [])
@@ -324,6 +346,11 @@ class TextShaped(native._CanalTables):
         spec = None if probe is None else base._compile(*probe, list(final.pk))
         if spec is None:
             return None
+        return self._with_ops(spec, ops)
+
+    @staticmethod
+    def _with_ops(spec: Any, ops: list[tuple[Any, ...]]) -> Any:
+        """The writer's ``spec`` with ``ops`` as its op entries (its third item)."""
         return (*spec[:2], ops, *spec[3:])
 
     def _check_shaped(self, written: dict[str, Any], final: Any) -> None:

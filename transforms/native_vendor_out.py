@@ -377,20 +377,7 @@ class _ShapedDataWorksTables(TextShaped, _DataWorksOutTables):
     and a split UPDATE's first record is keyed by its before-image as Python keys it."""
 
     writer_tables = _DataWorksOutTables
-
-    def _encode_probe(self, event: Any) -> list[Any]:
-        counter = self.encoder._next_seq
-        try:
-            return super()._encode_probe(event)
-        finally:
-            self.encoder._next_seq = counter
-
-    def _written_value(self, event: Any, schema: Any, values: dict[str, Any]) -> bytes:
-        counter = self.encoder._next_seq  # the texts' messages compare whole: one sequenceId
-        try:
-            return super()._written_value(event, schema, values)
-        finally:
-            self.encoder._next_seq = counter
+    counter = "_next_seq"
 
     def _before_keyed(self, explicit: bool) -> bool:
         return not explicit and self.encoder.opts.update_as != "single"

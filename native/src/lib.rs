@@ -526,7 +526,10 @@ impl CanalToDebezium {
                             Some((inner, shape)) => typed_json::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Typed(t)))),
                             None => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         },
-                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        Encoder::DtsAvro(_) => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => Some(Table::Shaped(Box::new(shape), Box::new(Table::DtsAvro(dts_avro_out::Table::from_spec(&inner)?)))),
+                            None => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        },
                         Encoder::Ticdc => match shaped_spec(spec.bind(py))? {
                             Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
                             None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
@@ -869,6 +872,11 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &mut Encode
         Table::Ticdc(t) => &t.ops[op],
         Table::Typed(t) => &t.ops[op],
         Table::CloudCanal(t) => &t.ops[op],
+        Table::DtsAvro(t) => &match &t.ops[op] {
+            dts_avro_out::Entry::Write(variant, _) => canal_out::Entry::Write(*variant),
+            dts_avro_out::Entry::Python => canal_out::Entry::Python,
+            dts_avro_out::Entry::Dropped => canal_out::Entry::Dropped,
+        },
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -887,6 +895,10 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &mut Encode
         (Table::CloudCanal(t), Encoder::CloudCanal) => cloudcanal_out::write(t, &shaped, op, variant, out)?,
         (Table::CloudCanal(t), Encoder::CKafka(zone)) => ckafka_out::write(t, &shaped, op, variant, *zone, &Default::default(), out)?,
         (Table::CloudCanal(t), Encoder::DataWorks { ids, split }) => dataworks_out::write(t, &shaped, op, variant, *split, ids, out)?,
+        (Table::DtsAvro(t), Encoder::DtsAvro(ids)) => match &t.ops[op] {
+            dts_avro_out::Entry::Write(_, middle) => dts_avro_out::write(t, &shaped, op, variant, middle, ids, out)?,
+            _ => return Ok(false),
+        },
         _ => return Ok(false),
     }
     if out.len() - start != keys.len() {

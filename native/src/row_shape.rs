@@ -1,6 +1,6 @@
 //! The row-changing transforms (``replace_field``, ``mask_field``, ``insert_field``,
 //! ``value_to_key``, ``merge_shards``) for the writers that convert Canal text (TiCDC's,
-//! Maxwell's, GoldenGate's, CloudCanal's, CKafka's and DataWorks'):
+//! Maxwell's, GoldenGate's, CloudCanal's, CKafka's, DataWorks' and DTS's):
 //! each row of a Canal message re-shaped, still as Canal text, into the transformed
 //! event's row, which the writer then converts with its table of the transformed schema.
 //! Compiled per table by ``transforms/native_rowxf.py`` (``_TextShapedTables``).
