@@ -212,6 +212,19 @@ def test_updates_old_as_python_writes_it() -> None:
             assert handled == (0 if transforms is CHAINS["mixed"] else len(values)), transforms
 
 
+@pytest.mark.parametrize(("writer", "sink"), SINKS, ids=SINK_IDS)
+@pytest.mark.parametrize("name", ["value-to-key", "value-to-key-int", "rename-pk", "null-pk", "empty-pk", "hash"])
+def test_updates_of_the_key(name: str, writer: str, sink: dict[str, Any]) -> None:
+    """UPDATEs whose ``old`` changes the key (DataWorks keys a split update's ``UPDATE_BEFOR`` by
+    its before-image unless a transform set the key), among others, are native and identical."""
+    updates = [
+        _message("UPDATE", [{**BASE, "v": "now"}], old=[{"id": "7", "v": "was"}]),
+        _message("UPDATE", [{**BASE, "id": "8"}], old=[{"id": None}]),
+        _message("UPDATE", [{**BASE, "v": "now"}], old=[{"v": "was"}]),
+    ]
+    assert assert_same(records_of([GOOD, *updates, GOOD]), [SINGLE[name]], writer, sink) == 5
+
+
 @pytest.mark.parametrize("on_missing", ["warn", "ignore", "error"])
 @pytest.mark.parametrize(
     "transform",
