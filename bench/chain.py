@@ -14,7 +14,8 @@ so both convert the same messages. Target: the chain costs at most 30 % over
 bare on the Python path, 15 % when the native core runs both (it does the five
 transforms inside its plan; the line "native plan" says whether it does).
 
-Also timed, with the Canal, TiCDC, Maxwell and GoldenGate writers (:data:`WRITERS`):
+Also timed, with the Canal, TiCDC, Maxwell, GoldenGate, CloudCanal, CKafka, DataWorks and
+DTS writers (:data:`WRITERS`):
 canal-json -> each bare and with :data:`MASK` (PII masking between two topics:
 mask_field's salted SHA-256), natively and on the Python path (its twin), over
 the writer's bare row; and canal-json -> canal-json with :data:`MASK_REPLACE`.
@@ -82,6 +83,10 @@ WRITERS = {
     "canal → ticdc": "ticdc-canal-json",
     "canal → maxwell": "maxwell-json",
     "canal → ogg": "ogg-json",
+    "canal → cloudcanal": "cloudcanal-json",
+    "canal → ckafka": "ckafka-json",
+    "canal → dataworks": "dataworks-json",
+    "canal → dts": "dts-avro",
 }
 
 

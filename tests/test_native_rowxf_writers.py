@@ -1,6 +1,9 @@
 """The row-changing transforms on the native writers of Canal text (canal-json ->
-ticdc-canal-json, maxwell-json, ogg-json, tdsql-binlog-json; ticdc-canal-json -> maxwell-json, ogg-json),
-against the Python path: byte for byte.
+ticdc-canal-json, maxwell-json, ogg-json, tdsql-binlog-json, cloudcanal-json, ckafka-json,
+dataworks-json, dts-avro; ticdc-canal-json -> the same but TiCDC's own and TDSQL's), against the
+Python path: byte for byte. DataWorks and DTS number their records: their chains also run one
+record per batch, and their counts are of each record alone (a batch is the plan's up to its
+first record for Python).
 
 The rows are re-shaped in Canal text (``row_shape.rs``: output names, masks, added columns,
 the transformed table and primary key) and written by the writer's table of the transformed
@@ -37,7 +40,9 @@ from tests.test_native import (
     _message,
     assert_plan_agrees,
     canal_stream,
+    dead_letters,
     edge_messages,
+    outputs,
     records_of,
 )
 from tests.test_native_rowxf import (
@@ -62,8 +67,24 @@ WRITERS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "maxwell": (native.CANAL_TO_MAXWELL, [{}]),
     "ogg": (native.CANAL_TO_OGG, [{}]),
     "tdsql": (native.CANAL_TO_TDSQL, [{}, {"row_event_version": 2}]),
+    "cloudcanal": (native.CANAL_TO_CLOUDCANAL, [{}]),
+    "ckafka": (native.CANAL_TO_CKAFKA, [{}]),
+    "dataworks": (native.CANAL_TO_DATAWORKS, [{}, {"update_as": "single"}]),
+    "dts": (native.CANAL_TO_DTS, [{}]),
 }
-FORMATS = {"ticdc": "ticdc-canal-json", "maxwell": "maxwell-json", "ogg": "ogg-json", "tdsql": "tdsql-binlog-json"}
+#: The writers that number their records (``sequenceId``, record ids): a batch is the plan's
+#: up to its first record for Python.
+NUMBERED = {"dataworks", "dts"}
+FORMATS = {
+    "ticdc": "ticdc-canal-json",
+    "maxwell": "maxwell-json",
+    "ogg": "ogg-json",
+    "cloudcanal": "cloudcanal-json",
+    "ckafka": "ckafka-json",
+    "dataworks": "dataworks-json",
+    "dts": "dts-avro",
+    "tdsql": "tdsql-binlog-json",
+}
 #: (writer, options) pairs.
 SINKS = [(w, o) for w, (_, options) in WRITERS.items() for o in options]
 SINK_IDS = [f"{w}-{'-'.join(o) or 'default'}" for w, o in SINKS]
@@ -78,9 +99,14 @@ ALL_PYTHON = {"replace-drops-pk"}
 
 def timeless(writer: str, transforms: list[dict[str, Any]]) -> int:
     """1 if the regular message without ``es`` and ``ts`` is Python's: TiCDC writes ``ts`` (Python
-    the current time), and so is a column of ``source_ts_ms`` or ``processing_ts_ms``."""
+    the current time), CloudCanal ``sendTs`` and CKafka ``TIME`` (Python: the record's time),
+    and so is a column of ``source_ts_ms`` or ``processing_ts_ms``."""
     times = {"source_ts_ms", "processing_ts_ms"}
-    return int(writer == "ticdc" or any(times & set(t.get("metadata", {}).values()) for t in transforms))
+    # CloudCanal writes ``sendTs`` (Python: the event's time), CKafka ``TIME`` (Python: the record's)
+    return int(
+        writer in ("ticdc", "cloudcanal", "ckafka")
+        or any(times & set(t.get("metadata", {}).values()) for t in transforms)
+    )
 
 
 def assert_same(
@@ -92,8 +118,39 @@ def assert_same(
 ) -> int:
     """Both paths give the same records, dead letters and missing-column counts; returns how
     many records the plan handled itself."""
-    plan = WRITERS[writer][0]
-    return assert_plan_agrees("canal-json", FORMATS[writer], plan, records, source, sink, transforms)
+    return assert_agrees("canal-json", WRITERS[writer][0], records, transforms, writer, sink, source)
+
+
+def assert_agrees(
+    decoder: str,
+    plan: str,
+    records: list[Any],
+    transforms: list[dict[str, Any]],
+    writer: str,
+    sink: dict[str, Any] | None,
+    source: dict[str, Any] | None,
+) -> int:
+    """:func:`assert_same` from ``decoder`` (its ``plan``). For the writers that number their
+    records (:data:`NUMBERED`) a batch is the plan's up to its first record for Python, so the
+    count is of each record alone, and one record per batch must write (and number) what one
+    batch of them all writes."""
+    handled = assert_plan_agrees(decoder, FORMATS[writer], plan, records, source, sink, transforms)
+    if writer not in NUMBERED:
+        return handled
+
+    def chain() -> Chain:
+        codecs = get_codec(decoder, source or {}), get_codec(FORMATS[writer], sink or {})
+        return Chain(codecs[0], codecs[1], build_transforms(transforms), "all")
+
+    fast, slow = chain(), chain()
+    slow.native = None
+    one_by_one = [fast.process_batch([r]) for r in records]
+    expected = slow.process_batch(records)
+    assert [o for r in one_by_one for o in outputs(r)] == outputs(expected)
+    assert [d for r in one_by_one for d in dead_letters(r)] == dead_letters(expected)
+    plan_alone = chain().native
+    assert plan_alone is not None
+    return sum(plan_alone.convert_values([r.value])[0][0] >= 0 for r in records)
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -155,6 +212,19 @@ def test_updates_old_as_python_writes_it() -> None:
         for writer, sink in SINKS:
             handled = assert_same(records_of(values), transforms, writer, sink)
             assert handled == (0 if transforms is CHAINS["mixed"] else len(values)), transforms
+
+
+@pytest.mark.parametrize(("writer", "sink"), SINKS, ids=SINK_IDS)
+@pytest.mark.parametrize("name", ["value-to-key", "value-to-key-int", "rename-pk", "null-pk", "empty-pk", "hash"])
+def test_updates_of_the_key(name: str, writer: str, sink: dict[str, Any]) -> None:
+    """UPDATEs whose ``old`` changes the key (DataWorks keys a split update's ``UPDATE_BEFOR`` by
+    its before-image unless a transform set the key), among others, are native and identical."""
+    updates = [
+        _message("UPDATE", [{**BASE, "v": "now"}], old=[{"id": "7", "v": "was"}]),
+        _message("UPDATE", [{**BASE, "id": "8"}], old=[{"id": None}]),
+        _message("UPDATE", [{**BASE, "v": "now"}], old=[{"v": "was"}]),
+    ]
+    assert assert_same(records_of([GOOD, *updates, GOOD]), [SINGLE[name]], writer, sink) == 5
 
 
 @pytest.mark.parametrize("on_missing", ["warn", "ignore", "error"])
@@ -222,13 +292,19 @@ def test_example_data(name: str, writer: str) -> None:
 
 
 #: From TiCDC's dialect: the typed-JSON writers (TiCDC's own writer copies TiCDC's texts: Python's).
-TICDC_WRITERS = {"maxwell": native.TICDC_TO_MAXWELL, "ogg": native.TICDC_TO_OGG}
+TICDC_WRITERS = {
+    "maxwell": native.TICDC_TO_MAXWELL,
+    "ogg": native.TICDC_TO_OGG,
+    "cloudcanal": native.TICDC_TO_CLOUDCANAL,
+    "ckafka": native.TICDC_TO_CKAFKA,
+    "dataworks": native.TICDC_TO_DATAWORKS,
+    "dts": native.TICDC_TO_DTS,
+}
 
 
 def assert_same_from_ticdc(records: list[Any], transforms: list[dict[str, Any]], writer: str, tz: str) -> int:
     zone = {"source_timezone": tz}
-    plan = TICDC_WRITERS[writer]
-    return assert_plan_agrees("ticdc-canal-json", FORMATS[writer], plan, records, zone, zone, transforms)
+    return assert_agrees("ticdc-canal-json", TICDC_WRITERS[writer], records, transforms, writer, zone, zone)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -38,6 +38,7 @@ from cdc_smt.transforms.native import (
     _Unsupported,
     zones_agree,
 )
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 #: The ops of the writers, in their order (c, u, d, r).
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
@@ -46,12 +47,14 @@ _MIDDLE = slice(3, 12)
 
 
 def dts_plan(chain: Any) -> NativePlan | None:
-    """canal-json or ticdc-canal-json -> dts-avro with transforms that keep rows as they are."""
+    """canal-json or ticdc-canal-json -> dts-avro with transforms that keep rows as they are,
+    or with the row-changing ones on rows re-shaped in Canal text (``native_rowxf``)."""
     from cdc_smt.transforms import native
 
-    return native.row_keeping_plan(
+    shaped = changes_rows(chain.transforms)
+    return (shaped_plan if shaped else native.row_keeping_plan)(
         chain,
-        _DtsOutTables,
+        _ShapedDtsTables if shaped else _DtsOutTables,
         (CANAL_TO_DTS, TICDC_TO_DTS),
         plan_class=DtsNativePlan,
         encoder="dts-avro",
@@ -235,3 +238,30 @@ class _DtsOutTables(_CanalTables):
         if obj["version"] != 0 or first.value != expected:
             raise _Unsupported("record")  # not what the writer assembles
         return 2, self._variant(first.topic, edits), middle
+
+
+class _ShapedDtsTables(TextShaped, _DtsOutTables):
+    """canal-json -> dts-avro under row-changing transforms: the DTS writer's table of the
+    transformed schema, fed the re-shaped rows (``row_shape.rs``); each op's record parts from
+    ``sourcePosition`` to ``fields`` are those of its transformed probe, whose ``fields`` must
+    name the transformed schema's columns. The DTS encoder types the event before it keys the
+    record: the key's integers are numbers."""
+
+    writer_tables = _DtsOutTables
+    keys_typed = True
+    counter = "_next_id"
+
+    def _op_entry(self, done: Any, edits: Any) -> tuple[Any, ...]:
+        obj = self._kept(lambda: self.encoder._encode_record(done))
+        records = self._encode_probe(done)
+        names = [c.name for c in done.schema.columns]
+        if obj is None or [f["name"] for f in obj["fields"]] != names or len(records) != 1:
+            raise _Unsupported("fields")
+        if records[0].value is None or obj["version"] != 0:
+            raise _Unsupported("record")
+        return 2, self._variant(records[0].topic, edits), _middle(obj)
+
+    @staticmethod
+    def _with_ops(spec: Any, ops: list[tuple[Any, ...]]) -> Any:
+        """The DTS spec's op entries are its fourth item, each with its record parts."""
+        return (*spec[:3], [(*op, None) if len(op) == 2 else op for op in ops])

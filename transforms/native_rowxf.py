@@ -222,11 +222,17 @@ _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 
 
 def shaped_plan(
-    chain: Any, tables: type[native._CanalTables], names: tuple[str, str | None], **writer: Any
+    chain: Any,
+    tables: type[native._CanalTables],
+    names: tuple[str, str | None],
+    *,
+    plan_class: type[native.NativePlan] | None = None,
+    **writer: Any,
 ) -> native.NativePlan | None:
     """canal-json (or, where ``names`` has a plan from it, ticdc-canal-json) -> a writer
     (``writer``: its options) with row-changing transforms (not ``unwrap``), compiled by
-    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``."""
+    ``tables`` (:class:`_ShapedCanalTables`, :class:`TextShaped`), or ``None``;
+    ``plan_class``: the plan's class (a writer numbering records: ``DtsNativePlan``)."""
     from cdc_smt.transforms.formats.canal_json import CanalJson
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
     from cdc_smt.transforms.smt.unwrap import Unwrap
@@ -241,7 +247,7 @@ def shaped_plan(
     compiler = tables(chain.decoder, chain.encoder, list(chain.transforms))
     limit = chain.decoder.opts.max_message_bytes
     plan = native._native.CanalToDebezium(compiler.compile, max_message_bytes=limit, ticdc=ticdc, **writer)
-    return native.NativePlan(name, plan, compiler.variants)
+    return (plan_class or native.NativePlan)(name, plan, compiler.variants)
 
 
 class TextShaped(native._CanalTables):
@@ -252,6 +258,9 @@ class TextShaped(native._CanalTables):
 
     #: The writer's compiler of row-keeping layouts.
     writer_tables: type[native._CanalTables]
+    #: The encoder types the event before it keys the record (the CloudCanal and CKafka
+    #: encoders' ``text_images``): integer key values are numbers even when no transform typed.
+    keys_typed = False
 
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         from cdc_smt.transforms.types import Kind
@@ -268,7 +277,7 @@ class TextShaped(native._CanalTables):
             return None
         final = finals[0]
         added = [a for a in shape.added if a[0] is not None]
-        ops: list[tuple[int, int | None]] = []
+        ops: list[tuple[Any, ...]] = []
         for kind, (what, done, edits) in zip(_KINDS, follows, strict=True):
             if done is None:
                 ops.append((what, None))
@@ -277,11 +286,9 @@ class TextShaped(native._CanalTables):
             if kind == "UPDATE" and added:
                 ops.append((1, None))  # insert_field writes the after-image only; the writer's old overlays it
                 continue
-            (record,) = self.encoder.encode(done)
-            if record.value is None or (done.source.database, done.source.table) != final_bits(final):
+            if (done.source.database, done.source.table) != final_bits(final):
                 raise _Unsupported("record")
-            self._check_shaped(orjson.loads(record.value), done)
-            ops.append((2, self._variant(record.topic, edits)))
+            ops.append(self._op_entry(done, edits))
         inner = self._inner(final, ops)
         if inner is None:
             return None
@@ -290,11 +297,48 @@ class TextShaped(native._CanalTables):
             self._added_texts(done, added) if done is not None else [None] * _const_count(added)
             for _, done, _ in follows
         ]
-        key_spec = [(name, self._key_number(shape, c, name, final)) for name, c in key]
+        key_spec = [(name, self._key_number(shape, c, name, final, self.keys_typed)) for name, c in key]
         where = (final.source.database, final.source.table, list(final.pk))
-        return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec)
+        return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec, self._before_keyed(explicit))
 
-    def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
+    def _op_entry(self, done: Any, edits: list[HeaderEdit] | None) -> tuple[Any, ...]:
+        """A written op's entry from its transformed probe ``done``: ``(2, variant)``, the
+        records Python writes for it checked to carry the shaped message's fields."""
+        records = self._encode_probe(done)
+        if not records or len({r.topic for r in records}) != 1 or records[0].value is None:
+            raise _Unsupported("records")
+        self._check_shaped(orjson.loads(records[0].value), done)
+        return 2, self._variant(records[0].topic, edits)
+
+    #: The encoder's attribute counting what it numbers (DataWorks' ``sequenceId``, DTS's
+    #: record ids): the probes leave it as it was.
+    counter: str | None = None
+
+    def _encode_probe(self, event: Any) -> list[Any]:
+        """The records Python writes for an op's transformed probe (the encoder left as it was)."""
+        return self._kept(lambda: self.encoder.encode(event))
+
+    def _written_value(self, event: Any, schema: Any, values: dict[str, Any]) -> bytes:
+        # the constants' messages compare whole: with one number (sequenceId, record id)
+        value: bytes = self._kept(lambda: super(TextShaped, self)._written_value(event, schema, values))
+        return value
+
+    def _kept(self, encode: Any) -> Any:
+        """``encode()`` with the encoder's :attr:`counter` restored after it."""
+        if self.counter is None:
+            return encode()
+        count = getattr(self.encoder, self.counter)
+        try:
+            return encode()
+        finally:
+            setattr(self.encoder, self.counter, count)
+
+    def _before_keyed(self, explicit: bool) -> bool:
+        """Is an UPDATE's first record of two keyed by the before-image (DataWorks' split
+        updates, when no transform set the key)?"""
+        return False
+
+    def _inner(self, final: Any, ops: list[tuple[Any, ...]]) -> Any:
         """The writer's spec of the transformed schema, with ``ops`` as its op entries."""
         types = orjson.dumps({c.name: c.type for c in final.schema.columns}).decode()
         base = self.writer_tables(self.decoder, self.encoder, [])
@@ -302,6 +346,11 @@ class TextShaped(native._CanalTables):
         spec = None if probe is None else base._compile(*probe, list(final.pk))
         if spec is None:
             return None
+        return self._with_ops(spec, ops)
+
+    @staticmethod
+    def _with_ops(spec: Any, ops: list[tuple[Any, ...]]) -> Any:
+        """The writer's ``spec`` with ``ops`` as its op entries (its third item)."""
         return (*spec[:2], ops, *spec[3:])
 
     def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
@@ -357,12 +406,13 @@ class TextShaped(native._CanalTables):
         return texts
 
     @staticmethod
-    def _key_number(shape: _Shape, c: int, name: str, final: Any) -> bool:
-        """Is a key field written as a number (a typed integer), or as its text?"""
+    def _key_number(shape: _Shape, c: int, name: str, final: Any, keys_typed: bool = False) -> bool:
+        """Is a key field written as a number (a typed integer), or as its text (``keys_typed``:
+        the encoder types the row even when no transform did)?"""
         from cdc_smt.transforms.types import Kind
 
         kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
-        if not any(shape.typing) or kind is Kind.STRING:
+        if not (keys_typed or any(shape.typing)) or kind is Kind.STRING:
             return False
         if kind is Kind.INT and (mask is None or mask[0] != "hash"):
             return True

@@ -151,26 +151,14 @@ class _ShapedTdsqlTables(TextShaped, _TdsqlOutTables):
     of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
 
     writer_tables = _TdsqlOutTables
-
-    def _inner(self, final: Any, ops: list[tuple[int, int | None]]) -> Any:
-        spec = super()._inner(final, ops)  # (text, literals, ops): the op entries go in the text's
-        if spec is None:
-            return None
-        text, literals, _ = spec
-        return (*text[:2], ops, *text[3:]), literals, self._codes()
+    #: The TDSQL encoder keys by the typed values whether or not a transform typed the row.
+    keys_typed = True
 
     @staticmethod
-    def _key_number(shape: Any, c: int, name: str, final: Any) -> bool:
-        """Is a key field written as a number? The TDSQL encoder keys by the typed values
-        whether or not a transform typed the row: integers as numbers, strings as text."""
-        from cdc_smt.transforms.types import Kind
-
-        kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
-        if kind is Kind.STRING:
-            return False
-        if kind is Kind.INT and (mask is None or mask[0] != "hash"):
-            return True
-        raise native._Unsupported("key")  # a typed key value the shape writes otherwise
+    def _with_ops(spec: Any, ops: list[tuple[Any, ...]]) -> Any:
+        """``(text, literals, codes)``: the op entries go in the CloudCanal writer's ``text`` spec."""
+        text, literals, codes = spec
+        return TextShaped._with_ops(text, ops), literals, codes
 
     def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
         fields = {"db": final.source.database or "", "table": final.source.table or ""}

@@ -54,6 +54,7 @@ from cdc_smt.transforms.native import (
     zones_agree,
 )
 from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts, _Probe
+from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: CloudCanal's ``action`` of each Canal op (a snapshot read is an insert).
@@ -61,15 +62,21 @@ _ACTIONS = {"INSERT": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE", "INIT": 
 
 
 def cloudcanal_plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a cloudcanal-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a cloudcanal-json encoder, or ``None``;
+    the row-changing transforms on rows re-shaped in Canal text (``native_rowxf``)."""
     names = (CANAL_TO_CLOUDCANAL, TICDC_TO_CLOUDCANAL)
+    if changes_rows(chain.transforms):
+        return shaped_plan(chain, _ShapedCloudCanalTables, names, encoder="cloudcanal-json")
     return native.row_keeping_plan(chain, _CloudCanalOutTables, names, encoder="cloudcanal-json")
 
 
 def ckafka_plan(chain: Any) -> NativePlan | None:
-    """The plan for a Canal (or TiCDC) decoder and a ckafka-json encoder, or ``None``."""
+    """The plan for a Canal (or TiCDC) decoder and a ckafka-json encoder, or ``None``;
+    the row-changing transforms on rows re-shaped in Canal text (``native_rowxf``)."""
     names = (CANAL_TO_CKAFKA, TICDC_TO_CKAFKA)
-    return native.row_keeping_plan(chain, _CKafkaOutTables, names, encoder="ckafka-json", zone=_zone(chain.encoder))
+    tables = _ShapedCKafkaTables if changes_rows(chain.transforms) else _CKafkaOutTables
+    plan = shaped_plan if tables is _ShapedCKafkaTables else native.row_keeping_plan
+    return plan(chain, tables, names, encoder="ckafka-json", zone=_zone(chain.encoder))
 
 
 def _zone(encoder: Any) -> str | None:
@@ -171,9 +178,10 @@ def dataworks_plan(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.native_dts import DtsNativePlan
 
     encoder = chain.encoder
-    return native.row_keeping_plan(
+    shaped = changes_rows(chain.transforms)
+    return (shaped_plan if shaped else native.row_keeping_plan)(
         chain,
-        _DataWorksOutTables,
+        _ShapedDataWorksTables if shaped else _DataWorksOutTables,
         (CANAL_TO_DATAWORKS, TICDC_TO_DATAWORKS),
         plan_class=DtsNativePlan,
         encoder="dataworks-json",
@@ -336,6 +344,59 @@ class _CKafkaMessages:
 
 class _CKafkaOutTables(_CKafkaMessages, _CloudCanalOutTables):
     """Compiles one Canal table layout for the CKafka writer (CloudCanal's tables)."""
+
+
+class _ShapedCloudCanalTables(TextShaped, _CloudCanalOutTables):
+    """canal-json -> cloudcanal-json under row-changing transforms: the CloudCanal writer's
+    table of the transformed schema, fed the re-shaped rows (``row_shape.rs``)."""
+
+    writer_tables = _CloudCanalOutTables
+    keys_typed = True
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        database, table = final_names(final)
+        fields = (written.get("db"), written.get("schema"), written.get("table"), written.get("pks"))
+        if fields != (database, database, table, list(final.pk)):
+            raise native._Unsupported("message")  # not the shaped message's fields
+
+
+class _ShapedCKafkaTables(TextShaped, _CKafkaOutTables):
+    """canal-json -> ckafka-json under row-changing transforms (CloudCanal's tables)."""
+
+    writer_tables = _CKafkaOutTables
+    keys_typed = True
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        if (written.get("DATABASE"), written.get("TABLE")) != final_names(final):
+            raise native._Unsupported("message")  # not the shaped message's fields
+
+
+class _ShapedDataWorksTables(TextShaped, _DataWorksOutTables):
+    """canal-json -> dataworks-json under row-changing transforms (CloudCanal's tables with
+    DataWorks' conversions); the probes leave the encoder's ``sequenceId`` counter as it was,
+    and a split UPDATE's first record is keyed by its before-image as Python keys it."""
+
+    writer_tables = _DataWorksOutTables
+    counter = "_next_seq"
+
+    def _before_keyed(self, explicit: bool) -> bool:
+        return not explicit and self.encoder.opts.update_as != "single"
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        schema = written.get("schema") or {}
+        source = {"dbType": "MySQL"}
+        database, table = final_names(final)
+        if database:
+            source["dbName"] = database
+        if table:
+            source["tableName"] = table
+        if (schema.get("primaryKey"), schema.get("source")) != (list(final.pk) or None, source):
+            raise native._Unsupported("message")  # not the shaped message's fields
+
+
+def final_names(final: Any) -> tuple[str | None, str | None]:
+    """The transformed event's database and table as the writers write them (``""``: null)."""
+    return final.source.database or None, final.source.table or None
 
 
 def expected(message: dict[str, Any], kind: str, columns: list[Any], pk: list[str]) -> dict[str, Any]:

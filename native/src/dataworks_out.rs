@@ -158,7 +158,7 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, split: bool, ids
 }
 
 /// ``{**row, **old}`` as a row (the before-image's key texts are its values).
-fn overlaid<'a>(row: &'a Row<'a>, old: Option<&'a Row<'a>>) -> Row<'a> {
+pub(crate) fn overlaid<'a>(row: &'a Row<'a>, old: Option<&'a Row<'a>>) -> Row<'a> {
     let mut merged: Vec<(Cow<'a, str>, Option<Cow<'a, str>>)> = row.0.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.as_deref().map(Cow::Borrowed))).collect();
     for (k, v) in old.map_or(&[][..], |o| o.0.as_slice()) {
         let v = v.as_deref().map(Cow::Borrowed);

@@ -534,12 +534,18 @@ impl CanalToDebezium {
                             Some((inner, shape)) => typed_json::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Typed(t)))),
                             None => typed_json::Table::from_spec(spec.bind(py))?.map(Table::Typed),
                         },
-                        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        Encoder::DtsAvro(_) => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => Some(Table::Shaped(Box::new(shape), Box::new(Table::DtsAvro(dts_avro_out::Table::from_spec(&inner)?)))),
+                            None => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec.bind(py))?)),
+                        },
                         Encoder::Ticdc => match shaped_spec(spec.bind(py))? {
                             Some((inner, shape)) => ticdc_out::Table::from_spec(&inner, None, None)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Ticdc(t)))),
                             None => ticdc_out::Table::from_spec(spec.bind(py), key.mysql_type.as_deref(), key.sql_type.as_deref())?.map(Table::Ticdc),
                         },
-                        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => match shaped_spec(spec.bind(py))? {
+                            Some((inner, shape)) => cloudcanal_out::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::CloudCanal(t)))),
+                            None => cloudcanal_out::Table::from_spec(spec.bind(py))?.map(Table::CloudCanal),
+                        },
                         Encoder::Tdsql => match shaped_spec(spec.bind(py))? {
                             Some((inner, shape)) => tdsql_out::Table::from_spec(&inner)?.map(|t| Table::Shaped(Box::new(shape), Box::new(Table::Tdsql(t)))),
                             None => tdsql_out::Table::from_spec(spec.bind(py))?.map(Table::Tdsql),
@@ -620,7 +626,7 @@ impl CanalToDebezium {
             });
         }
         if let Table::Shaped(shape, inner) = &*table {
-            return Ok(shaped_write(shape, inner, &self.encoder, &m, op, out).unwrap_or(false));
+            return Ok(shaped_write(shape, inner, &mut self.encoder, &m, op, out).unwrap_or(false));
         }
         let plan = match (&*table, &self.encoder) {
             (Table::Debezium(plan), _) => plan,
@@ -878,12 +884,19 @@ fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyA
 }
 
 /// One row message through the transforms' ``shape`` into the ``inner`` writer's records
-/// (keyed by the transformed rows); ``Ok(false)`` / ``Err``: Python's.
-fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
+/// (keyed by the transformed rows, the keys made before the writer numbers anything);
+/// ``Ok(false)`` / ``Err``: Python's.
+fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &mut Encoder, m: &canal::Message, op: usize, out: &mut Vec<Output>) -> Result<bool, Fallback> {
     let entry = match inner {
         Table::Ticdc(t) => &t.ops[op],
         Table::Typed(t) => &t.ops[op],
         Table::Tdsql(t) => &t.text().ops[op],
+        Table::CloudCanal(t) => &t.ops[op],
+        Table::DtsAvro(t) => &match &t.ops[op] {
+            dts_avro_out::Entry::Write(variant, _) => canal_out::Entry::Write(*variant),
+            dts_avro_out::Entry::Python => canal_out::Entry::Python,
+            dts_avro_out::Entry::Dropped => canal_out::Entry::Dropped,
+        },
         _ => return Ok(false),
     };
     let variant = match entry {
@@ -892,15 +905,30 @@ fn shaped_write(shape: &row_shape::RowShape, inner: &Table, encoder: &Encoder, m
         canal_out::Entry::Dropped => return Ok(shape.knows(m.data.as_deref().ok_or(Fallback)?)),
     };
     let shaped = shape.apply(m, op)?;
+    let pairs = op == 1 && matches!(encoder, Encoder::DataWorks { split: true, .. });
+    let keys = shape.keys(&shaped, pairs)?;
     let start = out.len();
     match (inner, encoder) {
         (Table::Ticdc(t), Encoder::Ticdc) => ticdc_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Maxwell) => maxwell_out::write(t, &shaped, op, variant, out)?,
         (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &shaped, op, variant, out)?,
         (Table::Tdsql(t), Encoder::Tdsql) => tdsql_out::write(t, &shaped, op, variant, b"null", out)?,
+        (Table::CloudCanal(t), Encoder::CloudCanal) => cloudcanal_out::write(t, &shaped, op, variant, out)?,
+        (Table::CloudCanal(t), Encoder::CKafka(zone)) => ckafka_out::write(t, &shaped, op, variant, *zone, &Default::default(), out)?,
+        (Table::CloudCanal(t), Encoder::DataWorks { ids, split }) => dataworks_out::write(t, &shaped, op, variant, *split, ids, out)?,
+        (Table::DtsAvro(t), Encoder::DtsAvro(ids)) => match &t.ops[op] {
+            dts_avro_out::Entry::Write(_, middle) => dts_avro_out::write(t, &shaped, op, variant, middle, ids, out)?,
+            _ => return Ok(false),
+        },
         _ => return Ok(false),
     }
-    shape.rekey(&shaped, &mut out[start..])?;
+    if out.len() - start != keys.len() {
+        out.truncate(start); // not reached: one record per row, two per UPDATE row in ``pairs``
+        return Err(Fallback);
+    }
+    for (record, key) in out[start..].iter_mut().zip(keys) {
+        record.1 = key;
+    }
     Ok(true)
 }
 

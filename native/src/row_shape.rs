@@ -1,6 +1,6 @@
 //! The row-changing transforms (``replace_field``, ``mask_field``, ``insert_field``,
 //! ``value_to_key``, ``merge_shards``) for the writers that convert Canal text (TiCDC's,
-//! Maxwell's and GoldenGate's):
+//! Maxwell's, GoldenGate's, CloudCanal's, CKafka's, DataWorks' and DTS's):
 //! each row of a Canal message re-shaped, still as Canal text, into the transformed
 //! event's row, which the writer then converts with its table of the transformed schema.
 //! Compiled per table by ``transforms/native_rowxf.py`` (``_TextShapedTables``).
@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use crate::canal::{Message, Row};
 use crate::canal_text::TextOp;
 use crate::values::Fallback;
-use crate::{json, Added, Output};
+use crate::{json, Added};
 
 /// What a transform writes for a column's non-null values.
 enum Mask {
@@ -61,6 +61,10 @@ pub struct RowShape {
     pk_names: Vec<String>,
     /// The key's fields: (name as a JSON string, output name, written as a number).
     key: Vec<(Vec<u8>, String, bool)>,
+    /// An UPDATE's first record of a pair (DataWorks' ``UPDATE_BEFOR``) is keyed by the
+    /// before-image (the row overlaid with ``old``), as ``DataWorksJson.encode`` keys it
+    /// when no transform set the key.
+    before_keyed: bool,
 }
 
 #[allow(clippy::type_complexity)]
@@ -70,6 +74,7 @@ type ShapeSpec = (
     Vec<Vec<Option<String>>>,
     (Option<String>, Option<String>, Vec<String>),
     Vec<(String, bool)>,
+    bool,
 );
 
 impl RowShape {
@@ -78,9 +83,10 @@ impl RowShape {
     /// (``check``: a ``canal_text`` conversion, or with ``readable`` the texts that read;
     /// ``mask`` ``""``, ``null``, ``hash`` with the salt or
     /// ``const`` with the Canal text), ``added`` ``(name, const | es | ts | row)``,
-    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, as a number)``.
+    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, as a number)``,
+    /// ``before_keyed``: an UPDATE's record pairs keyed first by the before-image.
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<RowShape> {
-        let (columns, added, consts, (database, table, pk_names), key): ShapeSpec = spec.extract()?;
+        let (columns, added, consts, (database, table, pk_names), key, before_keyed): ShapeSpec = spec.extract()?;
         let bad = |what: &str| pyo3::exceptions::PyValueError::new_err(what.to_owned());
         let mut index = HashMap::with_capacity(columns.len());
         let mut cols = Vec::with_capacity(columns.len());
@@ -130,7 +136,7 @@ impl RowShape {
                 (quoted, name, number)
             })
             .collect();
-        Ok(RowShape { index, columns: cols, added, consts, database, table, pk_names, key })
+        Ok(RowShape { index, columns: cols, added, consts, database, table, pk_names, key, before_keyed })
     }
 
     /// Does every row name only this table's columns (what Python reads without error)?
@@ -218,16 +224,25 @@ impl RowShape {
         Ok(Row(out))
     }
 
-    /// The records' keys (the shaped rows' ``data``, one record per row from ``start``).
-    pub fn rekey(&self, shaped: &Message, out: &mut [Output]) -> Result<(), Fallback> {
+    /// The keys of the records the writer writes for the shaped message (op index ``op``),
+    /// row by row: each row's key, or with ``pairs`` (an UPDATE written as two records) the
+    /// before-image's key then the row's when ``before_keyed``. Computed before the writer
+    /// writes, so that a key the plan cannot write leaves the encoder's counters untouched.
+    pub fn keys(&self, shaped: &Message, pairs: bool) -> Result<Vec<Option<Vec<u8>>>, Fallback> {
         let data = shaped.data.as_deref().ok_or(Fallback)?;
-        if data.len() != out.len() {
-            return Err(Fallback);
+        let old = shaped.old.as_deref().unwrap_or(&[]);
+        let mut keys = Vec::with_capacity(data.len() * (1 + pairs as usize));
+        for (i, row) in data.iter().enumerate() {
+            let key = self.key(row)?;
+            if pairs {
+                keys.push(match old.get(i) {
+                    Some(o) if self.before_keyed => self.key(&crate::dataworks_out::overlaid(row, Some(o)))?,
+                    _ => key.clone(),
+                });
+            }
+            keys.push(key);
         }
-        for (row, record) in data.iter().zip(out.iter_mut()) {
-            record.1 = self.key(row)?;
-        }
-        Ok(())
+        Ok(keys)
     }
 
     fn key(&self, row: &Row) -> Result<Option<Vec<u8>>, Fallback> {
@@ -255,3 +270,4 @@ impl RowShape {
         Ok(Some(out))
     }
 }
+

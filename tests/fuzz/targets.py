@@ -373,6 +373,14 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:canal-json>ogg-json+rowxf": NativeTarget(
         "canal-json", "ogg-json", transforms=_ROW_CHANGING + _CONSTANT_MASKS
     ),
+    "native:canal-json>cloudcanal-json+rowxf": NativeTarget(
+        "canal-json", "cloudcanal-json", transforms=_ROW_CHANGING + _CONSTANT_MASKS
+    ),
+    "native:canal-json>ckafka-json+rowxf": NativeTarget("canal-json", "ckafka-json", transforms=_ROW_CHANGING),
+    "native:canal-json>dataworks-json+rowxf": NativeTarget(
+        "canal-json", "dataworks-json", transforms=_ROW_CHANGING + _CONSTANT_MASKS
+    ),
+    "native:canal-json>dts-avro+rowxf": NativeTarget("canal-json", "dts-avro", transforms=_ROW_CHANGING),
     "native:ticdc-canal-json>canal-json": NativeTarget("ticdc-canal-json", "canal-json"),
     "native:canal-json>maxwell-json": NativeTarget("canal-json", "maxwell-json"),
     "native:ticdc-canal-json>maxwell-json": NativeTarget("ticdc-canal-json", "maxwell-json"),
