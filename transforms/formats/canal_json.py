@@ -627,7 +627,9 @@ class CanalJson(JsonCodec):
         return False
 
     def column_type(self, name: str, text: str, code: Any) -> str:
-        """The schema type of a column from its ``mysqlType`` text (and ``sqlType`` code)."""
+        """The schema type of a column from its ``mysqlType`` text (and ``sqlType`` code, read
+        only when the text names no type: the schema cache keys by the code for those columns
+        alone, :func:`_untyped_columns`)."""
         try:
             parse_type(text)
             return text
