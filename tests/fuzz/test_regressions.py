@@ -446,28 +446,38 @@ def _untyped_message(types: dict[str, str], codes: dict[str, int] | None = None)
     return orjson.dumps(message if codes is None else {**message, "sqlType": codes})
 
 
-def test_native_layouts_and_python_schemas_agree_after_the_schema_cache_is_cleared() -> None:
+@pytest.mark.parametrize("later", [None, {"v1": 4, "v2": 12}], ids=["no-codes", "other-code"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "native:canal-json>maxwell-json+rowxf",
+        "native:canal-json>debezium-json",
+        "native:ticdc-canal-json>maxwell-json",
+    ],
+)
+def test_native_layouts_and_python_schemas_agree_after_the_schema_cache_is_cleared(
+    target: str, later: dict[str, int] | None
+) -> None:
     """The sequence the differential target met: a layout compiled natively, the decoders'
     schema caches cleared (a small cache here, 1024 schemas in the product), the layout's
     message again (the Python chain's decoder re-caches its schema, the native chain's, which
-    the plan does not ask, does not), then a message of the same type texts without
-    ``sqlType``: its new layout's probe and the Python path typed ``v2`` differently (``"6"``
-    natively, ``6`` in Python, from the earlier message's code)."""
+    the plan does not ask, does not), then a message of the same type texts with other (or
+    no) ``sqlType`` codes: its new layout's probe and the Python path typed ``v2`` differently
+    (``"6"`` natively, ``6`` in Python, from the earlier message's code)."""
     from cdc_smt.transforms import native
     from tests.fuzz.targets import NATIVE_TARGETS, NativeDifferential
     from tests.test_native import handled
 
     if not native.enabled():
         pytest.skip("the native core is not built")
-    for target in ("native:canal-json>maxwell-json+rowxf", "native:canal-json>debezium-json"):
-        run = NativeDifferential(NATIVE_TARGETS[target])
-        for chain in (run.native, run.python):
-            chain.decoder._SCHEMA_CACHE_SIZE = 2  # type: ignore[attr-defined]
-        types = {"v1": "int", "v2": "demo"}
-        earlier = _untyped_message(types, {"v1": 4, "v2": 4})
-        fillers = [_untyped_message({**types, "v1": f"bigint({n})"}) for n in range(1, 4)]
-        sequence = [earlier, *fillers, earlier, _untyped_message(types)]
-        for data in sequence:
-            run(data)
-        # the plan writes these messages itself: the sequence reaches the native layouts
-        assert handled(run.native, [Record(value=v) for v in sequence]) == len(sequence), target
+    run = NativeDifferential(NATIVE_TARGETS[target])
+    for chain in (run.native, run.python):
+        chain.decoder._SCHEMA_CACHE_SIZE = 2  # type: ignore[attr-defined]
+    types = {"v1": "int", "v2": "demo"}
+    earlier = _untyped_message(types, {"v1": 4, "v2": 4})
+    fillers = [_untyped_message({**types, "v1": f"bigint({n})"}, {"v1": -5, "v2": 12}) for n in range(1, 4)]
+    sequence = [earlier, *fillers, earlier, _untyped_message(types, later)]
+    for data in sequence:
+        run(data)
+    # the plan writes these messages itself: the sequence reaches the native layouts
+    assert handled(run.native, [Record(value=v) for v in sequence]) == len(sequence)
