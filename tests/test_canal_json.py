@@ -201,6 +201,19 @@ def test_the_same_message_converts_the_same_whatever_came_before(fmt, earlier, c
         assert maxwell.encode(after)[0].value == maxwell.encode(alone)[0].value
 
 
+def test_schema_with_untyped_columns_is_still_cached_per_code():
+    """Keying by the untyped columns' codes keeps the cache: the same texts and codes give the
+    same schema object (from the last message and from the schema_key cache)."""
+    codec = CanalJson()
+    untyped = message(mysqlType=_UNTYPED, sqlType={**PRODUCT_CODES, "name": 4})
+    [a] = decode(untyped, codec)
+    [b] = decode({**untyped, "type": "DELETE"}, codec)
+    [c] = decode(message(mysqlType=_UNTYPED), codec)
+    [d] = decode(untyped, codec)
+    assert a.schema is b.schema is d.schema and c.schema is not a.schema
+    assert a.schema.column("name").type != c.schema.column("name").type
+
+
 # ---------------------------------------------------------------------------
 # DDL
 # ---------------------------------------------------------------------------
