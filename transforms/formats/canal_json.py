@@ -684,7 +684,7 @@ class CanalJson(JsonCodec):
                     self._schemas.clear()
                 entry = self._schemas[key] = (_untyped_columns(mysql_types), {})
             untyped, by_fallback = entry
-            fallback = _fallback_types(untyped, sql_types)
+            fallback = _fallback_types(untyped, sql_types) if untyped else ()
             schema = by_fallback.get(fallback)
             if schema is None:
                 sql_types = sql_types or {}
