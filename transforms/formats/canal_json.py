@@ -660,11 +660,11 @@ class CanalJson(JsonCodec):
             raise self._error(f"'sqlType' must be an object or null, got {_short(sql_types)}")
         pk = self._pk(obj)
         if mysql_types:
-            # Same column names in the same order, same sqlType names, key and type texts as
-            # the last message: the same schema_key, so the same schema.
             # The schema is cached by the type texts and, for the columns whose text names no
             # type (typed from their sqlType code), by the types those codes give: a message
-            # converts the same whatever came before it.
+            # converts the same whatever came before it. Same column names in the same order,
+            # same sqlType names, key, type texts and fallback types as the last message: the
+            # same schema.
             names = tuple(mysql_types)
             sql_names = tuple(sql_types) if sql_types else ()
             last = self._last_schema
@@ -1160,7 +1160,7 @@ def _qualified(database: str | None, table: str | None) -> str:
 
 def _untyped_columns(mysql_types: dict) -> tuple[str, ...]:
     """The columns whose ``mysqlType`` text names no MySQL type: typed from their ``sqlType``
-    code (:meth:`CanalJsonCodec.column_type`), so their schema depends on the code too."""
+    code (:meth:`CanalJson.column_type`), so their schema depends on the code too."""
     untyped = []
     for name, text in mysql_types.items():
         if isinstance(text, str):  # any other value is refused when the schema is built
