@@ -169,6 +169,51 @@ def test_unparseable_mysql_type_falls_back_and_is_reproduced():
     assert out == obj
 
 
+_UNTYPED = {**PRODUCT_TYPES, "name": "demo"}
+
+
+@pytest.mark.parametrize("fmt", ["canal-json", "ticdc-canal-json"])
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        {**PRODUCT_CODES, "name": 4},  # the same texts, another code for the untyped column
+        None,  # the same texts, no sqlType (the fallback type)
+        {**PRODUCT_CODES, "name": 12, "weight": 8},  # another code for a typed column only
+    ],
+    ids=["other-code", "no-codes", "typed-column-code"],
+)
+@pytest.mark.parametrize("codes", [dict(PRODUCT_CODES), None], ids=["codes", "no-codes"])
+def test_the_same_message_converts_the_same_whatever_came_before(fmt, earlier, codes):
+    """A column whose mysqlType names no type is typed from its sqlType code: the schema cache
+    (schema_key and the last message's schema) once keyed by the texts alone, so a message
+    took the type of an earlier message's code (a differential fuzz finding, native vs Python)."""
+    obj = message(mysqlType=_UNTYPED, sqlType=codes, data=[{**message()["data"][0], "name": "6"}])
+    fresh = get_codec(fmt, {})
+    [alone] = fresh.decode(Record(value=orjson.dumps(obj)))
+    for warm in (True, False):  # the last message's schema, then the schema_key cache
+        codec = get_codec(fmt, {})
+        codec.decode(Record(value=orjson.dumps(message(mysqlType=_UNTYPED, sqlType=earlier))))
+        if not warm:
+            codec.decode(Record(value=orjson.dumps(message())))
+        [after] = codec.decode(Record(value=orjson.dumps(obj)))
+        assert after.schema == alone.schema
+        maxwell = get_codec("maxwell-json", {})
+        assert maxwell.encode(after)[0].value == maxwell.encode(alone)[0].value
+
+
+def test_schema_with_untyped_columns_is_still_cached_per_code():
+    """Keying by the untyped columns' codes keeps the cache: the same texts and codes give the
+    same schema object (from the last message and from the schema_key cache)."""
+    codec = CanalJson()
+    untyped = message(mysqlType=_UNTYPED, sqlType={**PRODUCT_CODES, "name": 4})
+    [a] = decode(untyped, codec)
+    [b] = decode({**untyped, "type": "DELETE"}, codec)
+    [c] = decode(message(mysqlType=_UNTYPED), codec)
+    [d] = decode(untyped, codec)
+    assert a.schema is b.schema is d.schema and c.schema is not a.schema
+    assert a.schema.column("name").type != c.schema.column("name").type
+
+
 # ---------------------------------------------------------------------------
 # DDL
 # ---------------------------------------------------------------------------

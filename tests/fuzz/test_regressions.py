@@ -398,3 +398,86 @@ def test_deep_json_column_is_the_same_dead_letter_natively_and_in_python() -> No
     deep = b"[" * 512 + b"]" * 512
     data = b'{"":"","op_type":"D","":[""],"before":{"":"","":' + deep + b',"be":4,"n":"-","d":""}}'
     NativeDifferential(NativeTarget("ogg-json", "debezium-json"))(data)
+
+
+#: Differential fuzz findings (``native:canal-json>maxwell-json+rowxf``, a TDSQL writer's target):
+#: a column whose ``mysqlType`` names no type (``demo``, ``mydb``), typed from its ``sqlType``.
+_UNTYPED_FINDINGS = {
+    "maxwell-v2": b'{"data":[{"":"","v2":"6"},{"":""}],"":[{"":1,"":""},{"":""}],"mysqlType":{"v1":"int","v2":"demo"},'
+    b'"":{"":4,"":4},"":"","":2,"type":"UPDATE"}',
+    "tdsql-field": b'{"data":[{"v1":"1","v2":"2"},{"v1":"3","v2":"4"},{"v1":4,"v2":4}],"":null,'
+    b'"mysqlType":{"v1":"int","v2":"demo"},"":{"":"","":""},"":1,"":false,"":"","":8,"type":"INSERT"}',
+    "tdsql-where": b'{"data":[{"id":"7","name":"","description":"","weight":"1"}],"":"","":1,"":false,'
+    b'"mysqlType":{"id":"mydb","name":"varchar(255)","description":"varchar(512)","weight":"float"},'
+    b'"":[{"":""}],"pkNames":["id"],"":{"":["",8],"":[],"":7},"":"","":1,"type":"UPDATE"}',
+}
+
+
+def _with_codes(finding: bytes, codes: dict[str, int]) -> bytes:
+    """The finding's message with the same type texts and another ``sqlType`` (an earlier message)."""
+    return orjson.dumps({**orjson.loads(finding), "sqlType": codes})
+
+
+@pytest.mark.parametrize("case", sorted(_UNTYPED_FINDINGS))
+def test_canal_untyped_column_converts_the_same_whatever_came_before(case: str) -> None:
+    """The Canal schema cache was keyed by the type texts alone: a message took the types an
+    earlier message's ``sqlType`` codes gave its untyped columns (on the Python path only,
+    once its cache had been cleared and refilled apart from the native chain's decoder,
+    which sees only the layouts the plan has not compiled)."""
+    finding = _UNTYPED_FINDINGS[case]
+    names = orjson.loads(finding)["mysqlType"]
+    alone = Chain(get_codec("canal-json"), get_codec("maxwell-json"), [], "all")
+    alone.native = None
+    for code in (4, 12, -5, 3):
+        chain = Chain(get_codec("canal-json"), get_codec("maxwell-json"), [], "all")
+        chain.native = None
+        chain.process(Record(value=_with_codes(finding, dict.fromkeys(names, code))))
+        assert _values(chain.process(Record(value=finding))) == _values(alone.process(Record(value=finding))), code
+
+
+def _values(result: object) -> list[bytes | None]:
+    return [r.value for r in result.outputs]  # type: ignore[attr-defined]
+
+
+def _untyped_message(types: dict[str, str], codes: dict[str, int] | None = None) -> bytes:
+    """A regular Canal INSERT (one the native plan writes itself) of columns ``v1`` (the key), ``v2``."""
+    message = {"data": [{"v1": "1", "v2": "6"}], "database": "d", "table": "t", "type": "INSERT"}
+    message.update({"mysqlType": types, "pkNames": ["v1"], "es": 1, "ts": 2})
+    return orjson.dumps(message if codes is None else {**message, "sqlType": codes})
+
+
+@pytest.mark.parametrize("later", [None, {"v1": 4, "v2": 12}], ids=["no-codes", "other-code"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "native:canal-json>maxwell-json+rowxf",
+        "native:canal-json>debezium-json",
+        "native:ticdc-canal-json>maxwell-json",
+    ],
+)
+def test_native_layouts_and_python_schemas_agree_after_the_schema_cache_is_cleared(
+    target: str, later: dict[str, int] | None
+) -> None:
+    """The sequence the differential target met: a layout compiled natively, the decoders'
+    schema caches cleared (a small cache here, 1024 schemas in the product), the layout's
+    message again (the Python chain's decoder re-caches its schema, the native chain's, which
+    the plan does not ask, does not), then a message of the same type texts with other (or
+    no) ``sqlType`` codes: its new layout's probe and the Python path typed ``v2`` differently
+    (``"6"`` natively, ``6`` in Python, from the earlier message's code)."""
+    from cdc_smt.transforms import native
+    from tests.fuzz.targets import NATIVE_TARGETS, NativeDifferential
+    from tests.test_native import handled
+
+    if not native.enabled():
+        pytest.skip("the native core is not built")
+    run = NativeDifferential(NATIVE_TARGETS[target])
+    for chain in (run.native, run.python):
+        chain.decoder._SCHEMA_CACHE_SIZE = 2  # type: ignore[attr-defined]
+    types = {"v1": "int", "v2": "demo"}
+    earlier = _untyped_message(types, {"v1": 4, "v2": 4})
+    fillers = [_untyped_message({**types, "v1": f"bigint({n})"}, {"v1": -5, "v2": 12}) for n in range(1, 4)]
+    sequence = [earlier, *fillers, earlier, _untyped_message(types, later)]
+    for data in sequence:
+        run(data)
+    # the plan writes these messages itself: the sequence reaches the native layouts
+    assert handled(run.native, [Record(value=v) for v in sequence]) == len(sequence)

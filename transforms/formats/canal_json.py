@@ -467,7 +467,8 @@ class CanalJson(JsonCodec):
     _SCHEMA_CACHE_SIZE: ClassVar[int] = 1024
 
     def configure(self) -> None:
-        self._schemas: dict[Any, TableSchema] = {}
+        #: schema_key -> (the columns typed from their sqlType code, their fallback types -> schema).
+        self._schemas: dict[Any, tuple[tuple[str, ...], dict[tuple[str, ...], TableSchema]]] = {}
         #: The last message's type maps and schema: consecutive messages of one table
         #: repeat them, and comparing is cheaper than building the cache key.
         self._last_schema: tuple | None = None
@@ -626,7 +627,9 @@ class CanalJson(JsonCodec):
         return False
 
     def column_type(self, name: str, text: str, code: Any) -> str:
-        """The schema type of a column from its ``mysqlType`` text (and ``sqlType`` code)."""
+        """The schema type of a column from its ``mysqlType`` text (and ``sqlType`` code, read
+        only when the text names no type: the schema cache keys by the code for those columns
+        alone, :func:`_untyped_columns`)."""
         try:
             parse_type(text)
             return text
@@ -657,8 +660,11 @@ class CanalJson(JsonCodec):
             raise self._error(f"'sqlType' must be an object or null, got {_short(sql_types)}")
         pk = self._pk(obj)
         if mysql_types:
-            # Same column names in the same order, same sqlType names, key and type texts as
-            # the last message: the same schema_key, so the same schema.
+            # The schema is cached by the type texts and, for the columns whose text names no
+            # type (typed from their sqlType code), by the types those codes give: a message
+            # converts the same whatever came before it. Same column names in the same order,
+            # same sqlType names, key, type texts and fallback types as the last message: the
+            # same schema.
             names = tuple(mysql_types)
             sql_names = tuple(sql_types) if sql_types else ()
             last = self._last_schema
@@ -668,19 +674,27 @@ class CanalJson(JsonCodec):
                 and last[1] == sql_names
                 and last[2] == pk
                 and last[3] == mysql_types
+                and (not last[4] or _fallback_types(last[4], sql_types) == last[5])
             ):
-                return last[4]
+                return last[6]
             key = self.schema_key(mysql_types, sql_types, pk)
-            schema = self._schemas.get(key)
+            entry = self._schemas.get(key)
+            if entry is None:
+                if len(self._schemas) >= self._SCHEMA_CACHE_SIZE:
+                    self._schemas.clear()
+                entry = self._schemas[key] = (_untyped_columns(mysql_types), {})
+            untyped, by_fallback = entry
+            fallback = _fallback_types(untyped, sql_types) if untyped else ()
+            schema = by_fallback.get(fallback)
             if schema is None:
                 sql_types = sql_types or {}
                 order = self.column_order(mysql_types, sql_types)
                 types = {n: self._type_text(n, mysql_types[n], sql_types.get(n)) for n in order}
                 schema = _table_schema(types, pk)
-                if len(self._schemas) >= self._SCHEMA_CACHE_SIZE:
-                    self._schemas.clear()
-                self._schemas[key] = schema
-            self._last_schema = (names, sql_names, pk, mysql_types, schema)
+                if len(by_fallback) >= self._SCHEMA_CACHE_SIZE:
+                    by_fallback.clear()
+                by_fallback[fallback] = schema
+            self._last_schema = (names, sql_names, pk, mysql_types, untyped, fallback, schema)
             return schema
         if sql_types:
             return _table_schema({n: _fallback_type(c) for n, c in sql_types.items()}, pk)
@@ -1142,6 +1156,25 @@ def _quoted(name: str) -> str:
 
 def _qualified(database: str | None, table: str | None) -> str:
     return f"{_quoted(database)}.{_quoted(table or '')}" if database else _quoted(table or "")
+
+
+def _untyped_columns(mysql_types: dict) -> tuple[str, ...]:
+    """The columns whose ``mysqlType`` text names no MySQL type: typed from their ``sqlType``
+    code (:meth:`CanalJson.column_type`), so their schema depends on the code too."""
+    untyped = []
+    for name, text in mysql_types.items():
+        if isinstance(text, str):  # any other value is refused when the schema is built
+            try:
+                parse_type(text)
+            except TypeParseError:
+                untyped.append(name)
+    return tuple(untyped)
+
+
+def _fallback_types(untyped: tuple[str, ...], sql_types: Any) -> tuple[str, ...]:
+    """The types the ``sqlType`` codes give the ``untyped`` columns (a schema cache key part)."""
+    codes = sql_types if isinstance(sql_types, dict) else {}
+    return tuple(_fallback_type(codes.get(n)) for n in untyped)
 
 
 def _fallback_type(code: Any) -> str:
