@@ -119,26 +119,8 @@ class _TdsqlMessages:
         return spec, [literal_form(c[3]) for c in spec[0]], self._codes()
 
 
-def types_named(types: dict[str, Any]) -> bool:
-    """Does every ``mysqlType`` text of a Canal layout name a type? The Canal decoder types a
-    column whose text it cannot parse by its ``sqlType`` code (or the values), but caches the
-    schema by the texts alone: the probe's schema would stay in the chain's decoder, and the
-    table's types then depend on what that decoder decoded before (Python's)."""
-    from cdc_smt.transforms.types import TypeParseError, parse_type
-
-    try:
-        for text in types.values():
-            parse_type(text)
-    except (TypeParseError, TypeError):
-        return False
-    return True
-
-
 class _TdsqlOutTables(_TdsqlMessages, _CloudCanalOutTables):
     """Compiles one Canal table layout for the TDSQL writer (CloudCanal's tables)."""
-
-    def _accepts(self, types: dict[str, Any], sql_types: Any, pk: list[str]) -> bool:
-        return types_named(types) and super()._accepts(types, sql_types, pk)  # before the probe is decoded
 
     def _compile(self, message: dict[str, Any], event: Any, pk: list[str]) -> Any:
         if event.schema is None:
