@@ -35,6 +35,16 @@ def marker_record(topic: str, partitions: int, key: str, value: Mapping[str, Any
     return Record(key=raw, value=orjson.dumps(dict(value)), topic=topic, partition=partition_for(raw, partitions))
 
 
+async def metadata_within(consumer: Any, deadline: float, *, pause: float = 0.2) -> None:
+    """Update ``consumer``'s cluster metadata, asking again while no broker answers, until ``deadline``
+    (``time.monotonic()``). A failed update leaves the cluster's topics unknown: a broker restarting
+    under a backfill made its commit topic look missing, and the run stopped (a CI failure)."""
+    while not await consumer._client.force_metadata_update():  # noqa: SLF001 - aiokafka's only way to refresh
+        if time.monotonic() >= deadline:
+            raise RuntimeError("no broker answered a metadata request in time")
+        await asyncio.sleep(pause)
+
+
 async def read_markers(conn: Conn, topic: str, key: str, *, timeout: float = 60.0) -> list[dict[str, Any]]:
     """Every committed marker of ``key`` on ``topic``, oldest first.
 
@@ -55,7 +65,7 @@ async def read_markers(conn: Conn, topic: str, key: str, *, timeout: float = 60.
     await consumer.start()
     try:
         deadline = time.monotonic() + timeout
-        await consumer._client.force_metadata_update()  # noqa: SLF001 - the topic may be brand new
+        await metadata_within(consumer, deadline)  # the topic may be brand new
         parts = consumer.partitions_for_topic(topic)
         if not parts:
             raise RuntimeError(f"commit topic {topic!r} does not exist")
@@ -84,4 +94,4 @@ async def read_markers(conn: Conn, topic: str, key: str, *, timeout: float = 60.
         await stop_consumer(consumer)
 
 
-__all__ = ["COMMIT_TOPIC_CONFIG", "marker_record", "read_markers"]
+__all__ = ["COMMIT_TOPIC_CONFIG", "marker_record", "metadata_within", "read_markers"]

@@ -257,3 +257,37 @@ def test_a_commit_under_way_when_the_group_coordinator_closes_is_given_up(apache
         apache.server.start()
     assert committed_while_open  # the guard leaves a commit that can finish alone
     assert own_still_retrying, "aiokafka's commit ends by itself now: K.unless_coordinator_closes may go"
+
+
+def test_cluster_metadata_is_asked_for_again_while_the_broker_restarts(apache: KafkaCluster, names) -> None:
+    """A backfill's exactly-once sink reads its commit topic's markers: a metadata update that
+    failed (the broker restarting) left the topic unknown, and the run stopped with "commit topic
+    ... does not exist" (a CI failure). ``metadata_within`` asks again until its deadline."""
+    from aiokafka import AIOKafkaConsumer
+
+    from cdc_smt.connector import kafka as K
+    from cdc_smt.connector.kafka.markers import metadata_within
+
+    topic = names("metadata-again")
+    produce(apache, topic, row_changes(rows=3, updates=0), partitions=2)
+
+    async def run() -> tuple[bool, Any]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=apache.bootstrap, enable_auto_commit=False)
+        await consumer.start()  # knows the broker, not yet the topic
+        try:
+            apache.server.stop(kill=True)
+            failed_while_away = not await consumer._client.force_metadata_update()  # noqa: SLF001
+            restart = asyncio.get_running_loop().run_in_executor(None, apache.server.start)
+            await metadata_within(consumer, time.monotonic() + 120)
+            await restart
+            return failed_while_away, consumer.partitions_for_topic(topic)
+        finally:
+            await K.stop_consumer(consumer)
+
+    try:
+        failed_while_away, partitions = asyncio.run(run())
+    finally:
+        if not apache.server.running:
+            apache.server.start()
+    assert failed_while_away  # what made the topic look missing
+    assert partitions == {0, 1}
