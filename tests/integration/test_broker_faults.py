@@ -262,7 +262,11 @@ def test_a_commit_under_way_when_the_group_coordinator_closes_is_given_up(apache
 def test_cluster_metadata_is_asked_for_again_while_the_broker_restarts(apache: KafkaCluster, names) -> None:
     """A backfill's exactly-once sink reads its commit topic's markers: a metadata update that
     failed (the broker restarting) left the topic unknown, and the run stopped with "commit topic
-    ... does not exist" (a CI failure). ``metadata_within`` asks again until its deadline."""
+    ... does not exist" (a CI failure). ``metadata_within`` asks again until its deadline.
+    The client runs in a thread of its own: the broker is restarted from this (the test's) thread,
+    since a broker dies with the thread that started it."""
+    import threading
+
     from aiokafka import AIOKafkaConsumer
 
     from cdc_smt.connector import kafka as K
@@ -270,6 +274,7 @@ def test_cluster_metadata_is_asked_for_again_while_the_broker_restarts(apache: K
 
     topic = names("metadata-again")
     produce(apache, topic, row_changes(rows=3, updates=0), partitions=2)
+    broker_away = threading.Event()
 
     async def run() -> tuple[bool, Any]:
         consumer = AIOKafkaConsumer(bootstrap_servers=apache.bootstrap, enable_auto_commit=False)
@@ -277,17 +282,32 @@ def test_cluster_metadata_is_asked_for_again_while_the_broker_restarts(apache: K
         try:
             apache.server.stop(kill=True)
             failed_while_away = not await consumer._client.force_metadata_update()  # noqa: SLF001
-            restart = asyncio.get_running_loop().run_in_executor(None, apache.server.start)
+            broker_away.set()
             await metadata_within(consumer, time.monotonic() + 120)
-            await restart
             return failed_while_away, consumer.partitions_for_topic(topic)
         finally:
             await K.stop_consumer(consumer)
 
+    outcome: dict[str, Any] = {}
+
+    def client() -> None:
+        try:
+            outcome["value"] = asyncio.run(run())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
     try:
-        failed_while_away, partitions = asyncio.run(run())
+        broker_away.wait(60)
+        time.sleep(1.0)
     finally:
         if not apache.server.running:
             apache.server.start()
+    thread.join(180)
+    assert not thread.is_alive(), "metadata_within did not return after the broker came back"
+    if "error" in outcome:
+        raise outcome["error"]
+    failed_while_away, partitions = outcome["value"]
     assert failed_while_away  # what made the topic look missing
     assert partitions == {0, 1}
