@@ -55,8 +55,8 @@ def test_the_plan_is_chosen_only_for_what_it_reads_and_writes(writer: tuple[str,
     assert name in native.plans_of("debezium-json") and name in native.plans_of(encoder)
     for chain in KEEPING:
         assert make_chain({}, sink, CHAINS[chain], encoder).native is not None, chain
-    for chain in CHANGING:
-        assert make_chain({}, sink, CHAINS[chain], encoder).native is None, chain
+    for chain in CHANGING:  # the row-changing ones re-shape the rows (``test_native_dbz_rowxf.py``)
+        assert make_chain({}, sink, CHAINS[chain], encoder).native.name == name, chain
 
 
 @pytest.mark.parametrize("writer", CONVERTING, ids=CONVERTING_IDS)

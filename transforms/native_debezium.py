@@ -216,6 +216,26 @@ class _Probe:
         return orjson.dumps({k: self.row.get(k) for k in pk}) if pk else None
 
 
+def layout_probe(
+    database: str,
+    table: str,
+    connector: str | None,
+    schema: str | None,
+    pk: list[str],
+    columns: list[tuple[str, str]],
+    head: bytes | None,
+) -> _Probe:
+    """The probe of a layout the reader compiles (``debezium_in.rs``: its source block, key names
+    and each column's name and JSON kind; ``head``: its schema part)."""
+    source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
+    if connector is not None:
+        source["connector"] = connector
+    if schema is not None:
+        source["schema"] = schema
+    row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
+    return _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
+
+
 class _Layouts(_CanalOutTables):
     """What both compilers share: the probe of a layout, following the transforms."""
 
@@ -231,13 +251,7 @@ class _Layouts(_CanalOutTables):
     ) -> Any:
         """The native writer's spec for the layout (``None``: Python's); ``head``: the
         messages' schema part as they start (``{"schema":...``)."""
-        source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
-        if connector is not None:
-            source["connector"] = connector
-        if schema is not None:
-            source["schema"] = schema
-        row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
-        probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
+        probe = layout_probe(database, table, connector, schema, pk, columns, head)
         try:
             return self._compile_probe(probe, pk, columns)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's

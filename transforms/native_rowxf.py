@@ -338,10 +338,16 @@ class TextShaped(native._CanalTables):
         updates, when no transform set the key)?"""
         return False
 
+    @property
+    def text_decoder(self) -> Any:
+        """The decoder whose Canal texts the shaped rows hold (the chain's own, for Canal's
+        readers; Canal's for a reader that hands the writer Canal texts of its values)."""
+        return self.decoder
+
     def _inner(self, final: Any, ops: list[tuple[Any, ...]]) -> Any:
         """The writer's spec of the transformed schema, with ``ops`` as its op entries."""
         types = orjson.dumps({c.name: c.type for c in final.schema.columns}).decode()
-        base = self.writer_tables(self.decoder, self.encoder, [])
+        base = self.writer_tables(self.text_decoder, self.encoder, [])
         probe = base._probe(types, None, list(final.pk), *final_bits(final))
         spec = None if probe is None else base._compile(*probe, list(final.pk))
         if spec is None:

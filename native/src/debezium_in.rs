@@ -591,6 +591,9 @@ enum Table {
     CloudCanal(crate::cloudcanal_out::Table),
     /// TDSQL's binlog row events (``tdsql_out``; every value a SQL literal of MySQL's text).
     Tdsql(crate::tdsql_out::Table),
+    /// A text writer's table of the transformed schema, fed the rows the row-changing
+    /// transforms re-shaped (``row_shape``), as from Canal.
+    Shaped(Box<crate::row_shape::RowShape>, Box<Table>),
 }
 
 impl Table {
@@ -609,6 +612,7 @@ impl Table {
             Table::Ticdc(t) => entry(&t.ops[op]),
             Table::CloudCanal(t) => entry(&t.ops[op]),
             Table::Tdsql(t) => entry(&t.text().ops[op]),
+            Table::Shaped(_, inner) => inner.op(op),
             Table::DtsAvro(t) => match &t.ops[op] {
                 dts_avro_out::Entry::Write(variant, _) => Ok(*variant),
                 dts_avro_out::Entry::Python => Err(false),
@@ -616,6 +620,19 @@ impl Table {
             },
         }
     }
+}
+
+/// The plan's writer's table of a layout from its compiled ``spec``.
+fn writer_table(spec: &Bound<PyAny>, encoder: &Encoder) -> PyResult<Option<Table>> {
+    Ok(match encoder {
+        Encoder::Canal { .. } => canal_out::Table::from_spec(spec, None, None, true)?.map(Table::Canal),
+        Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(spec)?)),
+        Encoder::Ticdc => ticdc_out::Table::from_spec(spec, None, None)?.map(Table::Ticdc),
+        Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(spec)?.map(Table::Typed),
+        Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(spec)?)),
+        Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => crate::cloudcanal_out::Table::from_spec(spec)?.map(Table::CloudCanal),
+        Encoder::Tdsql => crate::tdsql_out::Table::from_spec(spec)?.map(Table::Tdsql),
+    })
 }
 
 /// One layout compiled: the writer's table and, under a schema part, per column how its
@@ -849,14 +866,11 @@ impl Reader {
                     return Ok(None);
                 }
                 let (spec, connect) = split_spec(spec.bind(py))?;
-                let table = match encoder {
-                    Encoder::Canal { .. } => canal_out::Table::from_spec(&spec, None, None, true)?.map(Table::Canal),
-                    Encoder::Debezium => Some(Table::Debezium(DebeziumOut::from_spec(&spec)?)),
-                    Encoder::Ticdc => ticdc_out::Table::from_spec(&spec, None, None)?.map(Table::Ticdc),
-                    Encoder::Maxwell | Encoder::Ogg => typed_json::Table::from_spec(&spec)?.map(Table::Typed),
-                    Encoder::DtsAvro(_) => Some(Table::DtsAvro(dts_avro_out::Table::from_spec(&spec)?)),
-                    Encoder::CloudCanal | Encoder::CKafka(_) | Encoder::DataWorks { .. } => crate::cloudcanal_out::Table::from_spec(&spec)?.map(Table::CloudCanal),
-                    Encoder::Tdsql => crate::tdsql_out::Table::from_spec(&spec)?.map(Table::Tdsql),
+                let table = match (crate::shaped_spec(&spec)?, encoder) {
+                    // Row-changing transforms: the writer's table of the transformed schema under the shape.
+                    (Some(_), Encoder::Canal { .. } | Encoder::Debezium) => None,
+                    (Some((inner, shape)), _) => writer_table(&inner, encoder)?.map(|t| Table::Shaped(Box::new(shape), Box::new(t))),
+                    (None, _) => writer_table(&spec, encoder)?,
                 };
                 Ok(table.map(|table| Compiled { table, connect }))
             },
@@ -924,7 +938,11 @@ impl Reader {
             Ok(variant) => variant,
             Err(dropped) => return Ok(dropped),
         };
-        if let Table::Debezium(d) = &compiled.table {
+        let (writer, shape) = match &compiled.table {
+            Table::Shaped(shape, inner) => (&**inner, Some(&**shape)),
+            table => (table, None),
+        };
+        if let Table::Debezium(d) = writer {
             if !d.copies([before, after]) {
                 return Ok(false);
             }
@@ -964,19 +982,38 @@ impl Reader {
             seen: FIELD_DATABASE | FIELD_TABLE | FIELD_ES | FIELD_TS | FIELD_PK_NAMES | if old.is_some() { FIELD_OLD } else { 0 },
             ..Default::default()
         };
+        // Under row-changing transforms the row re-shaped as the transformed event's, and the
+        // records' keys the transformed row's, made before the writer numbers anything.
+        let shaped = match shape.map(|s| s.apply(&m, op)) {
+            Some(Ok(shaped)) => Some(shaped),
+            Some(Err(_)) => return Ok(false),
+            None => None,
+        };
+        let pairs = op == 1 && matches!(encoder, Encoder::DataWorks { split: true, .. });
+        let shaped_keys = match (shape, &shaped) {
+            (Some(s), Some(shaped)) => match s.keys(shaped, pairs) {
+                Ok(keys) => Some(keys),
+                Err(_) => return Ok(false),
+            },
+            _ => None,
+        };
+        let m = shaped.as_ref().unwrap_or(&m);
         let start = out.len();
-        let written = match (&compiled.table, encoder) {
-            (Table::Canal(t), _) => canal_out::write(t, &m, op, variant, false, out),
-            (Table::Ticdc(t), _) => ticdc_out::write(t, &m, op, variant, out),
+        let written = match (writer, encoder) {
+            (Table::Canal(t), _) => canal_out::write(t, m, op, variant, false, out),
+            (Table::Ticdc(t), _) => ticdc_out::write(t, m, op, variant, out),
             (Table::CloudCanal(t), Encoder::DataWorks { ids, split }) => {
                 // DataWorks' dbName and tableName are the source's even when empty; an scn is written per event.
                 if database.is_empty() || source.table.as_deref().unwrap_or_default().is_empty() || source.scn {
                     return Ok(false);
                 }
                 let split = *split;
-                if crate::dataworks_out::write(t, &m, op, variant, split, ids, out).is_err() {
+                if crate::dataworks_out::write(t, m, op, variant, split, ids, out).is_err() {
                     out.truncate(start);
                     return Ok(false);
+                }
+                if let Some(keys) = shaped_keys {
+                    return Ok(set_keys(out, start, keys));
                 }
                 // The keys are the key columns' JSON values; an UPDATE_BEFOR's its before-image's.
                 let record_key = row_key(&pk, row);
@@ -990,10 +1027,10 @@ impl Reader {
             }
             (Table::CloudCanal(t), Encoder::CKafka(zone)) => match Position::of(&e, source).and_then(|p| p.ckafka(source)) {
                 // CKafka's DATABASE and TABLE are the source's even when empty (Canal's read as null).
-                Some(binlog) if !database.is_empty() && !source.table.as_deref().unwrap_or_default().is_empty() => crate::ckafka_out::write(t, &m, op, variant, *zone, &binlog, out),
+                Some(binlog) if !database.is_empty() && !source.table.as_deref().unwrap_or_default().is_empty() => crate::ckafka_out::write(t, m, op, variant, *zone, &binlog, out),
                 _ => return Ok(false),
             },
-            (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, &m, op, variant, out),
+            (Table::CloudCanal(t), _) => crate::cloudcanal_out::write(t, m, op, variant, out),
             (Table::Tdsql(t), _) => {
                 // ``gtid``: the source's, as orjson's round trip writes it.
                 let mut gtid = b"null".to_vec();
@@ -1003,13 +1040,13 @@ impl Reader {
                         return Ok(false);
                     }
                 }
-                crate::tdsql_out::write(t, &m, op, variant, &gtid, out)
+                crate::tdsql_out::write(t, m, op, variant, &gtid, out)
             }
             (Table::Typed(t), Encoder::Maxwell) => match Position::of(&e, source).and_then(|p| p.maxwell(source)) {
-                Some(position) => maxwell_out::write_with_position(t, &m, op, variant, &position, out),
+                Some(position) => maxwell_out::write_with_position(t, m, op, variant, &position, out),
                 None => return Ok(false),
             },
-            (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, &m, op, variant, out),
+            (Table::Typed(t), Encoder::Ogg) => ogg_out::write(t, m, op, variant, out),
             (Table::DtsAvro(t), Encoder::DtsAvro(ids)) => {
                 let dts_avro_out::Entry::Write(_, middle) = &t.ops[op] else { return Ok(false) };
                 // The probe's middle starts with three empty strings: the position's place.
@@ -1017,13 +1054,19 @@ impl Reader {
                 let Some(rest) = middle.get(3..) else { return Ok(false) };
                 record.extend_from_slice(rest);
                 // The DTS writer's key is its own (the key columns' typed values), as Python's.
-                return Ok(dts_avro_out::write(t, &m, op, variant, &record, ids, out).is_ok());
+                if dts_avro_out::write(t, m, op, variant, &record, ids, out).is_err() {
+                    return Ok(false);
+                }
+                return Ok(shaped_keys.map_or(true, |keys| set_keys(out, start, keys)));
             }
             _ => return Ok(false),
         };
         if written.is_err() {
             out.truncate(start);
             return Ok(false);
+        }
+        if let Some(keys) = shaped_keys {
+            return Ok(set_keys(out, start, keys));
         }
         // The text writers' keys are the Canal texts: Python's are the key columns' JSON values.
         let record_key = row_key(&pk, row);
@@ -1032,6 +1075,19 @@ impl Reader {
         }
         Ok(true)
     }
+}
+
+/// The records written from ``start`` keyed by ``keys`` (one per record: the shaped rows'
+/// keys); ``false`` (the records dropped: Python's) when the counts differ, which is not reached.
+fn set_keys(out: &mut Vec<Output>, start: usize, keys: Vec<Option<Vec<u8>>>) -> bool {
+    if out.len() - start != keys.len() {
+        out.truncate(start);
+        return false;
+    }
+    for (record, key) in out[start..].iter_mut().zip(keys) {
+        record.1 = key;
+    }
+    true
 }
 
 /// The source position as the Python decoder's model holds it (``_position``): the binlog

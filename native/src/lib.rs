@@ -876,7 +876,7 @@ fn write_image(
 
 /// ``(inner, shape)`` of a shaped table's spec ``(writer's spec, shape spec)`` (a writer's
 /// own spec has more items), else ``None``.
-fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, row_shape::RowShape)>> {
+pub(crate) fn shaped_spec<'py>(spec: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, row_shape::RowShape)>> {
     match spec.downcast::<PyTuple>() {
         Ok(t) if t.len() == 2 => Ok(Some((t.get_item(0)?, row_shape::RowShape::from_spec(&t.get_item(1)?)?))),
         _ => Ok(None),

@@ -1,0 +1,186 @@
+"""The row-changing transforms from the Debezium reader: debezium-json -> the writers of Canal
+text (TiCDC's, Maxwell's, GoldenGate's, CloudCanal's, CKafka's, DataWorks', TDSQL's, DTS's) with
+``replace_field``, ``mask_field``, ``insert_field``, ``value_to_key`` and ``merge_shards``.
+
+The Debezium reader (``native/src/debezium_in.rs``) hands each row to these writers as a
+one-row Canal message of texts (with the event's source position), so the transforms are
+followed as from canal-json (``native_rowxf.TextShaped``, ``row_shape.rs``): the row re-shaped in
+Canal text, then written by the writer's table of the transformed schema. What differs is
+the probe, a Debezium event of the reader's layout (source block, key names, each column's
+JSON kind) decoded by the chain's own decoder; the texts, which are Canal's
+(:attr:`DebeziumShaped.text_decoder`); and the key, whose integers are numbers whether or
+not a transform typed the row (the Debezium decoder's values are typed as read). Layouts
+under a schema part are Python's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_smt.transforms.model import Record
+from cdc_smt.transforms.native import (
+    DEBEZIUM_TO_CKAFKA,
+    DEBEZIUM_TO_CLOUDCANAL,
+    DEBEZIUM_TO_DATAWORKS,
+    DEBEZIUM_TO_DTS,
+    DEBEZIUM_TO_MAXWELL,
+    DEBEZIUM_TO_OGG,
+    DEBEZIUM_TO_TDSQL,
+    DEBEZIUM_TO_TICDC,
+    NativePlan,
+    _supported,
+    _Unsupported,
+)
+from cdc_smt.transforms.native_debezium import _NO_POSITION, _OPS, _Probe, layout_probe, reader_plan
+from cdc_smt.transforms.native_dts import DtsNativePlan, _ShapedDtsTables
+from cdc_smt.transforms.native_maxwell import _ShapedTypedJsonTables
+from cdc_smt.transforms.native_rowxf import TextShaped
+from cdc_smt.transforms.native_tdsql_out import _ShapedTdsqlTables
+from cdc_smt.transforms.native_ticdc import _ShapedTicdcTables
+from cdc_smt.transforms.native_vendor_out import (
+    _ShapedCKafkaTables,
+    _ShapedCloudCanalTables,
+    _ShapedDataWorksTables,
+    _zone,
+)
+
+#: Debezium's op code of each op the shaped compilers probe.
+_CODES = {kind: code for code, kind in _OPS}
+
+
+class DebeziumShaped(TextShaped):
+    """One Debezium layout compiled for a writer of Canal text under the row-changing transforms
+    (mixed in before the writer's ``TextShaped`` compiler): the probes are Debezium events of the
+    layout (:meth:`_decode`), the shaped rows' texts Canal's."""
+
+    #: The decoder's values are typed as read (JSON integers): the key's integers are numbers.
+    keys_typed = True
+
+    def __init__(self, decoder: Any, encoder: Any, transforms: Any = ()) -> None:
+        from cdc_smt.transforms.formats import get_codec
+
+        super().__init__(decoder, encoder, transforms)
+        self._canal: Any = get_codec("canal-json", {"source_timezone": decoder.opts.source_timezone})
+
+    @property
+    def text_decoder(self) -> Any:
+        return self._canal
+
+    @property
+    def form(self) -> Any:
+        return self._canal.form
+
+    def compile_layout(
+        self,
+        database: str,
+        table: str,
+        connector: str | None,
+        schema: str | None,
+        pk: list[str],
+        columns: list[tuple[str, str]],
+        head: bytes | None = None,
+    ) -> Any:
+        """The writer's ``(spec, shape)`` for the reader's layout (``debezium_in.rs``), or ``None``
+        (Python's: a schema part, a layout the shape or the writer cannot follow)."""
+        if head is not None:
+            return None  # values typed by the schema part: Python's
+        probe = layout_probe(database, table, connector, schema, pk, columns, head)
+        try:
+            (event,) = self._decode(probe, "INSERT")
+            if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
+                return None
+            message: Any = probe  # what ``_decode`` decodes each op's probe from
+            return self._compile(message, event, pk)
+        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
+            return None
+
+    def _shape(self, event: Any, python_on_missing: bool = False) -> Any:
+        """As from Canal, but ``row_index`` is Python's: the decoder's is the source's ``row``,
+        which the reader does not hand the writer (its row is the message's only one)."""
+        shape = super()._shape(event, python_on_missing)
+        if any(a[1] == "row" for a in shape.added):
+            raise _Unsupported("row_index")
+        return shape
+
+    def _shaped_column(self, column: Any, i: int, shape: Any, zoned: bool, final: Any) -> tuple[Any, ...]:
+        """As from Canal, but no column's text is checked to read: the decoder's values are
+        typed as read (JSON integers, numbers, strings, booleans), so no typing fails."""
+        name, out, _, _, *mask = super()._shaped_column(column, i, shape, zoned, final)
+        return (name, out, None, None, *mask)
+
+    def _decode(self, message: Any, kind: str) -> list[Any]:
+        probe: _Probe = message
+        return self.decoder.decode(Record(value=probe.value(_CODES[kind]), key=probe.key))
+
+
+class _TypedShaped(DebeziumShaped, _ShapedTypedJsonTables):
+    """-> maxwell-json, ogg-json."""
+
+
+class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
+    """-> ticdc-canal-json."""
+
+
+class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
+    """-> cloudcanal-json."""
+
+
+class _CKafkaShaped(DebeziumShaped, _ShapedCKafkaTables):
+    """-> ckafka-json (the binlog position per event from the reader)."""
+
+
+class _DataWorksShaped(DebeziumShaped, _ShapedDataWorksTables):
+    """-> dataworks-json."""
+
+
+class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
+    """-> tdsql-binlog-json (the source's ``gtid`` per event from the reader)."""
+
+
+class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
+    """-> dts-avro: each op's record parts from the transformed probe, whose source has no
+    position (the reader writes each event's in its place)."""
+
+    def _op_entry(self, done: Any, edits: Any) -> tuple[Any, ...]:
+        entry = super()._op_entry(done, edits)
+        if not entry[2].startswith(_NO_POSITION):
+            raise _Unsupported("position")  # the reader puts each event's position there
+        return entry
+
+
+def shaped_plan(chain: Any, extension: Any) -> NativePlan | None:
+    """debezium-json -> a writer of Canal text with row-changing transforms (not ``unwrap``),
+    or ``None``; ``extension`` is the native module."""
+    from cdc_smt.transforms.smt.unwrap import Unwrap
+
+    transforms = list(chain.transforms)
+    if any(type(t) is Unwrap for t in transforms) or not all(_supported(t) for t in transforms):
+        return None
+    encoder = chain.encoder
+    name = encoder.name
+    numbered = {"ids": encoder}
+    writers: dict[str, tuple[str, type[DebeziumShaped], dict[str, Any]]] = {
+        "maxwell-json": (DEBEZIUM_TO_MAXWELL, _TypedShaped, {}),
+        "ogg-json": (DEBEZIUM_TO_OGG, _TypedShaped, {}),
+        "ticdc-canal-json": (DEBEZIUM_TO_TICDC, _TicdcShaped, {}),
+        "cloudcanal-json": (DEBEZIUM_TO_CLOUDCANAL, _CloudCanalShaped, {}),
+        "ckafka-json": (DEBEZIUM_TO_CKAFKA, _CKafkaShaped, {}),
+        "dataworks-json": (DEBEZIUM_TO_DATAWORKS, _DataWorksShaped, numbered),
+        "tdsql-binlog-json": (DEBEZIUM_TO_TDSQL, _TdsqlShaped, {}),
+        "dts-avro": (DEBEZIUM_TO_DTS, _DtsShaped, numbered),
+    }
+    if name not in writers:
+        return None
+    plan_name, tables, options = writers[name]
+    if name == "ticdc-canal-json" and encoder.opts.enable_tidb_extension:
+        return None  # commitTs from the source's commit_ts, which the reader does not read
+    if name == "ckafka-json":
+        options = {"zone": _zone(encoder)}
+    if name == "dataworks-json":
+        options = {**options, "single_updates": encoder.opts.update_as == "single"}
+    compiler = tables(chain.decoder, encoder, transforms)
+    plan = reader_plan(plan_name, compiler, chain, extension, encoder=name, **options)
+    return DtsNativePlan(plan.name, plan.plan, plan.variants) if "ids" in options else plan
+
+
+__all__ = ["DebeziumShaped", "shaped_plan"]
