@@ -37,7 +37,7 @@ from tests.test_native import (
     dead_letters,
     outputs,
 )
-from tests.test_native_debezium import KEY, MALFORMED, ROW, SOURCE, debezium_records, event, good, keyed
+from tests.test_native_debezium import KEY, MALFORMED, ROW, SOURCE, debezium_records, event, good, keyed, with_schema
 from tests.test_native_rowxf import _mask
 
 pytestmark = NATIVE_SUITE
@@ -352,3 +352,59 @@ def test_corpus_debezium_files(corpus: Path, writer: str) -> None:
             assert_same(records, transforms, writer)
     counted = assert_same(keyed([(v, None) for v in schemaless]), [_mask("null", ["weight"])], writer)
     assert counted >= len(schemaless) // 3, (counted, len(schemaless))  # GoldenGate: Postgres schemas are Python's
+
+
+# ---------------------------------------------------------------------------
+# the schema part (the writers that take it from the reader without transforms)
+
+#: The writers the reader hands values read from their Connect representations.
+SCHEMA_WRITERS = ["ticdc", "maxwell", "ogg", "dts"]
+SCHEMA_INPUTS: list[dict[str, Any]] = [
+    {"schemas_enable": True},
+    {"schemas_enable": True, "time_precision_mode": "connect"},
+    {"schemas_enable": True, "decimal_handling_mode": "string", "binary_handling_mode": "hex"},
+]
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_the_schema_part_regular_events(name: str) -> None:
+    """Events with the schema part: the plan's on the writers that take it (every row), Python's
+    on the others."""
+    records = keyed(with_schema(good()))
+    transforms = [SINGLE[name]]
+    for writer in WRITERS:
+        events = sum(r.value is not None for r in records)  # tombstones: the decoder counts them
+        expected = events - python_share(transforms) + 1 if writer in SCHEMA_WRITERS else 0
+        assert assert_same(records, transforms, writer) == expected, writer
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=10),
+    options=st.sampled_from(SCHEMA_INPUTS),
+    writer=st.sampled_from(SCHEMA_WRITERS),
+    transforms=st.sampled_from(STREAM_CHAINS),
+    tz=st.sampled_from(ZONES),
+)
+def test_random_streams_with_the_schema_part(
+    stream: list[ChangeEvent], options: dict[str, Any], writer: str, transforms: list[dict[str, Any]], tz: str
+) -> None:
+    """Debezium events of every MySQL type with the schema part (each value in its Connect
+    representation), through each writer that takes it under each chain."""
+    records = debezium_records(stream, tz, options)
+    zone = {"source_timezone": tz}
+    assert_same(records, transforms, writer, zone, zone)
+
+
+def test_the_schema_part_streams_are_partly_native() -> None:
+    """Columns of the types whose Canal text the reader writes (integers, strings, dates, times,
+    decimals) keep the streams' rows the plan's."""
+    from tests.test_native import _example
+
+    total = handled = 0
+    for seed in range(8):
+        records = debezium_records(_example(seed), "UTC", {"schemas_enable": True})
+        for writer in ("maxwell", "ticdc"):
+            total += sum(r.value is not None for r in records)
+            handled += assert_same(records, STREAM_CHAINS[5], writer)
+    assert handled >= total // 4, (handled, total)

@@ -265,14 +265,8 @@ class _Layouts(_CanalOutTables):
         return event
 
     def _reprs(self, head: bytes, pk: list[str]) -> dict[str, Any]:
-        """Each column's Connect representation in the schema part ``head``, as the decoder's
-        plan for it reads them (``_connect.Repr``)."""
-        decoder = self.decoder
-        key, schema, _, _ = decoder._split(head + b',"payload":{}}')
-        plan = decoder._schema_plan(key, schema, tuple(pk)) if schema is not None else None
-        if plan is None:
-            raise _Unsupported("schema part")
-        return {f.column.name: f.repr for f in plan.fields}
+        """Each column's Connect representation in the schema part ``head`` (:func:`connect_reprs`)."""
+        return connect_reprs(self.decoder, head, pk)
 
     def _reads(
         self,
@@ -290,17 +284,7 @@ class _Layouts(_CanalOutTables):
         conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
         a zone other than UTC; ``unfolded``: the writer makes an instant of it again, so a wall
         clock in a DST fold, which would need Python's ``fold``, is Python's (``zoned-unfolded``)."""
-        source = self.decoder.opts.source_timezone
-        zone = _wall_clock_zone(source, self.encoder.opts.source_timezone, zones)
-        reads = [
-            "text"
-            if same
-            else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone, unfolded)
-            for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
-        ]
-        if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
-            return None  # a value the reader does not convert (geometry, bits, other modes): Python's
-        return reads
+        return connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, zones, unfolded)
 
     def _probe_shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
         """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
@@ -308,6 +292,40 @@ class _Layouts(_CanalOutTables):
         if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
             raise _Unsupported("layout")
         return event, self._shape(event)
+
+
+def connect_reprs(decoder: Any, head: bytes, pk: list[str]) -> dict[str, Any]:
+    """Each column's Connect representation in the schema part ``head``, as the decoder's
+    plan for it reads them (``_connect.Repr``)."""
+    key, schema, _, _ = decoder._split(head + b',"payload":{}}')
+    plan = decoder._schema_plan(key, schema, tuple(pk)) if schema is not None else None
+    if plan is None:
+        raise _Unsupported("schema part")
+    return {f.column.name: f.repr for f in plan.fields}
+
+
+def connect_reads(
+    decoder: Any,
+    encoder: Any,
+    reprs: dict[str, Any],
+    decoded: Any,
+    columns: list[tuple[str, str]],
+    as_written: list[bool],
+    zones: bool = False,
+    unfolded: bool = False,
+) -> list[str | None] | None:
+    """``_Layouts._reads`` of ``decoder`` into ``encoder``'s writer."""
+    source = decoder.opts.source_timezone
+    zone = _wall_clock_zone(source, encoder.opts.source_timezone, zones)
+    reads = [
+        "text"
+        if same
+        else _connect_read(canal_text_op(c, zone is not None), c, reprs.get(c.name), kind, zone, unfolded)
+        for c, (_, kind), same in zip(decoded.schema.columns, columns, as_written, strict=True)
+    ]
+    if any(read is None and kind != "null" for read, (_, kind) in zip(reads, columns, strict=True)):
+        return None  # a value the reader does not convert (geometry, bits, other modes): Python's
+    return reads
 
 
 class DebeziumCanalTables(_Layouts):

@@ -9,8 +9,11 @@ Canal text, then written by the writer's table of the transformed schema. What d
 the probe, a Debezium event of the reader's layout (source block, key names, each column's
 JSON kind) decoded by the chain's own decoder; the texts, which are Canal's
 (:attr:`DebeziumShaped.text_decoder`); and the key, whose integers are numbers whether or
-not a transform typed the row (the Debezium decoder's values are typed as read). Layouts
-under a schema part are Python's.
+not a transform typed the row (the Debezium decoder's values are typed as read). Under a
+schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
+transforms) each value is read from its Connect representation into its type's Canal text
+(``connect_in.rs``); columns whose values are written otherwise (ENUM and SET labels,
+``float32``) and converted key columns are Python's.
 """
 
 from __future__ import annotations
@@ -31,7 +34,16 @@ from cdc_smt.transforms.native import (
     _supported,
     _Unsupported,
 )
-from cdc_smt.transforms.native_debezium import _NO_POSITION, _OPS, _Probe, layout_probe, reader_plan
+from cdc_smt.transforms.native_debezium import (
+    _NO_POSITION,
+    _OPS,
+    _Probe,
+    _with_reads,
+    connect_reads,
+    connect_reprs,
+    layout_probe,
+    reader_plan,
+)
 from cdc_smt.transforms.native_dts import DtsNativePlan, _ShapedDtsTables
 from cdc_smt.transforms.native_maxwell import _ShapedTypedJsonTables
 from cdc_smt.transforms.native_rowxf import TextShaped
@@ -55,6 +67,9 @@ class DebeziumShaped(TextShaped):
 
     #: The decoder's values are typed as read (JSON integers): the key's integers are numbers.
     keys_typed = True
+    #: Under a schema part, how the writer reads a ``ZonedTimestamp`` (``connect_reads``' ``zones``
+    #: and ``unfolded``); ``None``: the writer takes no schema part from the reader.
+    schema_zones: tuple[bool, bool] | None = None
 
     def __init__(self, decoder: Any, encoder: Any, transforms: Any = ()) -> None:
         from cdc_smt.transforms.formats import get_codec
@@ -82,17 +97,37 @@ class DebeziumShaped(TextShaped):
     ) -> Any:
         """The writer's ``(spec, shape)`` for the reader's layout (``debezium_in.rs``), or ``None``
         (Python's: a schema part, a layout the shape or the writer cannot follow)."""
-        if head is not None:
-            return None  # values typed by the schema part: Python's
+        if head is not None and self.schema_zones is None:
+            return None  # the writer takes no schema part from the reader: Python's
         probe = layout_probe(database, table, connector, schema, pk, columns, head)
         try:
             (event,) = self._decode(probe, "INSERT")
             if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
                 return None
+            reads = None if head is None else self._schema_reads(head, event, pk, columns)
+            if head is not None and reads is None:
+                return None
             message: Any = probe  # what ``_decode`` decodes each op's probe from
-            return self._compile(message, event, pk)
+            spec = self._compile(message, event, pk)
+            return spec if reads is None or spec is None else _with_reads(reads, spec)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
             return None
+
+    def _schema_reads(
+        self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]]
+    ) -> list[str | None] | None:
+        """Under a schema part, each column's Connect conversion into the Canal text of its type
+        (``connect_in.rs``), or ``None`` (Python's): a column whose values need a conversion the
+        reader lacks or whose text is not its type's Canal text (ENUM and SET labels, ``float32``),
+        a key column whose values are converted (the key is written from the texts)."""
+        assert self.schema_zones is not None
+        zones, unfolded = self.schema_zones
+        reprs = connect_reprs(self.decoder, head, pk)
+        as_written = [False] * len(columns)
+        reads = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
+        if reads is None or any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
+            return None
+        return reads
 
     def _shape(self, event: Any, python_on_missing: bool = False) -> Any:
         """As from Canal, but ``row_index`` is Python's: the decoder's is the source's ``row``,
@@ -116,9 +151,13 @@ class DebeziumShaped(TextShaped):
 class _TypedShaped(DebeziumShaped, _ShapedTypedJsonTables):
     """-> maxwell-json, ogg-json."""
 
+    schema_zones = (True, True)
+
 
 class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
     """-> ticdc-canal-json."""
+
+    schema_zones = (True, False)
 
 
 class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
@@ -139,7 +178,9 @@ class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
 
 class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
     """-> dts-avro: each op's record parts from the transformed probe, whose source has no
-    position (the reader writes each event's in its place)."""
+    position (the reader writes each event's in its place); a ``ZonedTimestamp`` in UTC only."""
+
+    schema_zones = (False, False)
 
     def _op_entry(self, done: Any, edits: Any) -> tuple[Any, ...]:
         entry = super()._op_entry(done, edits)

@@ -16,6 +16,10 @@
 //! representation (``connect_in``) as the Canal text the writer's conversion reads (Canal,
 //! Maxwell, GoldenGate, DTS Avro, TiCDC).
 //!
+//! Under the row-changing transforms a layout's table is a text writer's of the transformed
+//! schema behind a ``row_shape`` (``Table::Shaped``): the row's Canal message is re-shaped first,
+//! and the records keyed by the shaped row (as from Canal).
+//!
 //! A message is read in one pass by ``json_scan`` (borrowing from it); what the scanner
 //! stops at (escapes aside, which serde decodes for it) is read by the serde
 //! deserializers below, which decide.

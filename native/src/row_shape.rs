@@ -3,7 +3,8 @@
 //! Maxwell's, GoldenGate's, CloudCanal's, CKafka's, DataWorks' and DTS's):
 //! each row of a Canal message re-shaped, still as Canal text, into the transformed
 //! event's row, which the writer then converts with its table of the transformed schema.
-//! Compiled per table by ``transforms/native_rowxf.py`` (``_TextShapedTables``).
+//! Compiled per table by ``transforms/native_rowxf.py`` (``TextShaped``); from the Debezium
+//! reader's one-row messages per layout by ``transforms/native_debezium_rowxf.py``.
 //!
 //! A shaped row names the columns under their output names (a dropped column's value is
 //! still checked where a transform typed the row), masks their values (null, the salted

@@ -328,6 +328,14 @@ _ROW_CHANGING = (
     {"type": "insert_field", "static": {"_src": "fuzz"}, "metadata": {"_es": "source_ts_ms", "_row": "row_index"}},
 )
 
+#: The row-changing transforms from the Debezium reader (``row_shape.rs``): ``row_index`` is
+#: the source's ``row`` there (Python's), so the per-row metadata is the event time only.
+_DEBEZIUM_ROW_CHANGING = (
+    *_ROW_CHANGING[:2],
+    {"type": "insert_field", "static": {"_src": "fuzz"}, "metadata": {"_es": "source_ts_ms"}},
+    {"type": "value_to_key", "fields": ["id"]},
+)
+
 #: ``mask_field``'s constant modes (``empty`` of every type the workload has, ``replace``).
 _CONSTANT_MASKS = (
     {"type": "mask_field", "fields": ["email", "name"], "mode": "empty", "on_missing": "ignore"},
@@ -437,6 +445,10 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>dts-avro+schema": NativeTarget(
         "debezium-json", "dts-avro", source_options=(("schemas_enable", True),)
     ),
+    "native:debezium-json>maxwell-json+rowxf": NativeTarget(
+        "debezium-json", "maxwell-json", transforms=_DEBEZIUM_ROW_CHANGING
+    ),
+    "native:debezium-json>dts-avro+rowxf": NativeTarget("debezium-json", "dts-avro", transforms=_DEBEZIUM_ROW_CHANGING),
     "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
         "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
     ),
