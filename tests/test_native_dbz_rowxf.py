@@ -1,4 +1,4 @@
-"""The row-changing transforms from the Debezium reader (debezium-json -> ticdc-canal-json,
+"""The row-changing transforms from the Debezium reader (debezium-json -> canal-json, ticdc-canal-json,
 maxwell-json, ogg-json, tdsql-binlog-json, cloudcanal-json, ckafka-json, dataworks-json,
 dts-avro), against the Python path: byte for byte.
 
@@ -44,6 +44,7 @@ pytestmark = NATIVE_SUITE
 
 #: The writers: (format, plan, encoder options that change what it writes).
 WRITERS: dict[str, tuple[str, str, list[dict[str, Any]]]] = {
+    "canal": ("canal-json", native.DEBEZIUM_TO_CANAL, [{}]),
     "ticdc": ("ticdc-canal-json", native.DEBEZIUM_TO_TICDC, [{}, {"content_compatible": True}]),
     "maxwell": ("maxwell-json", native.DEBEZIUM_TO_MAXWELL, [{}]),
     "ogg": ("ogg-json", native.DEBEZIUM_TO_OGG, [{}]),
@@ -153,9 +154,12 @@ def test_row_changing_chains_get_the_reader_plan(writer: str) -> None:
         assert Chain(get_codec("debezium-json"), get_codec(fmt), build_transforms(transforms), "all").native is None
 
 
-def test_ticdc_extension_is_pythons() -> None:
-    sink = get_codec("ticdc-canal-json", {"enable_tidb_extension": True})
-    assert Chain(get_codec("debezium-json"), sink, build_transforms([SINGLE["hash"]]), "all").native is None
+def test_ticdc_extension_and_canal_transactions_are_pythons() -> None:
+    for sink in (
+        get_codec("ticdc-canal-json", {"enable_tidb_extension": True}),
+        get_codec("canal-json", {"batch": "transaction"}),
+    ):
+        assert Chain(get_codec("debezium-json"), sink, build_transforms([SINGLE["hash"]]), "all").native is None
 
 
 # ---------------------------------------------------------------------------
@@ -283,7 +287,7 @@ def test_edge_values() -> None:
     for writer, sink in SINKS:
         for name in ("hash-unsalted", "empty", "replace-int", "value-to-key", "static"):
             handled = assert_same(keyed(values), [SINGLE[name]], writer, sink)
-            # the MySQL-text writers leave doubles outside 1e-3..1e7 to Python (a written "d")
+            # the MySQL-text and Canal writers leave doubles outside their plain ranges to Python
             plain = name in ("empty", "replace-int") or writer in ("maxwell", "ogg", "ticdc", "dts")
             assert handled >= (len(values) // 3 if plain else 2), (writer, name, handled)
 
@@ -358,7 +362,7 @@ def test_corpus_debezium_files(corpus: Path, writer: str) -> None:
 # the schema part (the writers that take it from the reader without transforms)
 
 #: The writers the reader hands values read from their Connect representations.
-SCHEMA_WRITERS = ["ticdc", "maxwell", "ogg", "dts"]
+SCHEMA_WRITERS = ["canal", "ticdc", "maxwell", "ogg", "dts"]
 SCHEMA_INPUTS: list[dict[str, Any]] = [
     {"schemas_enable": True},
     {"schemas_enable": True, "time_precision_mode": "connect"},

@@ -223,7 +223,7 @@ def plan_for(chain: Any) -> NativePlan | None:
     from cdc_smt.transforms.formats.ticdc_canal_json import TicdcCanalJson
 
     decoder, encoder = chain.decoder, chain.encoder
-    if type(decoder) is DebeziumJsonCodec and type(encoder) not in (CanalJson, DebeziumJsonCodec):
+    if type(decoder) is DebeziumJsonCodec and type(encoder) is not DebeziumJsonCodec:
         from cdc_smt.transforms import native_debezium_rowxf, native_rowxf
 
         if native_rowxf.changes_rows(chain.transforms):  # the writers of Canal text, rows changed

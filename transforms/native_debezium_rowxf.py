@@ -22,6 +22,7 @@ from typing import Any
 
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
+    DEBEZIUM_TO_CANAL,
     DEBEZIUM_TO_CKAFKA,
     DEBEZIUM_TO_CLOUDCANAL,
     DEBEZIUM_TO_DATAWORKS,
@@ -31,6 +32,7 @@ from cdc_smt.transforms.native import (
     DEBEZIUM_TO_TDSQL,
     DEBEZIUM_TO_TICDC,
     NativePlan,
+    _CanalOutTables,
     _supported,
     _Unsupported,
 )
@@ -189,6 +191,28 @@ class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
         return entry
 
 
+class _RetextCanalTables(_CanalOutTables):
+    """The Canal writer's table of a transformed schema, every value re-written as Canal text
+    with the schema's type maps (as from the Debezium reader without transforms)."""
+
+    @property
+    def retext(self) -> bool:
+        return True
+
+
+class _CanalShaped(DebeziumShaped):
+    """-> canal-json (``batch: row``): the Canal writer re-writes the shaped texts with the
+    transformed schema's ``mysqlType`` and ``sqlType``."""
+
+    writer_tables = _RetextCanalTables
+    schema_zones = (True, False)
+
+    def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
+        fields = (written.get("database"), written.get("table"), written.get("pkNames"))
+        if fields != (final.source.database, final.source.table, list(final.pk) or None):
+            raise _Unsupported("message")  # not the shaped message's fields
+
+
 def shaped_plan(chain: Any, extension: Any) -> NativePlan | None:
     """debezium-json -> a writer of Canal text with row-changing transforms (not ``unwrap``),
     or ``None``; ``extension`` is the native module."""
@@ -201,6 +225,7 @@ def shaped_plan(chain: Any, extension: Any) -> NativePlan | None:
     name = encoder.name
     numbered = {"ids": encoder}
     writers: dict[str, tuple[str, type[DebeziumShaped], dict[str, Any]]] = {
+        "canal-json": (DEBEZIUM_TO_CANAL, _CanalShaped, {}),
         "maxwell-json": (DEBEZIUM_TO_MAXWELL, _TypedShaped, {}),
         "ogg-json": (DEBEZIUM_TO_OGG, _TypedShaped, {}),
         "ticdc-canal-json": (DEBEZIUM_TO_TICDC, _TicdcShaped, {}),
@@ -213,6 +238,8 @@ def shaped_plan(chain: Any, extension: Any) -> NativePlan | None:
     if name not in writers:
         return None
     plan_name, tables, options = writers[name]
+    if name == "canal-json" and encoder.batching:
+        return None  # Python groups consecutive events of a transaction into one message
     if name == "ticdc-canal-json" and encoder.opts.enable_tidb_extension:
         return None  # commitTs from the source's commit_ts, which the reader does not read
     if name == "ckafka-json":

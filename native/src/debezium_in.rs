@@ -872,7 +872,7 @@ impl Reader {
                 let (spec, connect) = split_spec(spec.bind(py))?;
                 let table = match (crate::shaped_spec(&spec)?, encoder) {
                     // Row-changing transforms: the writer's table of the transformed schema under the shape.
-                    (Some(_), Encoder::Canal { .. } | Encoder::Debezium) => None,
+                    (Some(_), Encoder::Debezium) => None,
                     (Some((inner, shape)), _) => writer_table(&inner, encoder)?.map(|t| Table::Shaped(Box::new(shape), Box::new(t))),
                     (None, _) => writer_table(&spec, encoder)?,
                 };
