@@ -216,28 +216,9 @@ class _Probe:
         return orjson.dumps({k: self.row.get(k) for k in pk}) if pk else None
 
 
-def layout_probe(
-    database: str,
-    table: str,
-    connector: str | None,
-    schema: str | None,
-    pk: list[str],
-    columns: list[tuple[str, str]],
-    head: bytes | None,
-) -> _Probe:
-    """The probe of a layout the reader compiles (``debezium_in.rs``: its source block, key names
-    and each column's name and JSON kind; ``head``: its schema part)."""
-    source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
-    if connector is not None:
-        source["connector"] = connector
-    if schema is not None:
-        source["schema"] = schema
-    row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
-    return _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
-
-
-class _Layouts(_CanalOutTables):
-    """What both compilers share: the probe of a layout, following the transforms."""
+class LayoutCompiler:
+    """The reader's compiler entry (``debezium_in.rs`` calls :meth:`compile_layout` per layout):
+    the layout's probe, compiled by :meth:`_compile_probe` (``None``, or any error: Python's)."""
 
     def compile_layout(
         self,
@@ -249,9 +230,16 @@ class _Layouts(_CanalOutTables):
         columns: list[tuple[str, str]],
         head: bytes | None = None,
     ) -> Any:
-        """The native writer's spec for the layout (``None``: Python's); ``head``: the
-        messages' schema part as they start (``{"schema":...``)."""
-        probe = layout_probe(database, table, connector, schema, pk, columns, head)
+        """The native writer's spec for the layout (its source block, key names and each column's
+        name and JSON kind), or ``None`` (Python's); ``head``: the messages' schema part as they
+        start (``{"schema":...``)."""
+        source: dict[str, Any] = {"db": database, "table": table, "ts_ms": 0}
+        if connector is not None:
+            source["connector"] = connector
+        if schema is not None:
+            source["schema"] = schema
+        row = {name: None if head is not None else _SAMPLES[kind][0] for name, kind in columns}
+        probe = _Probe(row, source, orjson.dumps(dict.fromkeys(pk)) if pk else None, head)
         try:
             return self._compile_probe(probe, pk, columns)
         except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
@@ -260,31 +248,13 @@ class _Layouts(_CanalOutTables):
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         raise NotImplementedError
 
+
+class _Layouts(LayoutCompiler, _CanalOutTables):
+    """What both compilers share: the probe of a layout, following the transforms."""
+
     def _decode_probe(self, probe: _Probe, code: str) -> Any:
         (event,) = self.decoder.decode(Record(value=probe.value(code), key=probe.key))
         return event
-
-    def _reprs(self, head: bytes, pk: list[str]) -> dict[str, Any]:
-        """Each column's Connect representation in the schema part ``head`` (:func:`connect_reprs`)."""
-        return connect_reprs(self.decoder, head, pk)
-
-    def _reads(
-        self,
-        reprs: dict[str, Any],
-        decoded: Any,
-        columns: list[tuple[str, str]],
-        as_written: list[bool],
-        zones: bool = False,
-        unfolded: bool = False,
-    ) -> list[str | None] | None:
-        """Under a schema part (``reprs``: its Connect representations), per column how the
-        reader turns its values into the Canal text the writer's conversion reads
-        (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
-        that text, such as ENUM labels), or ``None`` when a column with values needs a
-        conversion the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in
-        a zone other than UTC; ``unfolded``: the writer makes an instant of it again, so a wall
-        clock in a DST fold, which would need Python's ``fold``, is Python's (``zoned-unfolded``)."""
-        return connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, zones, unfolded)
 
     def _probe_shape(self, probe: _Probe, pk: list[str]) -> tuple[Any, _Shape]:
         """The INSERT probe's event and the shape of the transforms (predicates judged on it)."""
@@ -314,7 +284,13 @@ def connect_reads(
     zones: bool = False,
     unfolded: bool = False,
 ) -> list[str | None] | None:
-    """``_Layouts._reads`` of ``decoder`` into ``encoder``'s writer."""
+    """Under a schema part (``reprs``: its Connect representations, :func:`connect_reprs`), per
+    column how the reader turns its values into the Canal text ``encoder``'s writer's conversion
+    reads (``connect_in.rs``, :func:`_connect_read`; ``as_written``: columns whose values are
+    that text, such as ENUM labels), or ``None`` when a column with values needs a conversion
+    the reader lacks. ``zones``: the writer takes a TIMESTAMP's wall clock in a zone other than
+    UTC; ``unfolded``: the writer makes an instant of it again, so a wall clock in a DST fold,
+    which would need Python's ``fold``, is Python's (``zoned-unfolded``)."""
     source = decoder.opts.source_timezone
     zone = _wall_clock_zone(source, encoder.opts.source_timezone, zones)
     reads = [
@@ -343,12 +319,12 @@ class DebeziumCanalTables(_Layouts):
         reads: list[str | None] = [None] * len(names)
         labels: list[dict[str, str] | None] = [None] * len(names)
         if probe.head is not None:  # columns typed by the schema part: values in their Connect representations
-            reprs = self._reprs(probe.head, pk)
+            reprs = connect_reprs(self.decoder, probe.head, pk)
             typed = list(zip(decoded.schema.columns, columns, strict=True))
             labels = [_enum_labels(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
             own = [_canal_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
             as_written = [label is not None or read is not None for label, read in zip(labels, own, strict=True)]
-            found = self._reads(reprs, decoded, columns, as_written, zones=True)
+            found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, zones=True)
             if found is None:
                 return PYTHON_HEAD
             reads = [read[0] if read is not None else f for read, f in zip(own, found, strict=True)]
@@ -541,9 +517,8 @@ class DebeziumTables(_Layouts):
             if probe.head is not None and _typing_unwrap(self.transforms):
                 return None  # values typed from their Connect representations and re-written: Python
             if schemas and probe.head is not None:
-                self._reprs(
-                    probe.head, pk
-                )  # no Connect struct (``"schema":null``): Python infers the row's from its values
+                # no Connect struct (``"schema":null``): Python infers the row's from its values
+                connect_reprs(self.decoder, probe.head, pk)
             parts["envelope"] = None  # the flat row's, from the probe's records
             laid = [self._unwrapped_layout(probe, code, shape, parts, pk) for code, _ in _OPS]
             unwrapped = [(row, tomb) for row, tomb, _ in laid]
@@ -662,7 +637,7 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
         labels = [False] * len(columns)
         reads: list[str | None] = []
         if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
-            reprs = self._reprs(probe.head, pk)
+            reprs = connect_reprs(self.decoder, probe.head, pk)
             labels = [
                 _label_text(c, reprs.get(c.name), kind, pk)
                 for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
@@ -672,7 +647,9 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
                 label or _single_float(c, reprs.get(c.name), kind)
                 for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, as_written, zones=True, unfolded=True)
+            found = connect_reads(
+                self.decoder, self.encoder, reprs, decoded, columns, as_written, zones=True, unfolded=True
+            )
             if found is None:
                 return PYTHON_HEAD
             reads = found
@@ -722,7 +699,7 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         reads: list[str | None] = []
         labels = [False] * len(columns)
         if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
-            reprs = self._reprs(probe.head, pk)
+            reprs = connect_reprs(self.decoder, probe.head, pk)
             typed = list(zip(decoded.schema.columns, columns, strict=True))
             labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
             # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
@@ -730,7 +707,7 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
                 label or _single_float(c, reprs.get(c.name), kind)
                 for (c, (_, kind)), label in zip(typed, labels, strict=True)
             ]
-            found = self._reads(reprs, decoded, columns, as_written)
+            found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written)
             if found is None:
                 return PYTHON_HEAD
             reads = found

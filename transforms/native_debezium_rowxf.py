@@ -39,11 +39,11 @@ from cdc_smt.transforms.native import (
 from cdc_smt.transforms.native_debezium import (
     _NO_POSITION,
     _OPS,
+    LayoutCompiler,
     _Probe,
     _with_reads,
     connect_reads,
     connect_reprs,
-    layout_probe,
     reader_plan,
 )
 from cdc_smt.transforms.native_dts import DtsNativePlan, _ShapedDtsTables
@@ -62,7 +62,7 @@ from cdc_smt.transforms.native_vendor_out import (
 _CODES = {kind: code for code, kind in _OPS}
 
 
-class DebeziumShaped(TextShaped):
+class DebeziumShaped(LayoutCompiler, TextShaped):
     """One Debezium layout compiled for a writer of Canal text under the row-changing transforms
     (mixed in before the writer's ``TextShaped`` compiler): the probes are Debezium events of the
     layout (:meth:`_decode`), the shaped rows' texts Canal's."""
@@ -87,33 +87,22 @@ class DebeziumShaped(TextShaped):
     def form(self) -> Any:
         return self._canal.form
 
-    def compile_layout(
-        self,
-        database: str,
-        table: str,
-        connector: str | None,
-        schema: str | None,
-        pk: list[str],
-        columns: list[tuple[str, str]],
-        head: bytes | None = None,
-    ) -> Any:
+    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         """The writer's ``(spec, shape)`` for the reader's layout (``debezium_in.rs``), or ``None``
-        (Python's: a schema part, a layout the shape or the writer cannot follow)."""
+        (Python's: a schema part the writer does not take, a layout the shape or the writer
+        cannot follow)."""
+        head = probe.head
         if head is not None and self.schema_zones is None:
             return None  # the writer takes no schema part from the reader: Python's
-        probe = layout_probe(database, table, connector, schema, pk, columns, head)
-        try:
-            (event,) = self._decode(probe, "INSERT")
-            if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
-                return None
-            reads = None if head is None else self._schema_reads(head, event, pk, columns)
-            if head is not None and reads is None:
-                return None
-            message: Any = probe  # what ``_decode`` decodes each op's probe from
-            spec = self._compile(message, event, pk)
-            return spec if reads is None or spec is None else _with_reads(reads, spec)
-        except Exception:  # noqa: BLE001 - a layout Python rejects (or the plan cannot do) is Python's
+        (event,) = self._decode(probe, "INSERT")
+        if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
             return None
+        reads = None if head is None else self._schema_reads(head, event, pk, columns)
+        if head is not None and reads is None:
+            return None
+        message: Any = probe  # what ``_decode`` decodes each op's probe from
+        spec = self._compile(message, event, pk)
+        return spec if reads is None or spec is None else _with_reads(reads, spec)
 
     def _schema_reads(
         self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]]

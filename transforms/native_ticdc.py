@@ -34,6 +34,8 @@ from cdc_smt.transforms.native_debezium import (
     _Layouts,
     _wall_clock_zone,
     _with_reads,
+    connect_reads,
+    connect_reprs,
 )
 from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
@@ -225,12 +227,12 @@ class _DebeziumTicdcTables(_Layouts):
         from cdc_smt.transforms.formats.canal_json import _enum_index_table
         from cdc_smt.transforms.types import Kind
 
-        reprs = self._reprs(head, pk)
+        reprs = connect_reprs(self.decoder, head, pk)
         typed = list(zip(decoded.schema.columns, columns, strict=True))
         enums = [c.mysql.kind is Kind.ENUM and _label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
         own = [_canal_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
         as_written = [enum or read is not None for enum, read in zip(enums, own, strict=True)]
-        found = self._reads(reprs, decoded, columns, as_written, zones=True)
+        found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, zones=True)
         if found is None:
             return None
         source = self.decoder.opts.source_timezone
