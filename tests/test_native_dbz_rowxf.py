@@ -412,3 +412,34 @@ def test_the_schema_part_streams_are_partly_native() -> None:
             total += sum(r.value is not None for r in records)
             handled += assert_same(records, STREAM_CHAINS[5], writer)
     assert handled >= total // 4, (handled, total)
+
+
+# ---------------------------------------------------------------------------
+# source positions and transaction blocks under the transforms
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("name", ["hash", "merge", "static", "value-to-key"])
+def test_source_positions_under_the_transforms(name: str, writer: str) -> None:
+    """The positions each writer writes per event (Maxwell's ``xid``/``position``, CKafka's binlog
+    fields, TDSQL's ``gtid``, DTS's ``sourcePosition``/``sourceTxid``) in every form the reader
+    reads or leaves to Python, after the transforms; the plain forms native."""
+    from tests.test_native_debezium_writers import POSITIONS
+
+    values = []
+    for position, _ in POSITIONS:
+        source = {k: v for k, v in SOURCE.items() if k not in ("file", "pos", "server_id", "gtid")}
+        source.update(position)
+        values += [(event(op, before=ROW if op == "u" else None, after=ROW, source=source), KEY) for op in "cu"]
+    handled = assert_same(keyed(values), [SINGLE[name]], writer)
+    per_position = 1 if name == "static" else 2  # insert_field's UPDATEs are Python's
+    plain = sum(per_position for _, native_ in POSITIONS if native_)
+    assert handled >= (plain if writer not in ("ckafka", "dataworks", "dts") else 4), handled
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_transaction_blocks_under_the_transforms(writer: str) -> None:
+    """A ``transaction`` block (its id may be the event's) among plain events."""
+    tx = {"id": "571:53195829", "total_order": 1, "data_collection_order": 1}
+    values = [(event("c", after=ROW, transaction=tx), KEY), (event("c", after=ROW), KEY), (event("d", before=ROW), KEY)]
+    assert assert_same(keyed(values), [SINGLE["empty"]], writer) >= 1

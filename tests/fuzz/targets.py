@@ -449,6 +449,15 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
         "debezium-json", "maxwell-json", transforms=_DEBEZIUM_ROW_CHANGING
     ),
     "native:debezium-json>dts-avro+rowxf": NativeTarget("debezium-json", "dts-avro", transforms=_DEBEZIUM_ROW_CHANGING),
+    "native:debezium-json>canal-json+rowxf": NativeTarget(
+        "debezium-json", "canal-json", transforms=_DEBEZIUM_ROW_CHANGING
+    ),
+    "native:debezium-json>ticdc-canal-json+schema+rowxf": NativeTarget(
+        "debezium-json",
+        "ticdc-canal-json",
+        source_options=(("schemas_enable", True),),
+        transforms=_DEBEZIUM_ROW_CHANGING,
+    ),
     "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
         "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
     ),
