@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -279,3 +280,18 @@ def test_zoned_timestamps_to_dts(zone: str) -> None:
         assert count == (len(records) if native_ else 0), (value, count)
         if zone != "UTC":
             assert assert_debezium(records, SCHEMA, {"source_timezone": zone}, None, "dts-avro") == 0
+
+
+@pytest.mark.parametrize("out", SINKS)
+def test_key_columns_of_every_representation(out: str) -> None:
+    """The column of each Connect case in the primary key too (the record key naming it): the key
+    each writer writes (CloudCanal's, CKafka's and TDSQL's the typed values, DataWorks' the JSON
+    values) as Python writes it, or the record Python's; integer and string keys native."""
+    for _, field, values in CASES:
+        field = _source_types(field)
+        for value, _native in values[:3]:
+            key = orjson.dumps({"id": 1, "c": value})
+            assert_same(keyed([(m, key) for m in messages(field, value)]), out=out)
+    for field, value in [({"type": "string"}, "k"), ({"type": "int32"}, 7)]:
+        records = keyed([(m, orjson.dumps({"id": 1, "c": value})) for m in messages(field, value)])
+        assert assert_same(records, out=out) == len(records)

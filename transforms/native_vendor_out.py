@@ -508,6 +508,8 @@ class DebeziumCloudCanalTables(_Layouts):
             for c, label in zip(schema.columns, labels, strict=True)
         ]
         key = [(name, *key_value(schema.by_name[name], form)) for name in decoded.pk]
+        if probe.head is not None:
+            key = typed_as_read(key, [c.name for c in schema.columns], reads)
         texts = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
         message = {"database": probe.source["db"], "table": probe.source["table"], "data": [texts]}
         if schema_name is not None:
@@ -592,6 +594,14 @@ def connect_columns(
     ]
     reads = tables._reads(reprs, decoded, columns, as_written, zones=True, unfolded=unfolded)
     return None if reads is None else (labels, reads)
+
+
+def typed_as_read(key: list[tuple[str, str, Any]], names: list[str], reads: list[str | None]) -> list[Any]:
+    """Under a schema part, the key fields whose typed value is the JSON value as read (the
+    reader writes the record key from the values as read: ``debezium_in.rs``'s ``row_key``); the
+    others (BIGINT UNSIGNED's wrapped ``int64``) send a record with a value there to Python."""
+    read_of = dict(zip(names, reads, strict=True))
+    return [field if read_of.get(field[0]) == "text" else (field[0], "python", None) for field in key]
 
 
 class DebeziumCKafkaTables(_CKafkaMessages, DebeziumCloudCanalTables):
