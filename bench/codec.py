@@ -276,6 +276,13 @@ ROWS: tuple[Row, ...] = (
             sink_floor=True,
         )
     ),
+    *(
+        row
+        for sink in ("cloudcanal-json", "ckafka-json", "dataworks-json", "tdsql-binlog-json")
+        for row in with_python_twin(
+            Row("debezium-json", sink, input_options={"schemas_enable": True}, note="with schema", sink_floor=True)
+        )
+    ),
     *with_python_twin(
         Row("dataworks-json", "debezium-json", sink_options=DEBEZIUM_TYPED_NO_SCHEMA, note="typed, no schema")
     ),
@@ -801,6 +808,10 @@ RSS_PLANS: dict[str, RssPlan] = {
     "debezium-json -> canal-json (with schema)": RssPlan(
         "debezium-json", "canal-json", input_options={"schemas_enable": True}
     ),
+    **{
+        f"debezium-json -> {sink} (with schema)": RssPlan("debezium-json", sink, input_options={"schemas_enable": True})
+        for sink in ("cloudcanal-json", "ckafka-json", "dataworks-json", "tdsql-binlog-json")
+    },
     "canal-json -> debezium-json (no schema, unwrap)": RssPlan(
         "canal-json", "debezium-json", DEBEZIUM_TYPED_NO_SCHEMA, transforms=(_UNWRAP,)
     ),

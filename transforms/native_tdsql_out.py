@@ -25,7 +25,7 @@ from typing import Any
 
 from cdc_smt.transforms import native
 from cdc_smt.transforms.native import CANAL_TO_TDSQL, DEBEZIUM_TO_TDSQL, TICDC_TO_TDSQL, NativePlan
-from cdc_smt.transforms.native_debezium import PYTHON_HEAD, _Probe
+from cdc_smt.transforms.native_debezium import PYTHON_HEAD
 from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 from cdc_smt.transforms.native_vendor_out import DebeziumCloudCanalTables, _CloudCanalOutTables
 
@@ -149,7 +149,8 @@ class _ShapedTdsqlTables(TextShaped, _TdsqlOutTables):
 
 
 class DebeziumTdsqlTables(_TdsqlMessages, DebeziumCloudCanalTables):
-    """Compiles one Debezium layout (columns typed by their JSON kinds) for the TDSQL writer."""
+    """Compiles one Debezium layout (columns typed by their JSON kinds, or by the schema part)
+    for the TDSQL writer (CloudCanal's tables)."""
 
-    def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        return self._tdsql_spec(super()._compile_probe(probe, pk, columns))
+    def _writer_spec(self, spec: Any) -> Any:
+        return self._tdsql_spec(spec)

@@ -26,7 +26,10 @@ the rest of a batch from the first record it takes, so the numbers stay Python's
 
 From Debezium, the reader (``native/src/debezium_in.rs``) hands the writer each event as a
 one-row Canal message of texts, its layouts compiled from Debezium probes
-(:class:`DebeziumCloudCanalTables`, as ``native_debezium``'s writers are).
+(:class:`DebeziumCloudCanalTables`, as ``native_debezium``'s writers are). Under the schema
+part the columns are the schema's, each value read from its Connect representation into the
+Canal text the writer's conversion reads, as for the Maxwell writer (:func:`connect_columns`);
+ENUM and SET labels are MySQL's text as Debezium wrote it, copied.
 """
 
 from __future__ import annotations
@@ -53,7 +56,16 @@ from cdc_smt.transforms.native import (
     _supported,
     zones_agree,
 )
-from cdc_smt.transforms.native_debezium import _OPS, _SAMPLES, PYTHON_HEAD, _Layouts, _Probe
+from cdc_smt.transforms.native_debezium import (
+    _OPS,
+    _SAMPLES,
+    PYTHON_HEAD,
+    _label_text,
+    _Layouts,
+    _Probe,
+    _single_float,
+    _with_reads,
+)
 from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
@@ -476,29 +488,39 @@ def debezium_ckafka_plan(chain: Any, extension: Any) -> NativePlan | None:
 
 
 class DebeziumCloudCanalTables(_Layouts):
-    """Compiles one Debezium layout (columns typed by their JSON kinds) for the CloudCanal
-    writer; each op's probe must be what the writer writes for it."""
+    """Compiles one Debezium layout (columns typed by their JSON kinds, or by the schema part)
+    for the CloudCanal writer; each op's probe must be what the writer writes for it."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
-        if probe.head is not None:
-            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         schema_name = probe.source.get("schema") or None  # CloudCanal's ``schema``: the source's, else the database
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
+        connect = connect_columns(self, probe, decoded, columns, pk, unfolded=False)
+        if connect is None:
+            return PYTHON_HEAD
+        labels, reads = connect
         schema = decoded.schema
         form = self.form
-        specs = [(c.name, *mysql_text(c, True, form), c.type, c.mysql.jdbc_type()) for c in schema.columns]
+        zoned = self.timezone == self.encoder.opts.source_timezone
+        specs = [
+            (c.name, *(("same", None) if label else mysql_text(c, zoned, form)), c.type, c.mysql.jdbc_type())
+            for c, label in zip(schema.columns, labels, strict=True)
+        ]
         key = [(name, *key_value(schema.by_name[name], form)) for name in decoded.pk]
-        message = {
-            "database": probe.source["db"],
-            "table": probe.source["table"],
-            "data": [{name: _SAMPLES[kind][1] for name, kind in columns}],
-        }
+        if probe.head is not None:
+            key = typed_as_read(key, [c.name for c in schema.columns], reads)
+        texts = {name: None if probe.head is not None else _SAMPLES[kind][1] for name, kind in columns}
+        message = {"database": probe.source["db"], "table": probe.source["table"], "data": [texts]}
         if schema_name is not None:
             message["schema"] = schema_name
         ops = [self._op_layout(probe, message, code, kind, shape, specs) for code, kind in _OPS]
-        return specs, key, ops, schema_name
+        spec = self._writer_spec((specs, key, ops, schema_name))
+        return spec if probe.head is None else _with_reads(reads, spec)
+
+    def _writer_spec(self, spec: Any) -> Any:
+        """The writer's spec from the CloudCanal tables' (TDSQL's adds its literal forms)."""
+        return spec
 
     def _op_layout(
         self, probe: _Probe, message: dict[str, Any], code: str, kind: str, shape: Any, specs: list[Any]
@@ -517,21 +539,29 @@ class DebeziumCloudCanalTables(_Layouts):
 
 
 class DebeziumDataWorksTables(_Layouts):
-    """Compiles one Debezium layout (columns typed by their JSON kinds) for the DataWorks
-    writer; each op's probe must be what the writer writes for it."""
+    """Compiles one Debezium layout (columns typed by their JSON kinds, or by the schema part)
+    for the DataWorks writer; each op's probe must be what the writer writes for it."""
 
     def _compile_probe(self, probe: _Probe, pk: list[str], columns: list[tuple[str, str]]) -> Any:
         from cdc_smt.transforms.formats.dataworks_json import dataworks_type
 
-        if probe.head is not None:
-            return PYTHON_HEAD  # values in the schema's representations: Python converts them
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
+        # a TIMESTAMP's wall clock is made an instant again: one the zone shows twice is Python's
+        connect = connect_columns(self, probe, decoded, columns, pk, unfolded=True)
+        if connect is None:
+            return PYTHON_HEAD
+        labels, reads = connect
         zone = self.encoder.opts.source_timezone
         specs = [
-            (c.name, *dataworks_value(c, zone, self.timezone, self.form), dataworks_type(c.mysql), 0)
-            for c in decoded.schema.columns
+            (
+                c.name,
+                *(("same", None) if label else dataworks_value(c, zone, self.timezone, self.form)),
+                dataworks_type(c.mysql),
+                0,
+            )
+            for c, label in zip(decoded.schema.columns, labels, strict=True)
         ]
         message = {"database": probe.source["db"], "table": probe.source["table"], "data": [probe.row]}
         ops = []
@@ -539,7 +569,39 @@ class DebeziumDataWorksTables(_Layouts):
             event, edits = self._follow(self._decode_probe(probe, code), shape.selected)
             key = probe.record_key(tuple(pk))
             ops.append(check_dataworks(self, event, edits, message, kind, specs, list(decoded.pk), key))
-        return specs, [(name, "str", None) for name in decoded.pk], ops
+        spec = specs, [(name, "str", None) for name in decoded.pk], ops
+        return spec if probe.head is None else _with_reads(reads, spec)
+
+
+def connect_columns(
+    tables: Any, probe: _Probe, decoded: Any, columns: list[tuple[str, str]], pk: list[str], unfolded: bool
+) -> tuple[list[bool], list[str | None]] | None:
+    """Under a schema part, per column whether its values are ENUM or SET labels as Debezium
+    writes them (MySQL's text as it is: the writer copies it) and how the reader reads each
+    from its Connect representation (``native_debezium._connect_read``), as for the Maxwell
+    writer; ``None`` when a column with values needs a conversion the reader lacks (the
+    schema part's messages are then Python's: ``PYTHON_HEAD``).
+    Without one, no labels and no reads. ``unfolded``: the writer makes an instant of a
+    TIMESTAMP's wall clock again (a DST fold is Python's)."""
+    typed = list(zip(decoded.schema.columns, columns, strict=True))
+    if probe.head is None:
+        return [False] * len(typed), []
+    reprs = tables._reprs(probe.head, pk)
+    labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+    # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+    as_written = [
+        label or _single_float(c, reprs.get(c.name), kind) for (c, (_, kind)), label in zip(typed, labels, strict=True)
+    ]
+    reads = tables._reads(reprs, decoded, columns, as_written, zones=True, unfolded=unfolded)
+    return None if reads is None else (labels, reads)
+
+
+def typed_as_read(key: list[tuple[str, str, Any]], names: list[str], reads: list[str | None]) -> list[Any]:
+    """Under a schema part, the key fields whose typed value is the JSON value as read (the
+    reader writes the record key from the values as read: ``debezium_in.rs``'s ``row_key``); the
+    others (BIGINT UNSIGNED's wrapped ``int64``) send a record with a value there to Python."""
+    read_of = dict(zip(names, reads, strict=True))
+    return [field if read_of.get(field[0]) == "text" else (field[0], "python", None) for field in key]
 
 
 class DebeziumCKafkaTables(_CKafkaMessages, DebeziumCloudCanalTables):

@@ -461,6 +461,22 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
         "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
     ),
+    # the schema part read for the vendor writers (connect_in.rs, as for Maxwell; DataWorks in a DST zone)
+    "native:debezium-json>cloudcanal-json+schema": NativeTarget(
+        "debezium-json", "cloudcanal-json", source_options=(("schemas_enable", True),)
+    ),
+    "native:debezium-json>ckafka-json+schema": NativeTarget(
+        "debezium-json", "ckafka-json", source_options=(("schemas_enable", True),)
+    ),
+    "native:debezium-json>dataworks-json+schema-zone": NativeTarget(
+        "debezium-json",
+        "dataworks-json",
+        source_options=(("schemas_enable", True), ("source_timezone", "America/New_York")),
+        sink_options=(("source_timezone", "America/New_York"),),
+    ),
+    "native:debezium-json>tdsql-binlog-json+schema": NativeTarget(
+        "debezium-json", "tdsql-binlog-json", source_options=(("schemas_enable", True),)
+    ),
     # ZonedTimestamp read as a zone's wall clock (both codecs in it)
     "native:debezium-json>canal-json+schema-zone": NativeTarget(
         "debezium-json",
