@@ -255,20 +255,12 @@ def test_corpus_debezium_with_the_schema_part(corpus: Path, out: str) -> None:
     assert_same(keyed([(v, b'{"id":101}') for v in wrapped]), {**SCHEMA, **zone}, zone, out)
 
 
-#: Outside UTC the DTS compiler (``native_debezium.DebeziumDtsTables``, not this module's) asks
-#: ``_reads`` for UTC wall clocks only; with ``zones=True, unfolded=True`` there (one line) these
-#: pass (tried): the DTS writer's TIMESTAMP columns already convert from the decoder's zone.
-_DTS_ZONES_PENDING = pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="native_debezium.DebeziumDtsTables reads ZonedTimestamp in UTC only"
-)
-
-
 @pytest.mark.parametrize(
     "zone",
     [
-        pytest.param("Europe/Berlin", marks=_DTS_ZONES_PENDING),
-        pytest.param("America/New_York", marks=_DTS_ZONES_PENDING),
-        pytest.param("Asia/Shanghai", marks=_DTS_ZONES_PENDING),
+        "Europe/Berlin",
+        "America/New_York",
+        "Asia/Shanghai",
         "UTC",
     ],
 )

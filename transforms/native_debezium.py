@@ -707,7 +707,7 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
                 label or _single_float(c, reprs.get(c.name), kind)
                 for (c, (_, kind)), label in zip(typed, labels, strict=True)
             ]
-            found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written)
+            found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, True, True)
             if found is None:
                 return PYTHON_HEAD
             reads = found

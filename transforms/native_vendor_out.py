@@ -65,6 +65,8 @@ from cdc_smt.transforms.native_debezium import (
     _Probe,
     _single_float,
     _with_reads,
+    connect_reads,
+    connect_reprs,
 )
 from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
@@ -586,13 +588,13 @@ def connect_columns(
     typed = list(zip(decoded.schema.columns, columns, strict=True))
     if probe.head is None:
         return [False] * len(typed), []
-    reprs = tables._reprs(probe.head, pk)
+    reprs = connect_reprs(tables.decoder, probe.head, pk)
     labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
     # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
     as_written = [
         label or _single_float(c, reprs.get(c.name), kind) for (c, (_, kind)), label in zip(typed, labels, strict=True)
     ]
-    reads = tables._reads(reprs, decoded, columns, as_written, zones=True, unfolded=unfolded)
+    reads = connect_reads(tables.decoder, tables.encoder, reprs, decoded, columns, as_written, True, unfolded)
     return None if reads is None else (labels, reads)
 
 
