@@ -420,8 +420,8 @@ class TextShaped(native._CanalTables):
         kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
         if not (keys_typed or any(shape.typing)) or kind is Kind.STRING:
             return False
-        if kind is Kind.INT and (mask is None or mask[0] != "hash"):
-            return True
+        if kind in (Kind.INT, Kind.YEAR) and (mask is None or mask[0] != "hash"):
+            return True  # YEAR is typed as an integer too (the text written only when canonical)
         raise _Unsupported("key")  # a typed key value orjson writes otherwise
 
 
