@@ -13,7 +13,7 @@ not a transform typed the row (the Debezium decoder's values are typed as read).
 schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
 transforms) each value is read from its Connect representation into its type's Canal text
 (``connect_in.rs``); columns whose values are written otherwise (SET labels, ``float32``, ENUM
-labels but on Maxwell's and GoldenGate's writers) and converted key columns are Python's.
+labels but on Maxwell's, GoldenGate's and TiCDC's writers) and converted key columns are Python's.
 """
 
 from __future__ import annotations
@@ -151,9 +151,10 @@ class _TypedShaped(DebeziumShaped, _ShapedTypedJsonTables):
 
 
 class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
-    """-> ticdc-canal-json."""
+    """-> ticdc-canal-json (the table reads an ENUM's label text as its index)."""
 
     schema_zones = (True, False)
+    enum_labels = True
 
 
 class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
