@@ -13,7 +13,8 @@ not a transform typed the row (the Debezium decoder's values are typed as read).
 schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
 transforms) each value is read from its Connect representation into its type's Canal text
 (``connect_in.rs``); columns whose values are written otherwise (SET labels, ``float32``, ENUM
-labels but on Maxwell's, GoldenGate's and TiCDC's writers) and converted key columns are Python's.
+labels but on Maxwell's, GoldenGate's, TiCDC's and DTS's writers) and converted key columns are
+Python's.
 """
 
 from __future__ import annotations
@@ -175,9 +176,11 @@ class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
 
 class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
     """-> dts-avro: each op's record parts from the transformed probe, whose source has no
-    position (the reader writes each event's in its place); a ``ZonedTimestamp`` in UTC only."""
+    position (the reader writes each event's in its place); a ``ZonedTimestamp`` in UTC only; an
+    ENUM's label text read as its DTS value."""
 
     schema_zones = (False, False)
+    enum_labels = True
 
     def _op_entry(self, done: Any, edits: Any) -> tuple[Any, ...]:
         entry = super()._op_entry(done, edits)

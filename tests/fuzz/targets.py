@@ -458,6 +458,9 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
         source_options=(("schemas_enable", True),),
         transforms=_DEBEZIUM_ROW_CHANGING,
     ),
+    "native:debezium-json>dts-avro+schema+rowxf": NativeTarget(
+        "debezium-json", "dts-avro", source_options=(("schemas_enable", True),), transforms=_DEBEZIUM_ROW_CHANGING
+    ),
     "native:debezium-json>ticdc-canal-json+schema+rowxf": NativeTarget(
         "debezium-json",
         "ticdc-canal-json",
