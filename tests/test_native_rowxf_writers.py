@@ -340,3 +340,24 @@ def test_ticdc_messages_of_every_type(name: str, writer: str) -> None:
     values.append(ticdc_message("UPDATE", BASE, old={**BASE, "v": "was"}))
     expected = len(values) - TO_PYTHON.get(name, 0)  # "five" adds a column: its UPDATE is Python's
     assert assert_same_from_ticdc(records_of(values), CHAINS[name], writer, "UTC") == expected
+
+
+@pytest.mark.parametrize(("writer", "sink"), SINKS, ids=SINK_IDS)
+def test_year_key_columns(writer: str, sink: dict[str, Any]) -> None:
+    """A YEAR key column (typed as an integer: a number in the key, its text only when canonical,
+    ``0000`` Python's) keeps the table native; every edge YEAR text identical."""
+    values = [*REGULAR, *(_message("INSERT", [{**BASE, "y": y}]) for y in ("0000", "1901", "2155", "0", "07"))]
+    handled = assert_same(records_of(values), [{"type": "value_to_key", "fields": ["y", "id"]}], writer, sink)
+    assert handled >= 3, handled  # 1901, 2155 and 0 (BASE's 0000 and 07 are Python's)
+
+
+@pytest.mark.parametrize(("writer", "sink"), SINKS, ids=SINK_IDS)
+def test_enum_key_columns(writer: str, sink: dict[str, Any]) -> None:
+    """An ENUM key column, typed as its label (the key writes the label its index or label text
+    reads as; other texts Python's), with and without a transform typing the row."""
+    texts = ("0", "1", "2", "3", "4", "PAID", "NEW", "nope", "01", "")
+    values = [*REGULAR, *(_message("INSERT", [{**BASE, "y": "1901", "e": e}]) for e in texts)]
+    typed = [{"type": "value_to_key", "fields": ["e", "id"]}]
+    handled = assert_same(records_of(values), typed, writer, sink)
+    assert handled >= 4, handled  # at least the indexes 1 and 2 and the labels
+    assert_same(records_of(values), [{"type": "value_to_key", "fields": ["e"]}, SINGLE["hash"]], writer, sink)

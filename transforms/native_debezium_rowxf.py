@@ -12,8 +12,9 @@ JSON kind) decoded by the chain's own decoder; the texts, which are Canal's
 not a transform typed the row (the Debezium decoder's values are typed as read). Under a
 schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
 transforms) each value is read from its Connect representation into its type's Canal text
-(``connect_in.rs``); columns whose values are written otherwise (ENUM and SET labels,
-``float32``) and converted key columns are Python's.
+(``connect_in.rs``); columns whose values are written otherwise (SET labels, ``float32``, ENUM
+labels but on Maxwell's, GoldenGate's, TiCDC's and DTS's writers) and converted key columns are
+Python's.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from cdc_smt.transforms.native_debezium import (
     _NO_POSITION,
     _OPS,
     LayoutCompiler,
+    _label_text,
     _Probe,
     _with_reads,
     connect_reads,
@@ -72,6 +74,8 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
     #: Under a schema part, how the writer reads a ``ZonedTimestamp`` (``connect_reads``' ``zones``
     #: and ``unfolded``); ``None``: the writer takes no schema part from the reader.
     schema_zones: tuple[bool, bool] | None = None
+    #: The writer's table reads an ENUM's labels as Debezium writes them (none of them digits).
+    enum_labels = False
 
     def __init__(self, decoder: Any, encoder: Any, transforms: Any = ()) -> None:
         from cdc_smt.transforms.formats import get_codec
@@ -114,7 +118,8 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
         assert self.schema_zones is not None
         zones, unfolded = self.schema_zones
         reprs = connect_reprs(self.decoder, head, pk)
-        as_written = [False] * len(columns)
+        typed = zip(event.schema.columns, columns, strict=True)
+        as_written = [self.enum_labels and _plain_enum(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
         reads = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
         if reads is None or any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
             return None
@@ -140,15 +145,17 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
 
 
 class _TypedShaped(DebeziumShaped, _ShapedTypedJsonTables):
-    """-> maxwell-json, ogg-json."""
+    """-> maxwell-json, ogg-json (an ENUM's label is the typed value the writer writes)."""
 
     schema_zones = (True, True)
+    enum_labels = True
 
 
 class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
-    """-> ticdc-canal-json."""
+    """-> ticdc-canal-json (the table reads an ENUM's label text as its index)."""
 
     schema_zones = (True, False)
+    enum_labels = True
 
 
 class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
@@ -169,9 +176,12 @@ class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
 
 class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
     """-> dts-avro: each op's record parts from the transformed probe, whose source has no
-    position (the reader writes each event's in its place); a ``ZonedTimestamp`` in UTC only."""
+    position (the reader writes each event's in its place); a ``ZonedTimestamp`` outside UTC too
+    (the writer makes an instant of its wall clock again: a DST fold is Python's); an ENUM's
+    label text read as its DTS value."""
 
-    schema_zones = (False, False)
+    schema_zones = (True, True)
+    enum_labels = True
 
     def _op_entry(self, done: Any, edits: Any) -> tuple[Any, ...]:
         entry = super()._op_entry(done, edits)
@@ -200,6 +210,15 @@ class _CanalShaped(DebeziumShaped):
         fields = (written.get("database"), written.get("table"), written.get("pkNames"))
         if fields != (final.source.database, final.source.table, list(final.pk) or None):
             raise _Unsupported("message")  # not the shaped message's fields
+
+
+def _plain_enum(column: Any, r: Any, kind: str, pk: list[str]) -> bool:
+    """Is a column an ENUM whose values are its labels as Debezium writes them (not a key column),
+    none of them digits (the writer's ENUM table reads a digit text as an index)?"""
+    from cdc_smt.transforms.types import Kind
+
+    labelled = _label_text(column, r, kind, pk) and column.mysql.kind is Kind.ENUM
+    return labelled and not any(v.isdigit() for v in column.mysql.values)
 
 
 def shaped_plan(chain: Any, extension: Any) -> NativePlan | None:

@@ -297,7 +297,7 @@ class TextShaped(native._CanalTables):
             self._added_texts(done, added) if done is not None else [None] * _const_count(added)
             for _, done, _ in follows
         ]
-        key_spec = [(name, self._key_number(shape, c, name, final, self.keys_typed)) for name, c in key]
+        key_spec = [(name, *self._key_form(shape, c, name, final)) for name, c in key]
         where = (final.source.database, final.source.table, list(final.pk))
         return inner, (columns, [(a[0], a[1]) for a in added], consts, where, key_spec, self._before_keyed(explicit))
 
@@ -411,17 +411,22 @@ class TextShaped(native._CanalTables):
                 raise _Unsupported("text")  # no text reads as the value, for this writer
         return texts
 
-    @staticmethod
-    def _key_number(shape: _Shape, c: int, name: str, final: Any, keys_typed: bool = False) -> bool:
-        """Is a key field written as a number (a typed integer), or as its text (``keys_typed``:
-        the encoder types the row even when no transform did)?"""
+    def _key_form(self, shape: _Shape, c: int, name: str, final: Any) -> tuple[bool, dict[str, str] | None]:
+        """How a key field is written: ``(number, labels)``, a typed integer's (or YEAR's) digits as a
+        number, else its text; ``labels``: an ENUM's label per Canal text (index or label), the typed
+        value once a transform typed the row (or the encoder types every row, :attr:`keys_typed`)."""
         from cdc_smt.transforms.types import Kind
 
-        kind, mask = final.schema.by_name[name].mysql.kind, shape.masks[c]
-        if not (keys_typed or any(shape.typing)) or kind is Kind.STRING:
-            return False
-        if kind is Kind.INT and (mask is None or mask[0] != "hash"):
-            return True
+        column = final.schema.by_name[name]
+        kind, mask = column.mysql.kind, shape.masks[c]
+        if not (self.keys_typed or any(shape.typing)) or kind is Kind.STRING:
+            return False, None
+        if kind in (Kind.INT, Kind.YEAR) and (mask is None or mask[0] != "hash"):
+            return True, None  # YEAR is typed as an integer too (the text written only when canonical)
+        if kind is Kind.ENUM and (mask is None or mask[0] != "hash") and (texts := _label_texts(column)) is not None:
+            labels = {t: self.form.to_python(column, t) for t in texts if _reads(self.form, column, t)}
+            if all(isinstance(label, str) for label in labels.values()):
+                return False, labels
         raise _Unsupported("key")  # a typed key value orjson writes otherwise
 
 

@@ -11,7 +11,7 @@
 //! SHA-256's hex, a constant's Canal text) and appends the added columns (constants per
 //! op, ``es``, ``ts``, the row index); ``database``, ``table`` and ``pkNames`` are the
 //! transformed event's. The key is the transformed row's: the texts, or once a transform
-//! typed the row, the typed values (integers as numbers).
+//! typed the row, the typed values (integers and YEARs as numbers, ENUMs as their labels).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -60,12 +60,22 @@ pub struct RowShape {
     database: Option<String>,
     table: Option<String>,
     pk_names: Vec<String>,
-    /// The key's fields: (name as a JSON string, output name, written as a number).
-    key: Vec<(Vec<u8>, String, bool)>,
+    /// The key's fields: (name as a JSON string, output name, how the text is written).
+    key: Vec<(Vec<u8>, String, KeyForm)>,
     /// An UPDATE's first record of a pair (DataWorks' ``UPDATE_BEFOR``) is keyed by the
     /// before-image (the row overlaid with ``old``), as ``DataWorksJson.encode`` keys it
     /// when no transform set the key.
     before_keyed: bool,
+}
+
+/// How a key field's text is written in the key.
+enum KeyForm {
+    /// As a JSON string.
+    Text,
+    /// As a number (a typed integer's canonical digits).
+    Number,
+    /// As the JSON string of the ENUM label the text reads as (other texts: Python's).
+    Label(HashMap<String, String>),
 }
 
 #[allow(clippy::type_complexity)]
@@ -74,7 +84,7 @@ type ShapeSpec = (
     Vec<(String, String)>,
     Vec<Vec<Option<String>>>,
     (Option<String>, Option<String>, Vec<String>),
-    Vec<(String, bool)>,
+    Vec<(String, bool, Option<HashMap<String, String>>)>,
     bool,
 );
 
@@ -84,7 +94,7 @@ impl RowShape {
     /// (``check``: a ``canal_text`` conversion, or with ``readable`` the texts that read;
     /// ``mask`` ``""``, ``null``, ``hash`` with the salt or
     /// ``const`` with the Canal text), ``added`` ``(name, const | es | ts | row)``,
-    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, as a number)``,
+    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, as a number, ENUM labels by text | None)``,
     /// ``before_keyed``: an UPDATE's record pairs keyed first by the before-image.
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<RowShape> {
         let (columns, added, consts, (database, table, pk_names), key, before_keyed): ShapeSpec = spec.extract()?;
@@ -131,10 +141,15 @@ impl RowShape {
         }
         let key = key
             .into_iter()
-            .map(|(name, number)| {
+            .map(|(name, number, labels)| {
                 let mut quoted = Vec::new();
                 json::write_str(&mut quoted, &name);
-                (quoted, name, number)
+                let form = match (number, labels) {
+                    (_, Some(labels)) => KeyForm::Label(labels),
+                    (true, None) => KeyForm::Number,
+                    (false, None) => KeyForm::Text,
+                };
+                (quoted, name, form)
             })
             .collect();
         Ok(RowShape { index, columns: cols, added, consts, database, table, pk_names, key, before_keyed })
@@ -252,7 +267,7 @@ impl RowShape {
         }
         let mut out = Vec::with_capacity(64);
         out.push(b'{');
-        for (n, (quoted, name, number)) in self.key.iter().enumerate() {
+        for (n, (quoted, name, form)) in self.key.iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
@@ -260,11 +275,14 @@ impl RowShape {
             out.push(b':');
             match row.0.iter().find(|(k, _)| k.as_ref() == name.as_str()).and_then(|(_, v)| v.as_deref()) {
                 None => out.extend_from_slice(b"null"),
-                Some(text) if *number => {
-                    crate::canal_text::canonical_int(text)?;
-                    out.extend_from_slice(text.as_bytes());
-                }
-                Some(text) => json::write_str(&mut out, text),
+                Some(text) => match form {
+                    KeyForm::Number => {
+                        crate::canal_text::canonical_int(text)?;
+                        out.extend_from_slice(text.as_bytes());
+                    }
+                    KeyForm::Label(labels) => json::write_str(&mut out, labels.get(text).ok_or(Fallback)?),
+                    KeyForm::Text => json::write_str(&mut out, text),
+                },
             }
         }
         out.push(b'}');

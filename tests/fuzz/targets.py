@@ -452,6 +452,15 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>canal-json+rowxf": NativeTarget(
         "debezium-json", "canal-json", transforms=_DEBEZIUM_ROW_CHANGING
     ),
+    "native:debezium-json>maxwell-json+schema+rowxf": NativeTarget(
+        "debezium-json",
+        "maxwell-json",
+        source_options=(("schemas_enable", True),),
+        transforms=_DEBEZIUM_ROW_CHANGING,
+    ),
+    "native:debezium-json>dts-avro+schema+rowxf": NativeTarget(
+        "debezium-json", "dts-avro", source_options=(("schemas_enable", True),), transforms=_DEBEZIUM_ROW_CHANGING
+    ),
     "native:debezium-json>ticdc-canal-json+schema+rowxf": NativeTarget(
         "debezium-json",
         "ticdc-canal-json",
