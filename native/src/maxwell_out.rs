@@ -5,7 +5,7 @@
 //! The key is the primary key's raw Canal texts (``encode_key`` of the raw row).
 
 use crate::canal::Message;
-use crate::typed_json::Table;
+use crate::typed_json::{self, Table, WriterScratch};
 use crate::values::Fallback;
 use crate::{json, Output};
 
@@ -22,44 +22,43 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
 pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, position: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
-    let mut spans = Vec::new();
-    // The changed columns of an UPDATE row (``"name":value,...``).
-    let mut changed = Vec::new();
-    // The fields up to ``"data":``, the same for every row (kept apart only for a second row).
-    let mut head = Vec::new();
-    for (i, row) in data.iter().enumerate() {
-        let mut value = Vec::with_capacity(1024);
-        if i == 0 {
-            write_head(t, m, op, position, &mut value);
-            if data.len() > 1 {
-                head.extend_from_slice(&value);
-            }
-        } else {
-            value.extend_from_slice(&head);
-        }
-        t.image(row, &mut value, &mut spans)?;
-        if let (1, Some(o)) = (op, old.get(i)) {
-            changed.clear();
-            t.before(row, o, &value, &spans, |name, v, is_changed| {
-                if is_changed {
-                    if !changed.is_empty() {
-                        changed.push(b',');
-                    }
-                    json::write_str(&mut changed, name);
-                    changed.push(b':');
-                    changed.extend_from_slice(v);
+    // ``changed``: the changed columns of an UPDATE row (``"name":value,...``); ``head``: the
+    // fields up to ``"data":``, the same for every row (kept apart only for a second row).
+    typed_json::with_writer_scratch(|WriterScratch { spans, image: changed, head }| {
+        for (i, row) in data.iter().enumerate() {
+            let mut value = Vec::with_capacity(1024);
+            if i == 0 {
+                write_head(t, m, op, position, &mut value);
+                if data.len() > 1 {
+                    head.extend_from_slice(&value);
                 }
-            })?;
-            if !changed.is_empty() {
-                value.extend_from_slice(b",\"old\":{");
-                value.extend_from_slice(&changed);
-                value.push(b'}');
+            } else {
+                value.extend_from_slice(head);
             }
+            t.image(row, &mut value, spans)?;
+            if let (1, Some(o)) = (op, old.get(i)) {
+                changed.clear();
+                t.before(row, o, &value, spans, |name, v, is_changed| {
+                    if is_changed {
+                        if !changed.is_empty() {
+                            changed.push(b',');
+                        }
+                        json::write_str(changed, name);
+                        changed.push(b':');
+                        changed.extend_from_slice(v);
+                    }
+                })?;
+                if !changed.is_empty() {
+                    value.extend_from_slice(b",\"old\":{");
+                    value.extend_from_slice(changed);
+                    value.push(b'}');
+                }
+            }
+            value.push(b'}');
+            out.push((Some(value), t.key(row), variant));
         }
-        value.push(b'}');
-        out.push((Some(value), t.key(row), variant));
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// The fields before the row's image, through ``"data":``.
