@@ -14,12 +14,19 @@ const TYPES: [&[u8]; 4] = [b"\"insert\"", b"\"update\"", b"\"delete\"", b"\"boot
 
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per row.
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
-    write_with_position(t, m, op, variant, b"", out)
+    write_records(t, m, op, variant, b"", true, out)
 }
 
 /// [`write`] with the fields Python writes after ``ts`` from the event's source position
-/// (``,"xid":...``: a Debezium event's; a Canal message has none).
+/// (``,"xid":...``: a Debezium event's; a Canal message has none), for the Debezium reader,
+/// which sets every record's key itself (the key columns' JSON values): the records are
+/// written without one (the Canal texts' key was made and dropped for every row).
 pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, position: &[u8], out: &mut Vec<Output>) -> Result<(), Fallback> {
+    write_records(t, m, op, variant, position, false, out)
+}
+
+/// The records of [`write`] (``keyed``: with the primary key's Canal texts as keys, else none).
+fn write_records(t: &Table, m: &Message, op: usize, variant: usize, position: &[u8], keyed: bool, out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
     // ``changed``: the changed columns of an UPDATE row (``"name":value,...``); ``head``: the
@@ -38,13 +45,12 @@ pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, po
             t.image(row, &mut value, spans)?;
             if let (1, Some(o)) = (op, old.get(i)) {
                 changed.clear();
-                t.before(row, o, &value, spans, |name, v, is_changed| {
+                t.before(o, &value, spans, |key, v, is_changed| {
                     if is_changed {
                         if !changed.is_empty() {
                             changed.push(b',');
                         }
-                        json::write_str(changed, name);
-                        changed.push(b':');
+                        changed.extend_from_slice(key);
                         changed.extend_from_slice(v);
                     }
                 })?;
@@ -55,7 +61,7 @@ pub fn write_with_position(t: &Table, m: &Message, op: usize, variant: usize, po
                 }
             }
             value.push(b'}');
-            out.push((Some(value), t.key(row), variant));
+            out.push((Some(value), if keyed { t.key(row) } else { None }, variant));
         }
         Ok(())
     })

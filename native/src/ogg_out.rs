@@ -41,12 +41,11 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Ou
                         Some(o) => {
                             value.push(b'{');
                             let mut first = true;
-                            t.before(row, o, after, spans, |name, v, _| {
+                            t.before(o, after, spans, |key, v, _| {
                                 if !std::mem::take(&mut first) {
                                     value.push(b',');
                                 }
-                                json::write_str(&mut value, name);
-                                value.push(b':');
+                                value.extend_from_slice(key);
                                 value.extend_from_slice(v);
                             })?;
                             value.push(b'}');
