@@ -15,6 +15,7 @@ use std::sync::Arc;
 use base64::Engine;
 
 use crate::debezium_in::{Kind, Value};
+use crate::json::put_digits;
 
 /// 1970-01-01's ordinal (``date(1970, 1, 1).toordinal()``, chrono's ``num_days_from_ce``).
 const EPOCH_ORDINAL: i64 = 719_163;
@@ -217,14 +218,6 @@ fn stamp(year: u32, month: u32, day: u32, clock: Option<(u32, u32)>) -> Result<S
     // SAFETY: ASCII only (the template's punctuation and ``put_digits``' digits), so UTF-8;
     // checking it again cost 90 instructions a value (callgrind), a third of the conversion.
     Ok(unsafe { String::from_utf8_unchecked(text[..len].to_vec()) })
-}
-
-/// ``n``'s last ``field.len()`` decimal digits into ``field`` (callers pass fields wide enough).
-fn put_digits(field: &mut [u8], mut n: u32) {
-    for d in field.iter_mut().rev() {
-        *d = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
 }
 
 /// ``n`` in decimal, zero-padded to ``width`` digits: ``format!("{n:0width$}")`` without the

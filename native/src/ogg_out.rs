@@ -121,11 +121,8 @@ fn write_ts(out: &mut Vec<u8>, ms: i64, sep: u8) -> Result<(), Fallback> {
         (t.second(), 17, 2),
         (t.nanosecond() / 1000, 20, 6),
     ];
-    for (mut n, at, width) in fields {
-        for i in (at..at + width).rev() {
-            text[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
+    for (n, at, width) in fields {
+        json::put_digits(&mut text[at..at + width], n);
     }
     (text[4], text[7], text[10], text[13], text[16], text[19]) = (b'-', b'-', sep, b':', b':', b'.');
     out.push(b'"');
