@@ -446,6 +446,26 @@ mod tests {
             }
         }
         assert_eq!(decimal_digits(vec![0xff; 16]), u128::MAX.to_string());
+        // Summed in 128 bits (up to 16 bytes) or divided out (longer): the text is the
+        // two's complement integer's, scaled (BigInt quotient and remainder, no shared code).
+        let scaled = |bytes: &[u8], scale: u32| {
+            let n = num_bigint::BigInt::from_signed_bytes_be(bytes);
+            let unit = num_bigint::BigInt::from(10u32).pow(scale);
+            let (int, frac) = (n.magnitude() / unit.magnitude(), n.magnitude() % unit.magnitude());
+            let sign = if n.sign() == num_bigint::Sign::Minus { "-" } else { "" };
+            match scale {
+                0 => format!("{sign}{int}"),
+                _ => format!("{sign}{int}.{frac:0>width$}", width = scale as usize),
+            }
+        };
+        for len in 1..=18usize {
+            for fill in [0x00u8, 0x01, 0x7f, 0x80, 0xfe, 0xff] {
+                let bytes: Vec<u8> = (0..len).map(|i| if i == 0 { fill } else { fill ^ (i as u8).wrapping_mul(91) }).collect();
+                for scale in [0u32, 2, 30, 40] {
+                    assert_eq!(decimal_text(&bytes, scale as usize), scaled(&bytes, scale), "{bytes:?} {scale}");
+                }
+            }
+        }
     }
 
     #[test]
