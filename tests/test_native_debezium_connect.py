@@ -689,3 +689,68 @@ def test_corpus_debezium_with_the_schema_part_in_a_zone_to_the_typed_writers(cor
     zone = {"source_timezone": "America/New_York"}
     for key in (b'{"id":101}', _wrapped_key(KEY_SCHEMA, b'{"id":101}')):
         assert_same(keyed([(v, key) for v in wrapped]), {"schemas_enable": True, **zone}, zone, None, sink)
+
+
+#: Unscaled decimals around the reader's fast paths (``connect_in.rs``): 16 bytes summed in
+#: 128 bits, 17 and more by long division; base64 of at most 64 characters decoded on the
+#: stack, longer ones (past 65 digits: the writers' and Python's to decide) on the heap.
+DECIMAL_WIDTHS = [2**127 - 1, -(2**127), 2**127, -(2**127) - 1, 2**120 + 5, -(10**64) - 7, 10**100, -(10**120)]
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS[:2])
+def test_decimal_widths_to_the_typed_writers(sink: str) -> None:
+    """Decimals of 16 bytes and longer, and base64 texts past 64 characters: both paths equal;
+    those within DECIMAL(65,30) written natively."""
+    field = _source_types(_field(DECIMAL, "bytes", scale="30", **{"connect.decimal.precision": "65"}))
+    for n in DECIMAL_WIDTHS:
+        records = keyed([(m, KEY) for m in messages(field, unscaled(n))])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        within = len(str(abs(n))) - 30 <= 65
+        assert count == (len(records) if within else 0), (n, count)
+
+
+#: JSON numbers as written, around the scanner's one-pass integers (at most 18 digits summed,
+#: longer ones parsed) and fractions (no exponent: no parse), in a BIGINT UNSIGNED column
+#: (``-0`` its number's text, not as written) and a DOUBLE one.
+RAW_NUMBERS = [
+    ("0", True),
+    ("-0", True),
+    ("999999999999999999", True),
+    ("-999999999999999999", True),
+    ("1000000000000000000", True),
+    ("9223372036854775807", True),
+    ("-9223372036854775808", True),
+    ("9223372036854775808", False),  # past int64: Python's
+]
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS[:2])
+def test_raw_integer_texts_to_the_typed_writers(sink: str) -> None:
+    """Integer texts that orjson would not write (``-0``) or that sit at the scanner's
+    boundaries, in an unsigned int64 column: both paths equal, native where Python reads them."""
+    field = _source_types(_field(None, "int64", __debezium_source_column_type="BIGINT UNSIGNED"))
+    for text, native_ in RAW_NUMBERS:
+        records = keyed([(m.replace(b'"c":12345', b'"c":' + text.encode()), KEY) for m in messages(field, 12345)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        assert count == (len(records) if native_ else 0), (text, count)
+
+
+@pytest.mark.parametrize("sink", CONVERTING_SINKS[:2])
+def test_raw_fraction_texts_to_the_typed_writers(sink: str) -> None:
+    """Fractions without an exponent (long ones too) and with one, in a DOUBLE column: both
+    paths equal, native where the value is a finite double (past the scanner's range, the
+    serde reading's)."""
+    field = _source_types(_field(None, "float64", __debezium_source_column_type="DOUBLE"))
+    texts = [
+        ("0.5", True),
+        ("-0.0", True),
+        ("1" * 299 + ".5", True),
+        ("1.5e300", True),
+        ("1e309", False),
+        ("1.5e299", True),
+        ("1e-400", True),
+    ]
+    for text, native_ in texts:
+        records = keyed([(m.replace(b'"c":2.5', b'"c":' + text.encode()), KEY) for m in messages(field, 2.5)])
+        count = assert_same(records, {"schemas_enable": True}, {}, None, sink)
+        assert count == (len(records) if native_ else 0), (text, count)

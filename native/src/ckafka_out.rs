@@ -36,24 +36,17 @@ impl Default for Binlog {
     }
 }
 
-/// ``TIME``: ``ms // 1000`` seconds as the wall clock in ``zone`` (``yyyyMMddHHmmss``).
-fn write_time(out: &mut Vec<u8>, ms: i64, zone: Zone) -> Result<(), Fallback> {
+/// ``TIME``: ``ms // 1000`` seconds as the wall clock in ``zone`` (``"yyyyMMddHHmmss"``, on
+/// the stack: written once per message, copied into each row's).
+fn time_text(ms: i64, zone: Zone) -> Result<[u8; 16], Fallback> {
     use chrono::{Datelike, Timelike};
     let wall = zone.wall(ms.div_euclid(1000) * 1000).ok_or(Fallback)?;
-    out.push(b'"');
     let year = wall.year() as u32; // 1..=9999: four digits
-    for (n, width) in [(year, 4), (wall.month(), 2), (wall.day(), 2), (wall.hour(), 2), (wall.minute(), 2), (wall.second(), 2)] {
-        write_digits(out, n, width);
+    let mut text = *b"\"yyyyMMddHHmmss\"";
+    for (n, at, width) in [(year, 1, 4), (wall.month(), 5, 2), (wall.day(), 7, 2), (wall.hour(), 9, 2), (wall.minute(), 11, 2), (wall.second(), 13, 2)] {
+        json::put_digits(&mut text[at..at + width], n);
     }
-    out.push(b'"');
-    Ok(())
-}
-
-/// ``n`` as ``width`` decimal digits, zero-padded (``f"{n:0{width}d}"`` of a smaller ``n``).
-fn write_digits(out: &mut Vec<u8>, n: u32, width: u32) {
-    for k in (0..width).rev() {
-        out.push(b'0' + (n / 10u32.pow(k) % 10) as u8);
-    }
+    Ok(text)
 }
 
 /// The output records of one row message of ``t`` (op index ``op``) into ``out``, one per
@@ -63,8 +56,7 @@ pub fn write(t: &Table, m: &Message, op: usize, variant: usize, zone: Zone, binl
     let old = m.old.as_deref().unwrap_or(&[]);
     // ``event_ms``: the change time, else when it was sent (else the record's: Python's).
     let ms = m.es.or(m.ts).ok_or(Fallback)?;
-    let mut time = Vec::with_capacity(16);
-    write_time(&mut time, ms, zone)?;
+    let time = time_text(ms, zone)?;
     let mut seen = Vec::new();
     for (i, row) in data.iter().enumerate() {
         let cols = t.columns_of(row)?;

@@ -57,6 +57,15 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&bytes[start..]);
 }
 
+/// ``n``'s last ``field.len()`` decimal digits into ``field``, zero-padded (the fixed-width
+/// fields of dates and clocks, written into a template rather than formatted one by one).
+pub fn put_digits(field: &mut [u8], mut n: u32) {
+    for d in field.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
 pub fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, n: I) {
     let mut buf = itoa::Buffer::new();
     out.extend_from_slice(buf.format(n).as_bytes());

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Datelike, Timelike};
 
 use crate::canal::Message;
-use crate::typed_json::Table;
+use crate::typed_json::{self, Table, WriterScratch};
 use crate::values::Fallback;
 use crate::{json, Output};
 
@@ -19,59 +19,57 @@ const CODES: [&[u8]; 4] = [b"\"I\"", b"\"U\"", b"\"D\"", b"\"I\""];
 pub fn write(t: &Table, m: &Message, op: usize, variant: usize, out: &mut Vec<Output>) -> Result<(), Fallback> {
     let data = m.data.as_deref().ok_or(Fallback)?;
     let old = m.old.as_deref().unwrap_or(&[]);
-    // The fields before the images, the same for every row (kept apart only for a second row).
-    let mut head = Vec::new();
-    let mut after = Vec::new();
-    let mut spans = Vec::new();
-    for (i, row) in data.iter().enumerate() {
-        let mut value = Vec::with_capacity(1024);
-        if i == 0 {
-            write_head(t, m, op, &mut value)?;
-            if data.len() > 1 {
-                head.extend_from_slice(&value);
-            }
-        } else {
-            value.extend_from_slice(&head);
-        }
-        match op {
-            1 => {
-                after.clear();
-                after.reserve(1024);
-                t.image(row, &mut after, &mut spans)?;
-                value.extend_from_slice(b",\"before\":");
-                match old.get(i) {
-                    Some(o) => {
-                        value.push(b'{');
-                        let mut first = true;
-                        t.before(row, o, &after, &spans, |name, v, _| {
-                            if !std::mem::take(&mut first) {
-                                value.push(b',');
-                            }
-                            json::write_str(&mut value, name);
-                            value.push(b':');
-                            value.extend_from_slice(v);
-                        })?;
-                        value.push(b'}');
-                    }
-                    None => value.extend_from_slice(&after),
+    // ``head``: the fields before the images, the same for every row (kept apart only for a
+    // second row); ``after``: an UPDATE's after-image, written apart for its before-image.
+    typed_json::with_writer_scratch(|WriterScratch { spans, image: after, head }| {
+        for (i, row) in data.iter().enumerate() {
+            let mut value = Vec::with_capacity(1024);
+            if i == 0 {
+                write_head(t, m, op, &mut value)?;
+                if data.len() > 1 {
+                    head.extend_from_slice(&value);
                 }
-                value.extend_from_slice(b",\"after\":");
-                value.extend_from_slice(&after);
+            } else {
+                value.extend_from_slice(head);
             }
-            // A row without a before-image of its own: written straight into the value.
-            2 => {
-                value.extend_from_slice(b",\"before\":");
-                t.image(row, &mut value, &mut spans)?;
+            match op {
+                1 => {
+                    after.clear();
+                    t.image(row, after, spans)?;
+                    value.extend_from_slice(b",\"before\":");
+                    match old.get(i) {
+                        Some(o) => {
+                            value.push(b'{');
+                            let mut first = true;
+                            t.before(o, after, spans, |key, v, _| {
+                                if !std::mem::take(&mut first) {
+                                    value.push(b',');
+                                }
+                                value.extend_from_slice(key);
+                                value.extend_from_slice(v);
+                            })?;
+                            value.push(b'}');
+                        }
+                        None => value.extend_from_slice(after),
+                    }
+                    value.extend_from_slice(b",\"after\":");
+                    value.extend_from_slice(after);
+                }
+                // A row without a before-image of its own: written straight into the value.
+                2 => {
+                    value.extend_from_slice(b",\"before\":");
+                    t.image(row, &mut value, spans)?;
+                }
+                _ => {
+                    value.extend_from_slice(b",\"after\":");
+                    t.image(row, &mut value, spans)?;
+                }
             }
-            _ => {
-                value.extend_from_slice(b",\"after\":");
-                t.image(row, &mut value, &mut spans)?;
-            }
+            value.push(b'}');
+            out.push((Some(value), t.key(row), variant));
         }
-        value.push(b'}');
-        out.push((Some(value), t.key(row), variant));
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// The fields before the images: ``table`` through ``primary_keys``.
@@ -123,11 +121,8 @@ fn write_ts(out: &mut Vec<u8>, ms: i64, sep: u8) -> Result<(), Fallback> {
         (t.second(), 17, 2),
         (t.nanosecond() / 1000, 20, 6),
     ];
-    for (mut n, at, width) in fields {
-        for i in (at..at + width).rev() {
-            text[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
+    for (n, at, width) in fields {
+        json::put_digits(&mut text[at..at + width], n);
     }
     (text[4], text[7], text[10], text[13], text[16], text[19]) = (b'-', b'-', sep, b':', b':', b'.');
     out.push(b'"');

@@ -200,17 +200,11 @@ impl Table {
     }
 
     /// The before-image of an UPDATE (``data`` overlaid with ``old``: the row's order, then
-    /// ``old``'s other columns) as ``(column, rendered value, changed)`` entries, given the
-    /// rendered row (``after``, ``spans``). ``changed``: Python's ``type(a) is not type(b)
-    /// or a != b`` of the rendered values, or a column the row lacks.
-    pub fn before<'r>(
-        &self,
-        row: &'r Row,
-        old: &'r Row,
-        after: &[u8],
-        spans: &Spans,
-        mut visit: impl FnMut(&'r str, &[u8], bool),
-    ) -> Result<(), Fallback> {
+    /// ``old``'s other columns) as ``(column's "name":, rendered value, changed)`` entries,
+    /// given the rendered row (``after``, ``spans``). ``changed``: Python's ``type(a) is not
+    /// type(b) or a != b`` of the rendered values, or a column the row lacks. The names are
+    /// the columns' own (a row's names are looked up as they are), written once per table.
+    pub fn before(&self, old: &Row, after: &[u8], spans: &Spans, mut visit: impl FnMut(&[u8], &[u8], bool)) -> Result<(), Fallback> {
         scratch::with(&SCRATCH, |Scratch { rendered, overlay }| {
             // per old entry: column, span in ``rendered``, still to be visited
             for (n, (name, value)) in old.0.iter().enumerate() {
@@ -225,20 +219,21 @@ impl Table {
                 self.value(c, value.as_deref(), rendered)?;
                 overlay.push((c, start, rendered.len(), true));
             }
-            for (&(c, a, b), (name, _)) in spans.iter().zip(&row.0) {
+            for &(c, a, b) in spans.iter() {
                 let now = &after[a..b];
+                let key = &self.columns[c].key;
                 match overlay.iter_mut().find(|o| o.0 == c) {
                     Some(o) => {
                         o.3 = false;
                         let v = &rendered[o.1..o.2];
-                        visit(name.as_ref(), v, !self.same(c, now, v)?);
+                        visit(key, v, !self.same(c, now, v)?);
                     }
-                    None => visit(name.as_ref(), now, false),
+                    None => visit(key, now, false),
                 }
             }
-            for (&(_, a, b, pending), (name, _)) in overlay.iter().zip(&old.0) {
+            for &(c, a, b, pending) in overlay.iter() {
                 if pending {
-                    visit(name.as_ref(), &rendered[a..b], true);
+                    visit(&self.columns[c].key, &rendered[a..b], true);
                 }
             }
             Ok(())
@@ -305,6 +300,31 @@ impl scratch::Scratch for Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::default();
+    static WRITER: RefCell<WriterScratch> = RefCell::default();
+}
+
+/// What the Maxwell and GoldenGate writers reuse from message to message: the rendered row's
+/// spans, an image written apart (Maxwell's changed columns, GoldenGate's after-image) and
+/// the fields before the images (for a message's second row): three allocations per message
+/// otherwise.
+#[derive(Default)]
+pub struct WriterScratch {
+    pub spans: Spans,
+    pub image: Vec<u8>,
+    pub head: Vec<u8>,
+}
+
+impl scratch::Scratch for WriterScratch {
+    fn clear(&mut self) {
+        self.spans.clear();
+        self.image.clear();
+        self.head.clear();
+    }
+}
+
+/// ``f`` with this thread's [`WriterScratch`], cleared.
+pub fn with_writer_scratch<T>(f: impl FnOnce(&mut WriterScratch) -> T) -> T {
+    scratch::with(&WRITER, f)
 }
 
 /// ``-?(0|[1-9][0-9]*)(\.[0-9]+)?`` within MySQL's DECIMAL (65 integer digits, 30 fraction
