@@ -304,6 +304,29 @@ def connect_reads(
     return reads
 
 
+def connect_columns(
+    tables: Any, probe: _Probe, decoded: Any, columns: list[tuple[str, str]], pk: list[str], unfolded: bool
+) -> tuple[list[bool], list[str | None]] | None:
+    """Under a schema part, per column whether its values are ENUM or SET labels as Debezium
+    writes them (MySQL's text as it is: the writer copies it) and how the reader reads each
+    from its Connect representation (:func:`_connect_read`), as the typed writers
+    read them; ``None`` when a column with values needs a conversion the reader lacks (the
+    schema part's messages are then Python's: ``PYTHON_HEAD``).
+    Without one, no labels and no reads. ``unfolded``: the writer makes an instant of a
+    TIMESTAMP's wall clock again (a DST fold is Python's)."""
+    typed = list(zip(decoded.schema.columns, columns, strict=True))
+    if probe.head is None:
+        return [False] * len(typed), []
+    reprs = connect_reprs(tables.decoder, probe.head, pk)
+    labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+    # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
+    as_written = [
+        label or _single_float(c, reprs.get(c.name), kind) for (c, (_, kind)), label in zip(typed, labels, strict=True)
+    ]
+    reads = connect_reads(tables.decoder, tables.encoder, reprs, decoded, columns, as_written, True, unfolded)
+    return None if reads is None else (labels, reads)
+
+
 class DebeziumCanalTables(_Layouts):
     """Compiles one Debezium layout for the Canal writer (which re-writes every value as
     Canal text, with Canal's defaults for the fields Debezium lacks)."""
@@ -634,25 +657,10 @@ class DebeziumTypedTables(_Layouts, _TypedJsonTables):
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None  # a repeated key column: Python's
-        labels = [False] * len(columns)
-        reads: list[str | None] = []
-        if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
-            reprs = connect_reprs(self.decoder, probe.head, pk)
-            labels = [
-                _label_text(c, reprs.get(c.name), kind, pk)
-                for c, (_, kind) in zip(decoded.schema.columns, columns, strict=True)
-            ]
-            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
-            as_written = [
-                label or _single_float(c, reprs.get(c.name), kind)
-                for c, (_, kind), label in zip(decoded.schema.columns, columns, labels, strict=True)
-            ]
-            found = connect_reads(
-                self.decoder, self.encoder, reprs, decoded, columns, as_written, zones=True, unfolded=True
-            )
-            if found is None:
-                return PYTHON_HEAD
-            reads = found
+        connect = connect_columns(self, probe, decoded, columns, pk, unfolded=True)
+        if connect is None:
+            return PYTHON_HEAD
+        labels, reads = connect
         table = probe.source["table"]
         if self.encoder.name == "ogg-json" and "schema" in probe.source:
             table = f"{probe.source['schema']}.{table}"  # GoldenGate's name: database.schema.table
@@ -696,21 +704,10 @@ class DebeziumDtsTables(_Layouts, _DtsOutTables):
         decoded, shape = self._probe_shape(probe, pk)
         if len(set(pk)) != len(pk):
             return None
-        reads: list[str | None] = []
-        labels = [False] * len(columns)
-        if probe.head is not None:  # columns typed by the schema part: values read from their Connect representations
-            reprs = connect_reprs(self.decoder, probe.head, pk)
-            typed = list(zip(decoded.schema.columns, columns, strict=True))
-            labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
-            # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
-            as_written = [
-                label or _single_float(c, reprs.get(c.name), kind)
-                for (c, (_, kind)), label in zip(typed, labels, strict=True)
-            ]
-            found = connect_reads(self.decoder, self.encoder, reprs, decoded, columns, as_written, True, True)
-            if found is None:
-                return PYTHON_HEAD
-            reads = found
+        connect = connect_columns(self, probe, decoded, columns, pk, unfolded=True)
+        if connect is None:
+            return PYTHON_HEAD
+        labels, reads = connect
         schema = decoded.schema
         names = [c.name for c in schema.columns]
         if any(k not in names for k in decoded.pk):

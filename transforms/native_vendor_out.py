@@ -60,13 +60,10 @@ from cdc_smt.transforms.native_debezium import (
     _OPS,
     _SAMPLES,
     PYTHON_HEAD,
-    _label_text,
     _Layouts,
     _Probe,
-    _single_float,
     _with_reads,
-    connect_reads,
-    connect_reprs,
+    connect_columns,
 )
 from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
 
@@ -573,29 +570,6 @@ class DebeziumDataWorksTables(_Layouts):
             ops.append(check_dataworks(self, event, edits, message, kind, specs, list(decoded.pk), key))
         spec = specs, [(name, "str", None) for name in decoded.pk], ops
         return spec if probe.head is None else _with_reads(reads, spec)
-
-
-def connect_columns(
-    tables: Any, probe: _Probe, decoded: Any, columns: list[tuple[str, str]], pk: list[str], unfolded: bool
-) -> tuple[list[bool], list[str | None]] | None:
-    """Under a schema part, per column whether its values are ENUM or SET labels as Debezium
-    writes them (MySQL's text as it is: the writer copies it) and how the reader reads each
-    from its Connect representation (``native_debezium._connect_read``), as for the Maxwell
-    writer; ``None`` when a column with values needs a conversion the reader lacks (the
-    schema part's messages are then Python's: ``PYTHON_HEAD``).
-    Without one, no labels and no reads. ``unfolded``: the writer makes an instant of a
-    TIMESTAMP's wall clock again (a DST fold is Python's)."""
-    typed = list(zip(decoded.schema.columns, columns, strict=True))
-    if probe.head is None:
-        return [False] * len(typed), []
-    reprs = connect_reprs(tables.decoder, probe.head, pk)
-    labels = [_label_text(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
-    # a FLOAT's ``float32`` number is the text the writer's single-precision conversion reads
-    as_written = [
-        label or _single_float(c, reprs.get(c.name), kind) for (c, (_, kind)), label in zip(typed, labels, strict=True)
-    ]
-    reads = connect_reads(tables.decoder, tables.encoder, reprs, decoded, columns, as_written, True, unfolded)
-    return None if reads is None else (labels, reads)
 
 
 def typed_as_read(key: list[tuple[str, str, Any]], names: list[str], reads: list[str | None]) -> list[Any]:
