@@ -164,7 +164,7 @@ impl Table {
     }
 
     /// The column of a row's ``n``-th entry: its expected position first, the name otherwise.
-    fn column(&self, n: usize, name: &str) -> Result<usize, Fallback> {
+    pub(crate) fn column(&self, n: usize, name: &str) -> Result<usize, Fallback> {
         match self.columns.get(n) {
             Some(col) if col.name == name => Ok(n),
             _ => self.index.get(name).copied().ok_or(Fallback), // a column the schema lacks: Python
@@ -172,7 +172,7 @@ impl Table {
     }
 
     /// One value as MySQL text (``None``: null) into ``out``.
-    fn value(&self, c: usize, value: Option<&str>, out: &mut Vec<u8>) -> Result<(), Fallback> {
+    pub(crate) fn value(&self, c: usize, value: Option<&str>, out: &mut Vec<u8>) -> Result<(), Fallback> {
         let Some(text) = value else {
             out.extend_from_slice(b"null");
             return Ok(());
