@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 
 use crate::canal::{Message, Row};
 use crate::cloudcanal_out;
+use crate::json_scan::first_of;
 use crate::values::Fallback;
 use crate::{json, Output};
 
@@ -137,8 +138,12 @@ impl Table {
     /// written where the literal goes, and re-written only when the literal differs.
     fn literal(&self, c: usize, text: &str, out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
         let start = out.len();
+        if matches!(self.literals[c], Literal::Quoted) {
+            out.push(b'"'); // the literal's own quote, before the text's (which becomes ``'``)
+        }
+        let at = out.len();
         self.text.value(c, Some(text), out)?;
-        let quoted = &out[start..];
+        let quoted = &out[at..];
         if quoted.len() < 2 || quoted[0] != b'"' || quoted[quoted.len() - 1] != b'"' {
             return Err(Fallback); // not a JSON string: no MySQL text
         }
@@ -146,10 +151,11 @@ impl Table {
             Literal::Bare => return Ok(()),
             // Nothing ``quote_string`` escapes (those it does are ``'`` or JSON-escaped): the
             // JSON string with the quotes inside.
-            Literal::Quoted if !quoted.iter().any(|&b| b == b'\\' || b == b'\'') => {
-                out.insert(start + 1, b'\'');
-                out.pop();
-                out.extend_from_slice(b"'\"");
+            Literal::Quoted if first_of(quoted, 0, b'\\', b'\'').is_none() => {
+                let end = out.len() - 1;
+                out[at] = b'\'';
+                out[end] = b'\'';
+                out.push(b'"');
                 return Ok(());
             }
             _ => {}
