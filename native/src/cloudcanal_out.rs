@@ -242,7 +242,11 @@ impl Table {
 
     /// The row's columns (in row order).
     pub(crate) fn columns_of(&self, row: &Row) -> Result<Vec<usize>, Fallback> {
-        row.0.iter().enumerate().map(|(n, (name, _))| self.column(n, name.as_ref())).collect()
+        let mut cols = Vec::with_capacity(row.0.len());
+        for (n, (name, _)) in row.0.iter().enumerate() {
+            cols.push(self.column(n, name.as_ref())?);
+        }
+        Ok(cols)
     }
 
     /// An UPDATE's before-image: the row overlaid with its ``old`` entry (``{**row, **old}``:
