@@ -9,6 +9,8 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::json_scan::Scan;
+
 /// A JSON string, borrowed from the message when it has no escapes.
 pub struct Text<'a>(pub Cow<'a, str>);
 
@@ -263,5 +265,170 @@ pub fn parse_as<N: Names>(value: &[u8]) -> Option<Message<'_>> {
     }
     // One UTF-8 check of the whole message (its ASCII fast path), then no check per string.
     let text = std::str::from_utf8(value).ok()?;
-    serde_json::from_str::<Named<N>>(text).ok().map(|n| n.0)
+    // The scanner's one pass where it is certain (half the instructions of serde's
+    // deserializers and their ``RawValue`` re-parses); serde decides the rest.
+    scan::<N>(text).or_else(|| serde_json::from_str::<Named<N>>(text).ok().map(|n| n.0))
+}
+
+/// The message as [`Named`] reads it, read by the single-pass scanner (``json_scan``), or
+/// ``None`` where the scanner is not certain serde reads the same (a repeated field, a
+/// number serde reads otherwise, an escape it leaves to serde, anything malformed).
+fn scan<N: Names>(text: &str) -> Option<Message<'_>> {
+    let mut c = Cursor { text, pos: 0 };
+    let mut m = Message::default();
+    c.expect(b'{')?;
+    if c.next()? == b'}' {
+        c.pos += 1;
+    } else {
+        loop {
+            let key = c.read(|s| s.string())?;
+            c.expect(b':')?;
+            let bit = N::bit(key.as_ref());
+            if bit != 0 && m.seen & bit != 0 {
+                return None; // a repeated field: serde's error
+            }
+            m.seen |= bit;
+            match bit {
+                0 => m.extra.push((key, raw(c.read(|s| s.value())?))),
+                FIELD_KIND => m.kind = c.read(|s| s.optional_string())?,
+                FIELD_DATA => m.data = c.read(scan_rows)?,
+                FIELD_OLD => m.old = c.read(scan_rows)?,
+                FIELD_DATABASE => m.database = c.read(|s| s.optional_string())?,
+                FIELD_TABLE => m.table = c.read(|s| s.optional_string())?,
+                FIELD_ES => m.es = c.read(scan_i64)?,
+                FIELD_TS => m.ts = c.read(scan_i64)?,
+                FIELD_PK_NAMES => m.pk_names = c.read(scan_names)?,
+                FIELD_MYSQL_TYPE => m.mysql_type = Some(raw(c.type_map()?)),
+                FIELD_SQL_TYPE => m.sql_type = Some(raw(c.type_map()?)),
+                FIELD_ID => m.id = Some(raw(c.read(|s| s.value())?)),
+                FIELD_IS_DDL => m.is_ddl = Some(raw(c.read(|s| s.value())?)),
+                FIELD_SQL => m.sql = Some(raw(c.read(|s| s.value())?)),
+                _ => {
+                    m.extra.push((key, raw(c.read(|s| s.value())?)));
+                    m.tidb = true;
+                }
+            }
+            match c.next()? {
+                b',' => c.pos += 1,
+                b'}' => {
+                    c.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    c.next().is_none().then_some(m) // only whitespace after the object
+}
+
+/// The scanner's place in a message's top-level object: each field's value read by a
+/// [`Scan`] of the rest, except type maps met lately, which are compared, not read again.
+struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The next byte after JSON whitespace (not consumed).
+    fn next(&mut self) -> Option<u8> {
+        let rest = &self.text.as_bytes()[self.pos..];
+        let skipped = rest.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+        self.pos += skipped;
+        Some(rest[skipped])
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then(|| self.pos += 1)
+    }
+
+    /// What ``read`` reads of the next value (the cursor then after it).
+    fn read<T>(&mut self, read: impl FnOnce(&mut Scan<'a>) -> Option<T>) -> Option<T> {
+        let rest: &'a str = &self.text[self.pos..];
+        let (value, span) = Scan::new(rest).spanned(read)?;
+        self.pos = span.as_ptr() as usize - self.text.as_ptr() as usize + span.len();
+        Some(value)
+    }
+
+    /// A ``mysqlType`` or ``sqlType`` value as written: one the scanner checked lately
+    /// when the rest starts with it (an object ends where its text does), else read and
+    /// remembered. Every message of a table repeats its two maps.
+    fn type_map(&mut self) -> Option<&'a str> {
+        let rest: &'a str = &self.text[self.pos..];
+        if rest.starts_with('{') {
+            if let Some(len) = TYPE_MAPS.with(|maps| maps.borrow().iter().find(|map| rest.starts_with(&***map)).map(|map| map.len())) {
+                self.pos += len;
+                return Some(&rest[..len]);
+            }
+        }
+        let text = self.read(|s| s.value())?;
+        if text.starts_with('{') {
+            TYPE_MAPS.with(|maps| {
+                let mut maps = maps.borrow_mut();
+                if maps.len() >= TYPE_MAPS_KEPT {
+                    maps.remove(0);
+                }
+                maps.push(text.into());
+            });
+        }
+        Some(text)
+    }
+}
+
+/// How many type maps [`Cursor::type_map`] remembers (a table has two; a stream a few tables).
+const TYPE_MAPS_KEPT: usize = 8;
+
+thread_local! {
+    /// The type maps (objects) the scanner read lately, whole as written.
+    static TYPE_MAPS: std::cell::RefCell<Vec<Box<str>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// ``null`` or an integer as serde reads an ``Option<i64>``: not ``-0`` (serde's ``-0.0``, an error).
+fn scan_i64(s: &mut Scan) -> Option<Option<i64>> {
+    if s.null()? {
+        return Some(None);
+    }
+    let n = s.number()?;
+    if n.text.starts_with("-0") {
+        return None;
+    }
+    n.int.map(Some)
+}
+
+/// ``null`` or an array of [`Row`]s.
+fn scan_rows<'a>(s: &mut Scan<'a>) -> Option<Option<Vec<Row<'a>>>> {
+    if s.null()? {
+        return Some(None);
+    }
+    let mut rows = Vec::with_capacity(1);
+    s.items(b'[', b']', |s| {
+        let mut row = Vec::with_capacity(16);
+        s.object(|s, name| {
+            row.push((name, s.optional_string()?));
+            Some(())
+        })?;
+        rows.push(Row(row));
+        Some(())
+    })?;
+    Some(Some(rows))
+}
+
+/// ``null`` or an array of strings.
+fn scan_names<'a>(s: &mut Scan<'a>) -> Option<Option<Vec<Cow<'a, str>>>> {
+    if s.null()? {
+        return Some(None);
+    }
+    let mut names = Vec::with_capacity(1);
+    s.items(b'[', b']', |s| {
+        names.push(s.string()?);
+        Some(())
+    })?;
+    Some(Some(names))
+}
+
+/// A JSON value's text (checked by the scanner) as serde's ``RawValue`` of it.
+fn raw(text: &str) -> &RawValue {
+    // SAFETY: ``RawValue`` is ``#[repr(transparent)]`` over ``str`` (serde_json's own
+    // ``RawValue::from_borrowed`` is this transmute); the text is one whole JSON value, the
+    // slice serde's ``RawValue`` deserializer would borrow (whitespace before it skipped).
+    unsafe { std::mem::transmute::<&str, &RawValue>(text) }
 }

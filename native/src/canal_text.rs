@@ -66,14 +66,14 @@ impl TextOp {
             TextOp::Same => json::write_str(out, text),
             TextOp::Int => {
                 canonical_int(text)?;
-                json::write_str(out, text);
+                write_checked(out, text);
             }
             TextOp::Year => {
                 if text == "0000" || text == "0" {
                     out.extend_from_slice(b"\"0000\"");
                 } else {
                     canonical_int(text)?;
-                    json::write_str(out, text);
+                    write_checked(out, text);
                 }
             }
             TextOp::Bits => {
@@ -81,20 +81,20 @@ impl TextOp {
                 if text.starts_with('-') {
                     return Err(Fallback);
                 }
-                json::write_str(out, text);
+                write_checked(out, text);
             }
             TextOp::Bit1 => {
                 if text != "0" && text != "1" {
                     return Err(Fallback);
                 }
-                json::write_str(out, text);
+                write_checked(out, text);
             }
             TextOp::Decimal(scale) => write_decimal(out, text, *scale)?,
             TextOp::Double => write_double(out, text)?,
             TextOp::Float32 => write_float32(out, text)?,
             TextOp::Date => {
                 date(text.as_bytes())?;
-                json::write_str(out, text);
+                write_checked(out, text);
             }
             TextOp::DateTime(fsp) => write_datetime(out, text, *fsp)?,
             TextOp::Time(fsp) => write_time(out, text, *fsp)?,
@@ -108,6 +108,16 @@ impl TextOp {
         }
         Ok(())
     }
+}
+
+/// A text already checked to hold nothing JSON escapes (digits, signs, dots, dashes) as a
+/// JSON string: its quotes around it, without the escape scan of ``json::write_str``.
+fn write_checked(out: &mut Vec<u8>, text: &str) {
+    debug_assert!(text.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'));
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
 }
 
 /// ``-?(0|[1-9][0-9]*)`` of at most 40 digits, not ``-0`` (``str(int(text)) == text``).
@@ -157,7 +167,7 @@ pub(crate) fn write_decimal(out: &mut Vec<u8>, text: &str, scale: usize) -> Resu
 /// ``java_float_text(float(text))`` for a DOUBLE whose magnitude Java prints plainly.
 fn write_double(out: &mut Vec<u8>, text: &str) -> Result<(), Fallback> {
     if shortest_double(text) {
-        json::write_str(out, text); // (parsing and re-printing it was a fifth of the Canal writer's conversions)
+        write_checked(out, text); // (parsing and re-printing it was a fifth of the Canal writer's conversions)
         return Ok(());
     }
     let plain = text.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b == b'e' || b == b'E' || b == b'+');

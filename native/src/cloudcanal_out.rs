@@ -164,7 +164,7 @@ impl Table {
     }
 
     /// The column of a row's ``n``-th entry: its expected position first, the name otherwise.
-    fn column(&self, n: usize, name: &str) -> Result<usize, Fallback> {
+    pub(crate) fn column(&self, n: usize, name: &str) -> Result<usize, Fallback> {
         match self.columns.get(n) {
             Some(col) if col.name == name => Ok(n),
             _ => self.index.get(name).copied().ok_or(Fallback), // a column the schema lacks: Python
@@ -172,7 +172,7 @@ impl Table {
     }
 
     /// One value as MySQL text (``None``: null) into ``out``.
-    fn value(&self, c: usize, value: Option<&str>, out: &mut Vec<u8>) -> Result<(), Fallback> {
+    pub(crate) fn value(&self, c: usize, value: Option<&str>, out: &mut Vec<u8>) -> Result<(), Fallback> {
         let Some(text) = value else {
             out.extend_from_slice(b"null");
             return Ok(());
@@ -242,7 +242,11 @@ impl Table {
 
     /// The row's columns (in row order).
     pub(crate) fn columns_of(&self, row: &Row) -> Result<Vec<usize>, Fallback> {
-        row.0.iter().enumerate().map(|(n, (name, _))| self.column(n, name.as_ref())).collect()
+        let mut cols = Vec::with_capacity(row.0.len());
+        for (n, (name, _)) in row.0.iter().enumerate() {
+            cols.push(self.column(n, name.as_ref())?);
+        }
+        Ok(cols)
     }
 
     /// An UPDATE's before-image: the row overlaid with its ``old`` entry (``{**row, **old}``:

@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 
 use crate::canal::{Message, Row};
 use crate::cloudcanal_out;
+use crate::json_scan::first_of;
 use crate::values::Fallback;
 use crate::{json, Output};
 
@@ -37,8 +38,6 @@ enum Literal {
 pub struct Table {
     text: cloudcanal_out::Table,
     literals: Vec<Literal>,
-    /// The length of ``{"name":`` that ``cloudcanal_out::Table::image`` writes before a value.
-    prefixes: Vec<usize>,
     /// ``{"logtype":"mysqlbinlog","eventtype":N,"eventtypestr":"kind","db":`` per op (c, u, d, r).
     heads: [Vec<u8>; 4],
 }
@@ -53,7 +52,6 @@ impl Table {
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<Option<Table>> {
         let (text, literals, codes): (Bound<PyAny>, Vec<String>, [i64; 4]) = spec.extract()?;
         let Some(table) = cloudcanal_out::Table::from_spec(&text)? else { return Ok(None) };
-        let names: Vec<String> = text.get_item(0)?.extract::<Vec<Bound<PyAny>>>()?.iter().map(|c| c.get_item(0)?.extract()).collect::<PyResult<_>>()?;
         let literals = literals
             .iter()
             .map(|l| match l.as_str() {
@@ -64,17 +62,9 @@ impl Table {
                 other => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown SQL literal form {other:?}"))),
             })
             .collect::<PyResult<Vec<_>>>()?;
-        if literals.len() != names.len() || table.width() != names.len() {
+        if literals.len() != table.width() {
             return Err(pyo3::exceptions::PyValueError::new_err("one SQL literal form per column"));
         }
-        let prefixes = names
-            .iter()
-            .map(|name| {
-                let mut quoted = Vec::new();
-                json::write_str(&mut quoted, name);
-                quoted.len() + 2 // ``{`` and ``:``
-            })
-            .collect();
         let heads = std::array::from_fn(|op| {
             let mut head = b"{\"logtype\":\"mysqlbinlog\",\"eventtype\":".to_vec();
             json::write_int(&mut head, codes[op]);
@@ -83,7 +73,7 @@ impl Table {
             head.extend_from_slice(b",\"db\":");
             head
         });
-        Ok(Some(Table { text: table, literals, prefixes, heads }))
+        Ok(Some(Table { text: table, literals, heads }))
     }
 
     /// The CloudCanal writer's table (its ops and ``knows``).
@@ -93,22 +83,32 @@ impl Table {
 
     /// A row's values in column order: every column named once (Python's arrays need every
     /// column; a repeated one is Python's dict semantics), else [`Fallback`].
-    fn slots<'r>(&self, row: &'r Row) -> Result<Vec<Option<&'r str>>, Fallback> {
-        let mut slots: Vec<Option<Option<&str>>> = vec![None; self.text.width()];
-        for (c, (_, v)) in self.text.columns_of(row)?.into_iter().zip(&row.0) {
-            if slots[c].replace(v.as_deref()).is_some() {
+    fn slots<'r>(&self, row: &'r Row, seen: &mut Vec<bool>) -> Result<Vec<Option<&'r str>>, Fallback> {
+        let width = self.text.width();
+        if row.0.len() != width {
+            return Err(Fallback); // a column missing or repeated (or one the table lacks)
+        }
+        let mut slots = vec![None; width];
+        seen.clear();
+        seen.resize(width, false);
+        for (n, (name, v)) in row.0.iter().enumerate() {
+            let c = self.text.column(n, name)?;
+            if std::mem::replace(&mut seen[c], true) {
                 return Err(Fallback);
             }
+            slots[c] = v.as_deref();
         }
-        slots.into_iter().map(|s| s.ok_or(Fallback)).collect()
+        Ok(slots)
     }
 
     /// An UPDATE's before-image: the row's values overlaid with ``old``'s (``{**row, **old}``).
-    fn overlaid<'r>(&self, row: &[Option<&'r str>], old: Option<&'r Row>) -> Result<Vec<Option<&'r str>>, Fallback> {
+    fn overlaid<'r>(&self, row: &[Option<&'r str>], old: Option<&'r Row>, seen: &mut Vec<bool>) -> Result<Vec<Option<&'r str>>, Fallback> {
         let mut before = row.to_vec();
         let Some(o) = old else { return Ok(before) };
-        let mut seen = vec![false; before.len()];
-        for (c, (_, v)) in self.text.columns_of(o)?.into_iter().zip(&o.0) {
+        seen.clear();
+        seen.resize(before.len(), false);
+        for (n, (name, v)) in o.0.iter().enumerate() {
+            let c = self.text.column(n, name)?;
             if std::mem::replace(&mut seen[c], true) {
                 return Err(Fallback); // a repeated column: Python's dict semantics decide
             }
@@ -117,49 +117,51 @@ impl Table {
         Ok(before)
     }
 
-    /// ``[literal, ...]`` of a row's values in column order: the row's MySQL texts written
-    /// once by the CloudCanal writer (``{"name":"text",...}``), each then as its literal.
-    fn array(&self, values: &[Option<&str>], out: &mut Vec<u8>, scratch: &mut Scratch) -> Result<(), Fallback> {
-        let Scratch { json, seen, literal } = scratch;
-        json.clear();
-        self.text.image(values.iter().copied().enumerate(), json, seen)?;
-        let mut pos = 0;
+    /// ``[literal, ...]`` of a row's values in column order: each value's MySQL text (the
+    /// CloudCanal writer's conversion, a JSON string) as its literal.
+    fn array(&self, values: &[Option<&str>], out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
         out.push(b'[');
         for (c, value) in values.iter().enumerate() {
             if c > 0 {
                 out.push(b',');
             }
-            pos += self.prefixes[c]; // ``{`` or ``,``, the name, ``:``
-            let end = if value.is_some() { string_end(json, pos)? } else { pos + 4 };
-            match json.get(pos..end) {
-                Some(b"null") if value.is_none() => out.extend_from_slice(b"\"NULL\""),
-                Some(quoted) if value.is_some() => self.literal(c, quoted, out, literal)?,
-                _ => return Err(Fallback),
+            match value {
+                None => out.extend_from_slice(b"\"NULL\""),
+                Some(text) => self.literal(c, text, out, literal)?,
             }
-            pos = end;
         }
         out.push(b']');
         Ok(())
     }
 
-    /// One MySQL text (``quoted``: its JSON string) as its SQL literal (a JSON string) into ``out``.
-    fn literal(&self, c: usize, quoted: &[u8], out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
+    /// One value's MySQL text as its SQL literal (a JSON string) into ``out``: the text is
+    /// written where the literal goes, and re-written only when the literal differs.
+    fn literal(&self, c: usize, text: &str, out: &mut Vec<u8>, literal: &mut String) -> Result<(), Fallback> {
+        let start = out.len();
+        if matches!(self.literals[c], Literal::Quoted) {
+            out.push(b'"'); // the literal's own quote, before the text's (which becomes ``'``)
+        }
+        let at = out.len();
+        self.text.value(c, Some(text), out)?;
+        let quoted = &out[at..];
+        if quoted.len() < 2 || quoted[0] != b'"' || quoted[quoted.len() - 1] != b'"' {
+            return Err(Fallback); // not a JSON string: no MySQL text
+        }
         match self.literals[c] {
-            Literal::Bare => {
-                out.extend_from_slice(quoted);
-                return Ok(());
-            }
+            Literal::Bare => return Ok(()),
             // Nothing ``quote_string`` escapes (those it does are ``'`` or JSON-escaped): the
             // JSON string with the quotes inside.
-            Literal::Quoted if !quoted.iter().any(|&b| b == b'\\' || b == b'\'') => {
-                out.extend_from_slice(b"\"'");
-                out.extend_from_slice(&quoted[1..quoted.len() - 1]);
-                out.extend_from_slice(b"'\"");
+            Literal::Quoted if first_of(quoted, 0, b'\\', b'\'').is_none() => {
+                let end = out.len() - 1;
+                out[at] = b'\'';
+                out[end] = b'\'';
+                out.push(b'"');
                 return Ok(());
             }
             _ => {}
         }
-        let mysql = unquote(quoted)?;
+        let mysql = unquote(quoted)?.into_owned();
+        out.truncate(start);
         literal.clear();
         match self.literals[c] {
             Literal::Bare => unreachable!(),
@@ -186,26 +188,9 @@ impl Table {
 /// Upper-case hex digits (``bytes.hex().upper()``).
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// The end of the JSON string starting at ``start`` (after its closing quote).
-fn string_end(json: &[u8], start: usize) -> Result<usize, Fallback> {
-    if json.get(start) != Some(&b'"') {
-        return Err(Fallback);
-    }
-    let mut i = start + 1;
-    while let Some(&b) = json.get(i) {
-        match b {
-            b'\\' => i += 2,
-            b'"' => return Ok(i + 1),
-            _ => i += 1,
-        }
-    }
-    Err(Fallback)
-}
-
 /// The buffers [`write`] reuses from message to message (per thread).
 #[derive(Default)]
 struct Scratch {
-    json: Vec<u8>,
     seen: Vec<bool>,
     literal: String,
 }
@@ -251,16 +236,19 @@ thread_local! {
 
 impl crate::scratch::Scratch for Scratch {
     fn clear(&mut self) {
-        self.json.clear();
+        self.seen.clear();
         self.literal.clear();
     }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn write_rows(t: &Table, m: &Message, data: &[Row], old: &[Row], op: usize, variant: usize, gtid: &[u8], scratch: &mut Scratch, out: &mut Vec<Output>) -> Result<(), Fallback> {
+    let Scratch { seen, literal } = scratch;
     for (i, row) in data.iter().enumerate() {
-        let values = t.slots(row)?;
-        let mut value = Vec::with_capacity(256);
+        let values = t.slots(row, seen)?;
+        // The event's fields and each array's quotes and commas (a literal is about its text).
+        let texts: usize = values.iter().map(|v| v.map_or(6, |t| t.len() + 8)).sum();
+        let mut value = Vec::with_capacity(t.heads[op].len() + 160 + 2 * texts);
         value.extend_from_slice(&t.heads[op]);
         json::write_str(&mut value, m.database.as_deref().unwrap_or_default());
         value.extend_from_slice(b",\"table\":");
@@ -273,15 +261,15 @@ fn write_rows(t: &Table, m: &Message, data: &[Row], old: &[Row], op: usize, vari
         value.extend_from_slice(gtid);
         value.extend_from_slice(b",\"where\":");
         match op {
-            1 => t.array(&t.overlaid(&values, old.get(i).filter(|o| !o.0.is_empty()))?, &mut value, scratch)?,
-            2 => t.array(&values, &mut value, scratch)?,
+            1 => t.array(&t.overlaid(&values, old.get(i).filter(|o| !o.0.is_empty()), seen)?, &mut value, literal)?,
+            2 => t.array(&values, &mut value, literal)?,
             _ => value.extend_from_slice(b"[]"),
         }
         value.extend_from_slice(b",\"field\":");
         if op == 2 {
             value.extend_from_slice(b"[]");
         } else {
-            t.array(&values, &mut value, scratch)?;
+            t.array(&values, &mut value, literal)?;
         }
         value.push(b'}');
         out.push((Some(value), t.text.key(row)?, variant));

@@ -542,6 +542,8 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     # debezium-json, as Maxwell has no processing time for Canal's ``ts``.
     "native:maxwell-json>debezium-json": NativeTarget("maxwell-json", "debezium-json"),
     "native:ogg-json>debezium-json": NativeTarget("ogg-json", "debezium-json"),
+    # The CloudCanal reader: the Canal reader's scan (serde where it stops) under its names.
+    "native:cloudcanal-json>canal-json": NativeTarget("cloudcanal-json", "canal-json"),
     # The catalog-following plans: each chain's catalog changes with the DDL among the inputs.
     "native:ckafka-json>canal-json": NativeTarget("ckafka-json", "canal-json", catalog=True),
     "native:ckafka-json>debezium-json": NativeTarget("ckafka-json", "debezium-json", catalog=True),
