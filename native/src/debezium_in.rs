@@ -565,9 +565,14 @@ fn repeats_a_column(columns: &[(&str, Kind)]) -> bool {
 
 impl Layout {
     /// Is this the layout of a message's ``head``, source, key names and columns? The
-    /// cheapest differences first: the column count and the schema part's pointer.
+    /// cheapest and likeliest differences first: the counts, the columns' kinds.
     fn matches(&self, head: Option<&Arc<[u8]>>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
         if self.columns.len() != columns.len() || self.pk.len() != pk.len() {
+            return false;
+        }
+        // A table's layouts differ in their kinds (a column null in one image, not in
+        // another): those first, bytes, before any name.
+        if !self.columns.iter().zip(columns).all(|((_, a), (_, b))| a == b) {
             return false;
         }
         let same_head = match (&self.head, head) {
@@ -580,7 +585,7 @@ impl Layout {
             && self.connector.as_deref() == source.connector.as_deref()
             && self.schema.as_deref() == source.schema.as_deref()
             && self.pk.iter().zip(pk).all(|(a, b)| a == b)
-            && self.columns.iter().zip(columns).all(|((a, ka), (b, kb))| a == b && ka == kb)
+            && self.columns.iter().zip(columns).all(|((a, _), (b, _))| a == b)
     }
 }
 
