@@ -558,8 +558,23 @@ struct Layout {
     columns: Vec<(String, Kind)>,
 }
 
+/// Does a column name appear twice (a message Python reads keeping the last value)?
+fn repeats_a_column(columns: &[(&str, Kind)]) -> bool {
+    columns.iter().enumerate().any(|(n, (name, _))| columns[..n].iter().any(|(k, _)| k == name))
+}
+
 impl Layout {
+    /// Is this the layout of a message's ``head``, source, key names and columns? The
+    /// cheapest and likeliest differences first: the counts, the columns' kinds.
     fn matches(&self, head: Option<&Arc<[u8]>>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)]) -> bool {
+        if self.columns.len() != columns.len() || self.pk.len() != pk.len() {
+            return false;
+        }
+        // A table's layouts differ in their kinds (a column null in one image, not in
+        // another): those first, bytes, before any name.
+        if !self.columns.iter().zip(columns).all(|((_, a), (_, b))| a == b) {
+            return false;
+        }
         let same_head = match (&self.head, head) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a[..] == b[..],
             (a, b) => a.is_none() && b.is_none(),
@@ -569,10 +584,8 @@ impl Layout {
             && Some(self.table.as_str()) == source.table.as_deref()
             && self.connector.as_deref() == source.connector.as_deref()
             && self.schema.as_deref() == source.schema.as_deref()
-            && self.pk.len() == pk.len()
             && self.pk.iter().zip(pk).all(|(a, b)| a == b)
-            && self.columns.len() == columns.len()
-            && self.columns.iter().zip(columns).all(|((a, ka), (b, kb))| a == b && ka == kb)
+            && self.columns.iter().zip(columns).all(|((a, _), (b, _))| a == b)
     }
 }
 
@@ -841,6 +854,9 @@ impl Reader {
         key_names(key)
     }
 
+    /// The compiled table of a layout (``None``: Python's). A layout is compiled (or found
+    /// Python's) once: what is checked of its columns then, such as a repeated name, is not
+    /// checked again for the messages that match it.
     fn table(&mut self, py: Python, head: Option<&Arc<[u8]>>, source: &Source, pk: &[Cow<str>], columns: &[(&str, Kind)], encoder: &Encoder) -> PyResult<Option<Arc<Compiled>>> {
         let (Some(database), Some(table)) = (source.db.as_deref(), source.table.as_deref()) else { return Ok(None) };
         let (compile, python_heads, last_python_head) = (&self.compile, &mut self.python_heads, &mut self.last_python_head);
@@ -856,6 +872,9 @@ impl Reader {
                 columns: columns.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
             },
             |layout| {
+                if repeats_a_column(columns) {
+                    return Ok(None); // Python keeps the last value: the layout is Python's
+                }
                 let kinds: Vec<(&str, &str)> = columns.iter().map(|(n, k)| (*n, k.name())).collect();
                 let spec = compile.call1(py, (database, table, source.connector.as_deref(), source.schema.as_deref(), layout.pk.clone(), kinds, head.map(|h| PyBytes::new(py, h))))?;
                 if spec.is_none(py) {
@@ -920,12 +939,10 @@ impl Reader {
             _ => return Ok(false),
         };
         // Each column's kind over both images (Python's first non-null one); images
-        // that disagree on a kind, or repeat a column, are Python's.
+        // that disagree on a kind are Python's, and so are those that repeat a column (their
+        // layout's, checked once when it is first met: [`Reader::table`]).
         let mut columns: Vec<(&str, Kind)> = Vec::with_capacity(row.len());
         for (n, (name, v)) in row.iter().enumerate() {
-            if row[..n].iter().any(|(k, _)| k == name) {
-                return Ok(false);
-            }
             let mut kind = old.map_or(Kind::Null, |b| b[n].1.kind);
             if kind == Kind::Null {
                 kind = v.kind;
