@@ -431,10 +431,32 @@ class Variant:
     stages: list[str] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)  # the worker's CPU per record, per rate
     generator: list[RateRun] = field(default_factory=list)  # the load generator's own figures, per rate
+    #: the broker's collector pauses (ms) during each rate's run (``--apache-kafka``: its GC log)
+    broker_gc: list[list[float]] = field(default_factory=list)
     #: job settings of this variant only (``--variant``): section -> key -> value
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: environment variables of this variant's process only (``--variant env.NAME=VALUE``)
     env: dict[str, str] = field(default_factory=dict)
+
+
+class BrokerGc:
+    """The pauses of the Apache Kafka broker's collector since the last call (its GC log): a stall
+    seen by every path at once is often the broker's, not the worker's."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path, self.offset = path, 0
+
+    def since_last(self) -> list[float]:
+        if self.path is None:
+            return []
+        from cdc_smt.connector.apache_kafka import gc_pauses
+
+        pauses, self.offset = gc_pauses(self.path, self.offset)
+        return pauses
+
+
+def gc_text(pauses: Sequence[float]) -> str:
+    return f"broker GC {len(pauses)} pauses, max {max(pauses, default=0.0):.1f} ms;"
 
 
 async def produce_backlog(bootstrap: str, topic: str, partitions: int, records: list[Any], sink: str) -> None:
@@ -828,13 +850,16 @@ def rounds_summary(variants: Sequence[Variant]) -> str:
 
     lines = [
         "| path | offered msgs/s | p50 ms per round | p99 ms per round | median p50 / p99 "
-        "| floor median p50 / p99 | median p99 from hand-over | median CPU µs/record |",
-        "|---|---:|---|---|---:|---:|---:|---:|",
+        "| floor median p50 / p99 | median p99 from hand-over | median CPU µs/record | broker GC max ms per round |",
+        "|---|---:|---|---|---:|---:|---:|---:|---|",
     ]
     for v in variants:
         by_rate: dict[int, list[tuple[Histogram, Histogram, RateRun, float]]] = {}
-        for (rate, _, floor, through), run, cpu_us in zip(v.curve, v.generator, v.cpu_us, strict=True):
+        gc_by_rate: dict[int, list[str]] = {}
+        gcs = v.broker_gc or [[] for _ in v.curve]
+        for (rate, _, floor, through), run, cpu_us, gc in zip(v.curve, v.generator, v.cpu_us, gcs, strict=True):
             by_rate.setdefault(rate, []).append((floor, through, run, cpu_us))
+            gc_by_rate.setdefault(rate, []).append(f"{max(gc, default=0.0):.1f}" if v.broker_gc else "-")
         for rate, runs in by_rate.items():
             p50 = [t.percentile(0.5) for _, t, _, _ in runs]
             p99 = [t.percentile(0.99) for _, t, _, _ in runs]
@@ -844,7 +869,8 @@ def rounds_summary(variants: Sequence[Variant]) -> str:
             cpu = median(c for _, _, _, c in runs)
             lines.append(
                 f"| {v.name} | {rate:,} | {', '.join(f'{x:.1f}' for x in p50)} | {', '.join(f'{x:.1f}' for x in p99)} "
-                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} | {h99:.1f} | {cpu:.1f} |"
+                f"| {median(p50):.1f} / {median(p99):.1f} | {f50:.1f} / {f99:.1f} | {h99:.1f} | {cpu:.1f} "
+                f"| {', '.join(gc_by_rate[rate])} |"
             )
     return "\n".join(lines)
 
@@ -915,6 +941,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="start Apache Kafka (connector/apache_kafka.py) instead of the embedded broker",
     )
+    parser.add_argument(
+        "--broker-jvm",
+        choices=("kafka", "tests"),
+        default="kafka",
+        help="with --apache-kafka: the broker's JVM as Kafka's scripts start it (1 GiB heap, G1, 20 ms pause goal:"
+        " the default) or as the tests do (small heap, serial collector)",
+    )
     args = parser.parse_args(argv)
 
     from cdc_smt.connector.broker import EmbeddedBroker
@@ -941,9 +974,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants.append(Variant("pipe", sys.executable, ROOT, IN + ".pipe", OUT + ".pipe"))
     server = None
     if args.apache_kafka and not args.bootstrap:
-        from cdc_smt.connector.apache_kafka import ApacheKafka
+        from cdc_smt.connector.apache_kafka import KAFKA_SCRIPT_JVM, TEST_JVM, ApacheKafka
 
-        server = ApacheKafka().start()
+        jvm = KAFKA_SCRIPT_JVM if args.broker_jvm == "kafka" else TEST_JVM
+        server = ApacheKafka(jvm=jvm, gc_log=True).start()
+        print(f"Apache Kafka {server.bootstrap}: JVM {' '.join(jvm)}", flush=True)
+    broker_gc = BrokerGc(server.gc_log_path if server is not None else None)
     broker = None if args.bootstrap or server is not None else EmbeddedBroker().start()
     bootstrap = args.bootstrap or (server.bootstrap if server is not None else broker.bootstrap)
     try:
@@ -993,7 +1029,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                             fixed_rate(bootstrap, FLOOR, FLOOR, args.partitions, rate, args.seconds, values, join=join)
                         )
                         floor, f_rate = floor_run.hist, floor_run.achieved
-                        print(row("floor (raw client)", rate, f_rate, floor), floor_run.generator(), flush=True)
+                        print(
+                            row("floor (raw client)", rate, f_rate, floor),
+                            floor_run.generator(),
+                            gc_text(broker_gc.since_last()) if server is not None else "",
+                            flush=True,
+                        )
                         cpu, switches = cpu_seconds(worker.proc.pid), context_switches(worker.proc.pid)
                         run = asyncio.run(
                             fixed_rate(
@@ -1009,11 +1050,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         )
                         v.cpu_us.append(cpu_us)
                         v.generator.append(run)
+                        v.broker_gc.append(broker_gc.since_last())
                         print(
                             row(v.name, rate, w_rate, through),
                             f"load {os.getloadavg()[0]:.1f}; worker CPU {cpu_us:.1f} µs/record;",
                             f"context switches/record {vol:.2f} voluntary, {invol:.2f} involuntary;",
                             run.generator(),
+                            gc_text(v.broker_gc[-1]) if server is not None else "",
                             flush=True,
                         )
                         v.curve.append((rate, w_rate, floor, through))

@@ -56,6 +56,16 @@ SPARK_KAFKA_FALLBACKS = ("4.2.0",)
 #: SASL users of the broker (each for PLAIN and SCRAM-SHA-256/512) and their passwords.
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 HEAP = os.environ.get("CDC_SMT_KAFKA_HEAP", "-Xms256m -Xmx768m")
+#: The broker's JVM in the tests: a small heap and the serial collector, the least CPU beside
+#: the tests on 2 cores.
+TEST_JVM = (*HEAP.split(), "-XX:+UseSerialGC")
+#: The broker's JVM as Kafka's own scripts start it (``kafka-server-start.sh``'s heap,
+#: ``kafka-run-class.sh``'s ``KAFKA_JVM_PERFORMANCE_OPTS``): G1 with a 20 ms pause goal, what a
+#: production broker runs. The latency bench measures against this one.
+KAFKA_SCRIPT_JVM = (
+    "-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+)  # fmt: skip
 
 
 class ApacheKafkaError(CdcSmtError):
@@ -282,7 +292,10 @@ class ApacheKafka:
     ('127.0.0.1:40211', '127.0.0.1:40212')
 
     ``data_dir`` is kept between :meth:`stop` and :meth:`start` (same ports
-    too), and removed at :meth:`close` when it was a temporary one.
+    too), and removed at :meth:`close` when it was a temporary one. ``jvm``:
+    the broker's heap and collector options (:data:`TEST_JVM`, or
+    :data:`KAFKA_SCRIPT_JVM` as Kafka's scripts start it); ``gc_log``: log its
+    collector pauses (:attr:`gc_log_path`, :func:`gc_pauses`).
     """
 
     def __init__(
@@ -293,14 +306,19 @@ class ApacheKafka:
         data_dir: str | Path | None = None,
         startup_timeout: float = 90.0,
         lib: str | Path | None = None,
+        jvm: Sequence[str] = TEST_JVM,
+        gc_log: bool = False,
     ) -> None:
         self.host = host
+        self.jvm = tuple(jvm)
         self.startup_timeout = startup_timeout
         self._lib = Path(lib) if lib else None
         self._own_data = data_dir is None
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="cdc-smt-kafka-"))
         self.ports = Ports(port or free_port(host), free_port(host), free_port(host))
         self.log_path = self.data_dir / "server.log"
+        #: With ``gc_log``: the broker's collector pauses, one line each (read by :func:`gc_pauses`).
+        self.gc_log_path = self.data_dir / "gc.log" if gc_log else None
         self._box: list[subprocess.Popen | None] = [None]  # the running broker, shared with the finalizer
         self._log_file: IO[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
@@ -338,7 +356,9 @@ class ApacheKafka:
 
     def _java(self, main: str, args: Sequence[str], log: IO[bytes]) -> subprocess.Popen:
         jvm = [
-            java(), *HEAP.split(), "-XX:+UseSerialGC", *(["-XX:TieredStopAtLevel=1"] if main != "kafka.Kafka" else []),
+            java(), *(self.jvm if main == "kafka.Kafka" else TEST_JVM),
+            *(["-XX:TieredStopAtLevel=1"] if main != "kafka.Kafka" else []),
+            *([f"-Xlog:gc:file={self.gc_log_path}:uptime"] if self.gc_log_path and main == "kafka.Kafka" else []),
             "-Djava.awt.headless=true", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -464,6 +484,25 @@ class ApacheKafka:
 
     def __repr__(self) -> str:
         return f"<ApacheKafka {self.bootstrap} {'pid=' + str(self.pid) if self.running else 'stopped'}>"
+
+
+#: A stop-the-world pause in a ``-Xlog:gc`` line: ``[5.1s] GC(3) Pause Young (Normal) (...) 51M->3M(1024M) 4.321ms``.
+_GC_PAUSE = re.compile(r"\bPause\b.*?(\d+(?:\.\d+)?)ms\s*$")
+
+
+def gc_pauses(path: Path, offset: int = 0) -> tuple[list[float], int]:
+    """The broker's collector pauses (ms) logged in ``path`` after byte ``offset``, and the offset
+    to read on from: a bench asks after each run which pauses fell in it."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    complete = data[: data.rfind(b"\n") + 1]  # a line still being written is read next time
+    matches = (_GC_PAUSE.search(line) for line in complete.decode(errors="replace").splitlines())
+    pauses = [float(m.group(1)) for m in matches if m]
+    return pauses, offset + len(complete)
 
 
 def _cleanup(box: list[subprocess.Popen | None], data_dir: Path | None) -> None:

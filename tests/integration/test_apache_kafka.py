@@ -122,3 +122,14 @@ def test_jars_pyspark_ships_are_not_added_twice() -> None:
     assert AK._artifact("kafka-clients-3.9.2.jar") == "kafka-clients"
     assert AK._artifact("spark-sql-kafka-0-10_2.13-4.2.0.jar") == "spark-sql-kafka-0-10_2.13"
     assert AK._artifact("hadoop-client-runtime-3.5.0.jar") == "hadoop-client-runtime"
+
+
+@pytest.mark.parametrize(("jvm", "collector"), [(AK.KAFKA_SCRIPT_JVM, "G1"), (AK.TEST_JVM, "Serial")])
+def test_the_broker_jvm_options_reach_the_broker_and_its_gc_log(jvm, collector) -> None:
+    records = [Record(value=b"x" * 100, key=str(i).encode()) for i in range(100)]
+    with ApacheKafka(jvm=jvm, gc_log=True) as server:
+        asyncio.run(K.create_topics(server.bootstrap, {"gc-log": 1}))
+        asyncio.run(K.produce_records(server.bootstrap, "gc-log", records))  # it serves with these options
+        assert server.gc_log_path is not None
+        text = server.gc_log_path.read_text()
+    assert f"Using {collector}" in text.splitlines()[0], text[:300]
