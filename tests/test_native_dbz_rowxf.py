@@ -361,8 +361,8 @@ def test_corpus_debezium_files(corpus: Path, writer: str) -> None:
 # ---------------------------------------------------------------------------
 # the schema part (the writers that take it from the reader without transforms)
 
-#: The writers the reader hands values read from their Connect representations.
-SCHEMA_WRITERS = ["canal", "ticdc", "maxwell", "ogg", "dts"]
+#: The writers the reader hands values read from their Connect representations (every one).
+SCHEMA_WRITERS = list(WRITERS)
 SCHEMA_INPUTS: list[dict[str, Any]] = [
     {"schemas_enable": True},
     {"schemas_enable": True, "time_precision_mode": "connect"},
@@ -474,3 +474,51 @@ def test_enum_labels_that_are_digits_are_pythons() -> None:
     assert len(records) == 2
     for writer in ("maxwell", "ogg", "ticdc", "dts"):
         assert assert_same(records, [SINGLE["merge"]], writer) == 0
+
+
+#: Under the schema part, columns whose Debezium values are not their type's Canal text:
+#: (case, Connect field, [(value, the writers that write it natively)]). An ENUM's labels
+#: (none digits) every writer's but the Canal writer's (its ENUM texts are indexes); a SET's
+#: labels the writers of Canal's bitmask (TiCDC's, Canal's: the reader makes the bitmask), the
+#: others' Python's (they write the labels as Debezium wrote them, in any order); a FLOAT's
+#: ``float32`` numbers every writer's but the Canal writer's (Java's ``Float.toString``).
+_ALL = set(WRITERS)
+LABELLED: list[tuple[str, dict[str, Any], list[tuple[Any, set[str]]]]] = [
+    (
+        "enum",
+        {"type": "string", "name": "io.debezium.data.Enum", "version": 1, "parameters": {"allowed": "NEW,PAID,x y"}},
+        [("NEW", _ALL - {"canal"}), ("x y", _ALL - {"canal"}), ("", set()), ("other", set()), (1, set())],
+    ),
+    (
+        "set",
+        {"type": "string", "name": "io.debezium.data.EnumSet", "version": 1, "parameters": {"allowed": "a,b,c d"}},
+        [("a,b", {"ticdc", "canal"}), ("c d", {"ticdc", "canal"}), ("b,a", set()), ("", set()), ("x", set())],
+    ),
+    ("float32", {"type": "float32"}, [(1.5, _ALL - {"canal"}), (3.14, _ALL - {"canal"}), (0.1, _ALL - {"canal"})]),
+]
+#: Transforms over the row ``{id, c}`` of ``test_native_debezium_connect.messages``.
+LABELLED_CHAINS: list[list[dict[str, Any]]] = [
+    [{"type": "replace_field", "renames": {"c": "col"}}],
+    [SINGLE["merge"], {"type": "value_to_key", "fields": ["id"]}],
+    [_mask("null", ["id"])],
+]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize(("case", "field", "values"), LABELLED, ids=[c[0] for c in LABELLED])
+def test_labels_and_float32_under_the_schema_part(
+    case: str, field: dict[str, Any], values: list[tuple[Any, set[str]]], writer: str
+) -> None:
+    """ENUM and SET labels and ``float32`` numbers under the schema part, each value alone (a
+    schema part met with a value the reader does not convert is Python's from then on): both
+    paths equal; the plan's where its writer's table reads the value as Python writes it."""
+    from tests.test_native_debezium_connect import messages
+
+    for value, writers in values:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        for transforms in LABELLED_CHAINS:
+            handled = assert_same(records, transforms, writer)
+            if writer in writers:
+                assert handled == len(records), (value, transforms, handled)
+            elif value != "" and not (case == "set" and writer in ("ticdc", "canal")):
+                assert handled == 0, (value, transforms, handled)

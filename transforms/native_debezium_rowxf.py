@@ -10,16 +10,18 @@ the probe, a Debezium event of the reader's layout (source block, key names, eac
 JSON kind) decoded by the chain's own decoder; the texts, which are Canal's
 (:attr:`DebeziumShaped.text_decoder`); and the key, whose integers are numbers whether or
 not a transform typed the row (the Debezium decoder's values are typed as read). Under a
-schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
-transforms) each value is read from its Connect representation into its type's Canal text
-(``connect_in.rs``); columns whose values are written otherwise (SET labels, ``float32``, ENUM
-labels but on Maxwell's, GoldenGate's, TiCDC's and DTS's writers) and converted key columns are
-Python's.
+schema part (every writer) each value is read from its Connect representation into its type's
+Canal text (``connect_in.rs``), or into a text the writer's table reads as Python writes the
+value (:meth:`DebeziumShaped._own_read`: ENUM labels, SET labels as Canal's bitmask, ``float32``
+numbers); other columns whose values are written otherwise (SET labels on the writers that copy
+them, in Debezium's order) and converted key columns are Python's.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
@@ -43,6 +45,7 @@ from cdc_smt.transforms.native_debezium import (
     LayoutCompiler,
     _label_text,
     _Probe,
+    _single_float,
     _with_reads,
     connect_reads,
     connect_reprs,
@@ -76,6 +79,12 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
     schema_zones: tuple[bool, bool] | None = None
     #: The writer's table reads an ENUM's labels as Debezium writes them (none of them digits).
     enum_labels = False
+    #: The writer's table reads a single-precision FLOAT's ``float32`` number as written (its
+    #: ``float32`` conversion rounds as the Python decoder does).
+    float32_as_written = True
+    #: The writer's table writes a SET from Canal's bitmask as Python writes Debezium's labels
+    #: (TiCDC's and Canal's bitmasks: the reader makes one of the labels, ``setbits``).
+    set_bits = False
 
     def __init__(self, decoder: Any, encoder: Any, transforms: Any = ()) -> None:
         from cdc_smt.transforms.formats import get_codec
@@ -111,19 +120,38 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
     def _schema_reads(
         self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]]
     ) -> list[str | None] | None:
-        """Under a schema part, each column's Connect conversion into the Canal text of its type
-        (``connect_in.rs``), or ``None`` (Python's): a column whose values need a conversion the
-        reader lacks or whose text is not its type's Canal text (ENUM and SET labels, ``float32``),
-        a key column whose values are converted (the key is written from the texts)."""
+        """Under a schema part, each column's Connect conversion into the Canal text the writer's
+        table of it reads (``connect_in.rs``; :meth:`_own_read`), or ``None`` (Python's): a column
+        whose values need a conversion the reader lacks, a key column whose values are converted
+        (the key is written from the texts)."""
         assert self.schema_zones is not None
         zones, unfolded = self.schema_zones
         reprs = connect_reprs(self.decoder, head, pk)
         typed = zip(event.schema.columns, columns, strict=True)
-        as_written = [self.enum_labels and _plain_enum(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
-        reads = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
-        if reads is None or any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
+        own = [self._own_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+        as_written = [read is not None for read in own]
+        found = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
+        if found is None:
+            return None
+        reads = [read if read is not None else f for read, f in zip(own, found, strict=True)]
+        if any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
             return None
         return reads
+
+    def _own_read(self, column: Any, r: Any, kind: str, pk: list[str]) -> str | None:
+        """The reader's conversion of a column whose Debezium values are not its type's Canal
+        text but one the writer's table reads as Python writes them (``None``: the type's own):
+        an ENUM's labels (:attr:`enum_labels`), a FLOAT's ``float32`` numbers
+        (:attr:`float32_as_written`), a SET's labels as Canal's bitmask (:attr:`set_bits`)."""
+        from cdc_smt.transforms.types import Kind
+
+        if self.enum_labels and _plain_enum(column, r, kind, pk):
+            return "text"
+        if self.float32_as_written and _single_float(column, r, kind):
+            return "text"
+        if self.set_bits and column.mysql.kind is Kind.SET and _label_text(column, r, kind, pk):
+            return "setbits:" + orjson.dumps(list(column.mysql.values)).decode()
+        return None
 
     def _shape(self, event: Any, python_on_missing: bool = False) -> Any:
         """As from Canal, but ``row_index`` is Python's: the decoder's is the source's ``row``,
@@ -156,22 +184,36 @@ class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
 
     schema_zones = (True, False)
     enum_labels = True
+    set_bits = True
 
 
 class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
-    """-> cloudcanal-json."""
+    """-> cloudcanal-json (an ENUM's label text read as its label)."""
+
+    schema_zones = (True, False)
+    enum_labels = True
 
 
 class _CKafkaShaped(DebeziumShaped, _ShapedCKafkaTables):
     """-> ckafka-json (the binlog position per event from the reader)."""
 
+    schema_zones = (True, False)
+    enum_labels = True
+
 
 class _DataWorksShaped(DebeziumShaped, _ShapedDataWorksTables):
-    """-> dataworks-json."""
+    """-> dataworks-json (which makes an instant of a ``ZonedTimestamp``'s wall clock again: a
+    DST fold is Python's)."""
+
+    schema_zones = (True, True)
+    enum_labels = True
 
 
 class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
     """-> tdsql-binlog-json (the source's ``gtid`` per event from the reader)."""
+
+    schema_zones = (True, False)
+    enum_labels = True
 
 
 class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
@@ -198,6 +240,16 @@ class _RetextCanalTables(_CanalOutTables):
     def retext(self) -> bool:
         return True
 
+    def _text(self, column: Any, zoned: bool) -> tuple[Any, ...]:
+        """A SET's texts are Canal's bitmasks (the reader's ``setbits``, a mask's constant as
+        Canal writes it), written as they are (as the bare plan writes them: ``bits``)."""
+        from cdc_smt.transforms.types import Kind
+
+        text = super()._text(column, zoned)
+        if column.mysql.kind is Kind.SET and column.mysql.values:
+            return (text[0], "bits", None, *text[3:])
+        return text
+
 
 class _CanalShaped(DebeziumShaped):
     """-> canal-json (``batch: row``): the Canal writer re-writes the shaped texts with the
@@ -205,6 +257,8 @@ class _CanalShaped(DebeziumShaped):
 
     writer_tables = _RetextCanalTables
     schema_zones = (True, False)
+    float32_as_written = False  # the retext table's FLOAT op is not Java's ``Float.toString``
+    set_bits = True
 
     def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
         fields = (written.get("database"), written.get("table"), written.get("pkNames"))

@@ -470,6 +470,13 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
         "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
     ),
+    # the schema part with the row-changing transforms into the vendor writers (and Canal's: SET bitmasks)
+    **{
+        f"native:debezium-json>{out}+schema+rowxf": NativeTarget(
+            "debezium-json", out, source_options=(("schemas_enable", True),), transforms=_DEBEZIUM_ROW_CHANGING
+        )
+        for out in ("canal-json", "cloudcanal-json", "ckafka-json", "dataworks-json", "tdsql-binlog-json")
+    },
     # the schema part read for the vendor writers (connect_in.rs, as for Maxwell; DataWorks in a DST zone)
     "native:debezium-json>cloudcanal-json+schema": NativeTarget(
         "debezium-json", "cloudcanal-json", source_options=(("schemas_enable", True),)
