@@ -522,3 +522,53 @@ def test_labels_and_float32_under_the_schema_part(
                 assert handled == len(records), (value, transforms, handled)
             elif value != "" and not (case == "set" and writer in ("ticdc", "canal")):
                 assert handled == 0, (value, transforms, handled)
+
+
+#: Key columns under the schema part whose values the reader converts into the key's text:
+#: (case of ``test_native_debezium_connect.CASES``, whether the writers write them natively in
+#: a key a transform set).
+#: A DECIMAL's digits at its scale and VariableScaleDecimal's (the key: ``format(Decimal, "f")``),
+#: BIGINT UNSIGNED's unwrapped ``int64`` (the key: the unsigned number); dates, times, bytes
+#: and bits in the key are Python's (the key writes ISO texts, base64, numbers).
+CONVERTED_KEYS = {
+    "decimal(10,2)": True,
+    "decimal(65,30)": True,
+    "decimal scale 4 of 2": True,
+    "VariableScaleDecimal": True,
+    "bigint unsigned": True,
+    "MicroTimestamp": False,
+    "ZonedTimestamp": False,
+    "MicroTime": False,
+    "bytes": False,
+    "Bits": False,
+}
+
+
+#: The writers whose own tables key the primary key (here ``id`` and the DECIMAL ``c``) and leave
+#: a DECIMAL there to Python (the shaped key aside): DTS's.
+DECIMAL_PK_PYTHONS = {"dts"}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("case", sorted(CONVERTED_KEYS))
+def test_converted_key_columns_under_the_schema_part(case: str, writer: str) -> None:
+    """A key column whose Connect values the reader converts (the record key naming it), under
+    the row-changing transforms: a key ``value_to_key`` set (the typed values) native for
+    DECIMALs and BIGINT UNSIGNED where the bare plans convert the value; the others, and every
+    key no transform set (Python keeps the record key's values as read), Python's."""
+    from tests.test_native_debezium_connect import CASES, _source_types, messages
+
+    (field, values) = next((_source_types(f), v) for c, f, v in CASES if c == case)
+    for value, converts in values:
+        records = keyed([(m, orjson.dumps({"id": 1, "c": value})) for m in messages(field, value)])
+        for transforms, typed in (
+            ([{"type": "replace_field", "renames": {"c": "k"}}], False),
+            ([{"type": "value_to_key", "fields": ["c", "id"]}], True),
+            ([{"type": "replace_field", "renames": {"c": "k"}}, {"type": "value_to_key", "fields": ["k"]}], True),
+            ([_mask("null", ["id"]), SINGLE["merge"]], False),
+        ):
+            handled = assert_same(records, transforms, writer)
+            if not (CONVERTED_KEYS[case] and typed):
+                assert handled == 0, (value, transforms, handled)
+            elif converts and (case == "bigint unsigned" or writer not in DECIMAL_PK_PYTHONS):
+                assert handled == len(records), (value, transforms, handled)

@@ -14,7 +14,8 @@ schema part (every writer) each value is read from its Connect representation in
 Canal text (``connect_in.rs``), or into a text the writer's table reads as Python writes the
 value (:meth:`DebeziumShaped._own_read`: ENUM labels, SET labels as Canal's bitmask, ``float32``
 numbers); other columns whose values are written otherwise (SET labels on the writers that copy
-them, in Debezium's order) and converted key columns are Python's.
+them, in Debezium's order) and key columns converted into other than an integer's or a decimal's
+digits (dates, times, bytes), or converted at all in a key no transform set, are Python's.
 """
 
 from __future__ import annotations
@@ -110,15 +111,21 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
         (event,) = self._decode(probe, "INSERT")
         if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
             return None
-        reads = None if head is None else self._schema_reads(head, event, pk, columns)
+        reads = None if head is None else self._schema_reads(head, event, pk, columns, self._explicit_key(probe))
         if head is not None and reads is None:
             return None
         message: Any = probe  # what ``_decode`` decodes each op's probe from
         spec = self._compile(message, event, pk)
         return spec if reads is None or spec is None else _with_reads(reads, spec)
 
+    def _explicit_key(self, probe: _Probe) -> bool:
+        """Does a transform set the key (``value_to_key``: the typed values), rather than keep the
+        record key's values as read? (Shaped on a probe event of its own: transforms edit it.)"""
+        (event,) = self._decode(probe, "INSERT")
+        return self._key(self._shape(event, python_on_missing=True))[1]
+
     def _schema_reads(
-        self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]]
+        self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]], explicit: bool
     ) -> list[str | None] | None:
         """Under a schema part, each column's Connect conversion into the Canal text the writer's
         table of it reads (``connect_in.rs``; :meth:`_own_read`), or ``None`` (Python's): a column
@@ -134,7 +141,9 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
         if found is None:
             return None
         reads = [read if read is not None else f for read, f in zip(own, found, strict=True)]
-        if any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
+        # the key is the record key's values as read unless a transform set it (then typed)
+        keyed = _keyed_as_read if explicit else (lambda read: read == "text")
+        if not all(keyed(read) for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
             return None
         return reads
 
@@ -264,6 +273,20 @@ class _CanalShaped(DebeziumShaped):
         fields = (written.get("database"), written.get("table"), written.get("pkNames"))
         if fields != (final.source.database, final.source.table, list(final.pk) or None):
             raise _Unsupported("message")  # not the shaped message's fields
+
+
+#: The reader's conversions whose Canal text is the typed value's key text (``row_shape.rs``'s key
+#: forms: an integer's digits, BIGINT UNSIGNED's unwrapped; a DECIMAL's plain digits at its scale,
+#: ``format(Decimal, "f")``); ``text``: as written.
+_KEYED_READS = ("text", "u64", "vsdecimal")
+
+
+def _keyed_as_read(read: str | None) -> bool:
+    """Does a key column's conversion give the text the key writes as Python writes the typed value
+    (a key a transform set: ``value_to_key``; the key forms then check the text: ``_key_form``)?
+    Others (dates, times, bytes) are Python's; so is every converted one in a key no transform
+    set (Python keeps the record key's values as read: base64, wrapped integers)."""
+    return read is not None and (read in _KEYED_READS or read.startswith("decimal:"))
 
 
 def _plain_enum(column: Any, r: Any, kind: str, pk: list[str]) -> bool:
