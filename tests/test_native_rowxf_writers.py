@@ -382,8 +382,8 @@ def test_decimal_key_columns_from_ticdc(writer: str) -> None:
 
 
 #: The writers whose own tables key the primary key from the typed values: a DECIMAL primary
-#: key column keyed natively (``format(Decimal(text), "f")``); DTS's Python's.
-DECIMAL_PK_WRITERS = ["cloudcanal", "ckafka", "tdsql"]
+#: key column keyed natively (``format(Decimal(text), "f")``).
+DECIMAL_PK_WRITERS = ["cloudcanal", "ckafka", "tdsql", "dts"]
 
 
 @pytest.mark.parametrize("writer", DECIMAL_PK_WRITERS)
