@@ -361,8 +361,8 @@ def test_corpus_debezium_files(corpus: Path, writer: str) -> None:
 # ---------------------------------------------------------------------------
 # the schema part (the writers that take it from the reader without transforms)
 
-#: The writers the reader hands values read from their Connect representations.
-SCHEMA_WRITERS = ["canal", "ticdc", "maxwell", "ogg", "dts"]
+#: The writers the reader hands values read from their Connect representations (every one).
+SCHEMA_WRITERS = list(WRITERS)
 SCHEMA_INPUTS: list[dict[str, Any]] = [
     {"schemas_enable": True},
     {"schemas_enable": True, "time_precision_mode": "connect"},
@@ -474,3 +474,120 @@ def test_enum_labels_that_are_digits_are_pythons() -> None:
     assert len(records) == 2
     for writer in ("maxwell", "ogg", "ticdc", "dts"):
         assert assert_same(records, [SINGLE["merge"]], writer) == 0
+
+
+#: Under the schema part, columns whose Debezium values are not their type's Canal text:
+#: (case, Connect field, [(value, the writers that write it natively)]). An ENUM's labels
+#: (none digits) every writer's but the Canal writer's (its ENUM texts are indexes); a SET's
+#: labels the writers of Canal's bitmask (TiCDC's, Canal's: the reader makes the bitmask), the
+#: others' Python's (they write the labels as Debezium wrote them, in any order); a FLOAT's
+#: ``float32`` numbers every writer's but the Canal writer's (Java's ``Float.toString``).
+_ALL = set(WRITERS)
+LABELLED: list[tuple[str, dict[str, Any], list[tuple[Any, set[str]]]]] = [
+    (
+        "enum",
+        {"type": "string", "name": "io.debezium.data.Enum", "version": 1, "parameters": {"allowed": "NEW,PAID,x y"}},
+        [("NEW", _ALL - {"canal"}), ("x y", _ALL - {"canal"}), ("", set()), ("other", set()), (1, set())],
+    ),
+    (
+        "set",
+        {"type": "string", "name": "io.debezium.data.EnumSet", "version": 1, "parameters": {"allowed": "a,b,c d"}},
+        [("a,b", {"ticdc", "canal"}), ("c d", {"ticdc", "canal"}), ("b,a", set()), ("", set()), ("x", set())],
+    ),
+    ("float32", {"type": "float32"}, [(1.5, _ALL - {"canal"}), (3.14, _ALL - {"canal"}), (0.1, _ALL - {"canal"})]),
+]
+#: Transforms over the row ``{id, c}`` of ``test_native_debezium_connect.messages``.
+LABELLED_CHAINS: list[list[dict[str, Any]]] = [
+    [{"type": "replace_field", "renames": {"c": "col"}}],
+    [SINGLE["merge"], {"type": "value_to_key", "fields": ["id"]}],
+    [_mask("null", ["id"])],
+]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize(("case", "field", "values"), LABELLED, ids=[c[0] for c in LABELLED])
+def test_labels_and_float32_under_the_schema_part(
+    case: str, field: dict[str, Any], values: list[tuple[Any, set[str]]], writer: str
+) -> None:
+    """ENUM and SET labels and ``float32`` numbers under the schema part, each value alone (a
+    schema part met with a value the reader does not convert is Python's from then on): both
+    paths equal; the plan's where its writer's table reads the value as Python writes it."""
+    from tests.test_native_debezium_connect import messages
+
+    for value, writers in values:
+        records = keyed([(m, KEY) for m in messages(field, value)])
+        for transforms in LABELLED_CHAINS:
+            handled = assert_same(records, transforms, writer)
+            if writer in writers:
+                assert handled == len(records), (value, transforms, handled)
+            elif value != "" and not (case == "set" and writer in ("ticdc", "canal")):
+                assert handled == 0, (value, transforms, handled)
+
+
+#: Key columns under the schema part whose values the reader converts into the key's text:
+#: (case of ``test_native_debezium_connect.CASES``, whether the writers write them natively in
+#: a key a transform set).
+#: A DECIMAL's digits at its scale and VariableScaleDecimal's (the key: ``format(Decimal, "f")``),
+#: BIGINT UNSIGNED's unwrapped ``int64`` (the key: the unsigned number); dates, times, bytes
+#: and bits in the key are Python's (the key writes ISO texts, base64, numbers).
+CONVERTED_KEYS = {
+    "decimal(10,2)": True,
+    "decimal(65,30)": True,
+    "decimal scale 4 of 2": True,
+    "VariableScaleDecimal": True,
+    "bigint unsigned": True,
+    "MicroTimestamp": False,
+    "ZonedTimestamp": False,
+    "MicroTime": False,
+    "bytes": False,
+    "Bits": False,
+}
+
+
+#: The writers whose own tables key the primary key (here ``id`` and the DECIMAL ``c``) and leave
+#: a DECIMAL there to Python (the shaped key aside): none.
+DECIMAL_PK_PYTHONS: set[str] = set()
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("case", sorted(CONVERTED_KEYS))
+def test_converted_key_columns_under_the_schema_part(case: str, writer: str) -> None:
+    """A key column whose Connect values the reader converts (the record key naming it), under
+    the row-changing transforms: a key ``value_to_key`` set (the typed values) native for
+    DECIMALs and BIGINT UNSIGNED where the bare plans convert the value; the others, and every
+    key no transform set (Python keeps the record key's values as read), Python's."""
+    from tests.test_native_debezium_connect import CASES, _source_types, messages
+
+    (field, values) = next((_source_types(f), v) for c, f, v in CASES if c == case)
+    for value, converts in values:
+        records = keyed([(m, orjson.dumps({"id": 1, "c": value})) for m in messages(field, value)])
+        for transforms, typed in (
+            ([{"type": "replace_field", "renames": {"c": "k"}}], False),
+            ([{"type": "value_to_key", "fields": ["c", "id"]}], True),
+            ([{"type": "replace_field", "renames": {"c": "k"}}, {"type": "value_to_key", "fields": ["k"]}], True),
+            ([_mask("null", ["id"]), SINGLE["merge"]], False),
+        ):
+            handled = assert_same(records, transforms, writer)
+            if not (CONVERTED_KEYS[case] and typed):
+                assert handled == 0, (value, transforms, handled)
+            elif converts and (case == "bigint unsigned" or writer not in DECIMAL_PK_PYTHONS):
+                assert handled == len(records), (value, transforms, handled)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    stream=change_streams(max_events=8),
+    options=st.sampled_from(SCHEMA_INPUTS),
+    writer=st.sampled_from(SCHEMA_WRITERS),
+    pick=st.integers(0, 63),
+)
+def test_random_streams_keyed_by_every_type_with_the_schema_part(
+    stream: list[ChangeEvent], options: dict[str, Any], writer: str, pick: int
+) -> None:
+    """Hypothesis streams with the schema part keyed by ``value_to_key`` on one of their columns
+    (any MySQL type in any Connect representation: the converted DECIMALs and BIGINT UNSIGNED
+    the plan's, the rest Python's), through each writer: identical."""
+    names = [c.name for c in stream[0].schema.columns]
+    column = names[1 + pick % (len(names) - 1)]
+    records = debezium_records(stream, "UTC", options)
+    assert_same(records, [{"type": "value_to_key", "fields": [column, "id"]}], writer)

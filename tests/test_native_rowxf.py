@@ -16,6 +16,7 @@ the examples' data.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -344,3 +345,40 @@ def test_pii_masking_example_runs_natively() -> None:
     assert outputs(native_result) == outputs(python_result)
     assert dead_letters(native_result) == dead_letters(python_result)
     assert handled(fast, records) == len(records)
+
+
+#: A DECIMAL text the key writes as it is: ``format(Decimal(text), "f")`` is the text.
+PLAIN_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
+def decimal_keys_agree(
+    column: str, same: Callable[[list[Any], list[dict[str, Any]]], int], row: dict[str, Any]
+) -> None:
+    """Rows of ``row`` with each edge text of the fast paths in the DECIMAL ``column``, keyed
+    by it (typed: ``format(Decimal(text), "f")``, the plain texts as they are, the others
+    Python's): identical (``same``), and as native as the same rows keyed by the integer id
+    but for the texts that are not plain; a masked one (its constant's text may be padded)
+    Python's."""
+    from tests.test_fastpath import EDGES
+
+    texts = EDGES[column]
+    records = records_of([_message("INSERT", [{**row, column: t}]) for t in texts])
+    by_id = same(records, [{"type": "value_to_key", "fields": ["id"]}])
+    not_plain = sum(not PLAIN_DECIMAL.fullmatch(t) for t in texts)
+    assert by_id > not_plain, (by_id, not_plain)  # the checks below can fail
+    for transforms in (
+        [{"type": "value_to_key", "fields": [column, "id"]}],
+        [{"type": "replace_field", "renames": {column: "k"}}, {"type": "value_to_key", "fields": ["k"]}],
+        [{"type": "value_to_key", "fields": [column]}, SINGLE["hash"]],
+    ):
+        assert same(records, transforms) >= by_id - not_plain, transforms
+    masked = [{"type": "value_to_key", "fields": [column]}, _mask("replace", [column], replacement="42")]
+    assert same(records, masked) == 0
+
+
+@pytest.mark.parametrize("sink", SINKS, ids=["row", "transaction"])
+@pytest.mark.parametrize("column", ["d2", "d0", "dw"])
+def test_decimal_key_columns(column: str, sink: dict[str, Any]) -> None:
+    """A typed DECIMAL key column: the key writes the message's plain text, whatever the Canal
+    writer re-writes as the value (:func:`decimal_keys_agree`)."""
+    decimal_keys_agree(column, lambda records, transforms: assert_same(records, transforms, sink), BASE)

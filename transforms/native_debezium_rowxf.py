@@ -10,16 +10,19 @@ the probe, a Debezium event of the reader's layout (source block, key names, eac
 JSON kind) decoded by the chain's own decoder; the texts, which are Canal's
 (:attr:`DebeziumShaped.text_decoder`); and the key, whose integers are numbers whether or
 not a transform typed the row (the Debezium decoder's values are typed as read). Under a
-schema part (TiCDC's, Maxwell's, GoldenGate's and DTS's writers, which take it without
-transforms) each value is read from its Connect representation into its type's Canal text
-(``connect_in.rs``); columns whose values are written otherwise (SET labels, ``float32``, ENUM
-labels but on Maxwell's, GoldenGate's, TiCDC's and DTS's writers) and converted key columns are
-Python's.
+schema part (every writer) each value is read from its Connect representation into its type's
+Canal text (``connect_in.rs``), or into a text the writer's table reads as Python writes the
+value (:meth:`DebeziumShaped._own_read`: ENUM labels, SET labels as Canal's bitmask, ``float32``
+numbers); other columns whose values are written otherwise (SET labels on the writers that copy
+them, in Debezium's order) and key columns converted into other than an integer's or a decimal's
+digits (dates, times, bytes), or converted at all in a key no transform set, are Python's.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from cdc_smt.transforms.model import Record
 from cdc_smt.transforms.native import (
@@ -43,6 +46,7 @@ from cdc_smt.transforms.native_debezium import (
     LayoutCompiler,
     _label_text,
     _Probe,
+    _single_float,
     _with_reads,
     connect_reads,
     connect_reprs,
@@ -76,6 +80,12 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
     schema_zones: tuple[bool, bool] | None = None
     #: The writer's table reads an ENUM's labels as Debezium writes them (none of them digits).
     enum_labels = False
+    #: The writer's table reads a single-precision FLOAT's ``float32`` number as written (its
+    #: ``float32`` conversion rounds as the Python decoder does).
+    float32_as_written = True
+    #: The writer's table writes a SET from Canal's bitmask as Python writes Debezium's labels
+    #: (TiCDC's and Canal's bitmasks: the reader makes one of the labels, ``setbits``).
+    set_bits = False
 
     def __init__(self, decoder: Any, encoder: Any, transforms: Any = ()) -> None:
         from cdc_smt.transforms.formats import get_codec
@@ -101,29 +111,56 @@ class DebeziumShaped(LayoutCompiler, TextShaped):
         (event,) = self._decode(probe, "INSERT")
         if [c.name for c in event.schema.columns] != list(probe.row) or list(event.pk) != pk:
             return None
-        reads = None if head is None else self._schema_reads(head, event, pk, columns)
+        reads = None if head is None else self._schema_reads(head, event, pk, columns, self._explicit_key(probe))
         if head is not None and reads is None:
             return None
         message: Any = probe  # what ``_decode`` decodes each op's probe from
         spec = self._compile(message, event, pk)
         return spec if reads is None or spec is None else _with_reads(reads, spec)
 
+    def _explicit_key(self, probe: _Probe) -> bool:
+        """Does a transform set the key (``value_to_key``: the typed values), rather than keep the
+        record key's values as read? (Shaped on a probe event of its own: transforms edit it.)"""
+        (event,) = self._decode(probe, "INSERT")
+        return self._key(self._shape(event, python_on_missing=True))[1]
+
     def _schema_reads(
-        self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]]
+        self, head: bytes, event: Any, pk: list[str], columns: list[tuple[str, str]], explicit: bool
     ) -> list[str | None] | None:
-        """Under a schema part, each column's Connect conversion into the Canal text of its type
-        (``connect_in.rs``), or ``None`` (Python's): a column whose values need a conversion the
-        reader lacks or whose text is not its type's Canal text (ENUM and SET labels, ``float32``),
-        a key column whose values are converted (the key is written from the texts)."""
+        """Under a schema part, each column's Connect conversion into the Canal text the writer's
+        table of it reads (``connect_in.rs``; :meth:`_own_read`), or ``None`` (Python's): a column
+        whose values need a conversion the reader lacks, a key column whose values are converted
+        (the key is written from the texts)."""
         assert self.schema_zones is not None
         zones, unfolded = self.schema_zones
         reprs = connect_reprs(self.decoder, head, pk)
         typed = zip(event.schema.columns, columns, strict=True)
-        as_written = [self.enum_labels and _plain_enum(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
-        reads = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
-        if reads is None or any(read != "text" for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
+        own = [self._own_read(c, reprs.get(c.name), kind, pk) for c, (_, kind) in typed]
+        as_written = [read is not None for read in own]
+        found = connect_reads(self.decoder, self.encoder, reprs, event, columns, as_written, zones, unfolded)
+        if found is None:
+            return None
+        reads = [read if read is not None else f for read, f in zip(own, found, strict=True)]
+        # the key is the record key's values as read unless a transform set it (then typed)
+        keyed = _keyed_as_read if explicit else (lambda read: read == "text")
+        if not all(keyed(read) for read, (name, _) in zip(reads, columns, strict=True) if name in pk):
             return None
         return reads
+
+    def _own_read(self, column: Any, r: Any, kind: str, pk: list[str]) -> str | None:
+        """The reader's conversion of a column whose Debezium values are not its type's Canal
+        text but one the writer's table reads as Python writes them (``None``: the type's own):
+        an ENUM's labels (:attr:`enum_labels`), a FLOAT's ``float32`` numbers
+        (:attr:`float32_as_written`), a SET's labels as Canal's bitmask (:attr:`set_bits`)."""
+        from cdc_smt.transforms.types import Kind
+
+        if self.enum_labels and _plain_enum(column, r, kind, pk):
+            return "text"
+        if self.float32_as_written and _single_float(column, r, kind):
+            return "text"
+        if self.set_bits and column.mysql.kind is Kind.SET and _label_text(column, r, kind, pk):
+            return "setbits:" + orjson.dumps(list(column.mysql.values)).decode()
+        return None
 
     def _shape(self, event: Any, python_on_missing: bool = False) -> Any:
         """As from Canal, but ``row_index`` is Python's: the decoder's is the source's ``row``,
@@ -156,22 +193,36 @@ class _TicdcShaped(DebeziumShaped, _ShapedTicdcTables):
 
     schema_zones = (True, False)
     enum_labels = True
+    set_bits = True
 
 
 class _CloudCanalShaped(DebeziumShaped, _ShapedCloudCanalTables):
-    """-> cloudcanal-json."""
+    """-> cloudcanal-json (an ENUM's label text read as its label)."""
+
+    schema_zones = (True, False)
+    enum_labels = True
 
 
 class _CKafkaShaped(DebeziumShaped, _ShapedCKafkaTables):
     """-> ckafka-json (the binlog position per event from the reader)."""
 
+    schema_zones = (True, False)
+    enum_labels = True
+
 
 class _DataWorksShaped(DebeziumShaped, _ShapedDataWorksTables):
-    """-> dataworks-json."""
+    """-> dataworks-json (which makes an instant of a ``ZonedTimestamp``'s wall clock again: a
+    DST fold is Python's)."""
+
+    schema_zones = (True, True)
+    enum_labels = True
 
 
 class _TdsqlShaped(DebeziumShaped, _ShapedTdsqlTables):
     """-> tdsql-binlog-json (the source's ``gtid`` per event from the reader)."""
+
+    schema_zones = (True, False)
+    enum_labels = True
 
 
 class _DtsShaped(DebeziumShaped, _ShapedDtsTables):
@@ -198,6 +249,16 @@ class _RetextCanalTables(_CanalOutTables):
     def retext(self) -> bool:
         return True
 
+    def _text(self, column: Any, zoned: bool) -> tuple[Any, ...]:
+        """A SET's texts are Canal's bitmasks (the reader's ``setbits``, a mask's constant as
+        Canal writes it), written as they are (as the bare plan writes them: ``bits``)."""
+        from cdc_smt.transforms.types import Kind
+
+        text = super()._text(column, zoned)
+        if column.mysql.kind is Kind.SET and column.mysql.values:
+            return (text[0], "bits", None, *text[3:])
+        return text
+
 
 class _CanalShaped(DebeziumShaped):
     """-> canal-json (``batch: row``): the Canal writer re-writes the shaped texts with the
@@ -205,11 +266,27 @@ class _CanalShaped(DebeziumShaped):
 
     writer_tables = _RetextCanalTables
     schema_zones = (True, False)
+    float32_as_written = False  # the retext table's FLOAT op is not Java's ``Float.toString``
+    set_bits = True
 
     def _check_shaped(self, written: dict[str, Any], final: Any) -> None:
         fields = (written.get("database"), written.get("table"), written.get("pkNames"))
         if fields != (final.source.database, final.source.table, list(final.pk) or None):
             raise _Unsupported("message")  # not the shaped message's fields
+
+
+#: The reader's conversions whose Canal text is the typed value's key text (``row_shape.rs``'s key
+#: forms: an integer's digits, BIGINT UNSIGNED's unwrapped; a DECIMAL's plain digits at its scale,
+#: ``format(Decimal, "f")``); ``text``: as written.
+_KEYED_READS = ("text", "u64", "vsdecimal")
+
+
+def _keyed_as_read(read: str | None) -> bool:
+    """Does a key column's conversion give the text the key writes as Python writes the typed value
+    (a key a transform set: ``value_to_key``; the key forms then check the text: ``_key_form``)?
+    Others (dates, times, bytes) are Python's; so is every converted one in a key no transform
+    set (Python keeps the record key's values as read: base64, wrapped integers)."""
+    return read is not None and (read in _KEYED_READS or read.startswith("decimal:"))
 
 
 def _plain_enum(column: Any, r: Any, kind: str, pk: list[str]) -> bool:

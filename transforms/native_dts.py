@@ -38,7 +38,7 @@ from cdc_smt.transforms.native import (
     _Unsupported,
     zones_agree,
 )
-from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
+from cdc_smt.transforms.native_rowxf import TextShaped, _plain_decimals, changes_rows, shaped_plan
 
 #: The ops of the writers, in their order (c, u, d, r).
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
@@ -154,7 +154,7 @@ class _DtsOutTables(_CanalTables):
             return None
         shape = self._shape(event)
         columns = [(c.name, *self._column(c)) for c in schema.columns]
-        key = [(k, names.index(k), self._key_is_int(schema.by_name[k])) for k in schema.primary_key]
+        key = [(k, names.index(k), self._key_kind(schema.by_name[k])) for k in schema.primary_key]
         ops = [self._op_dts(self._decode(message, kind)[0], kind, shape, names) for kind in _KINDS]
         return 0, columns, key, ops
 
@@ -201,6 +201,16 @@ class _DtsOutTables(_CanalTables):
             )
         op = {Kind.YEAR: "year", Kind.DATE: "date", Kind.DATETIME: "datetime", Kind.TIME: "time"}.get(k, "python")
         return op, 0, 0, "", None
+
+    def _key_kind(self, column: Any) -> str:
+        """How a key column's typed value is written: ``int``, ``text`` (its text) or ``decimal``
+        (a DECIMAL's plain text, ``format(Decimal(text), "f")``; :func:`_plain_decimals`); other
+        kinds: Python."""
+        from cdc_smt.transforms.types import Kind
+
+        if column.mysql.kind is Kind.DECIMAL and _plain_decimals(self.form, column):
+            return "decimal"
+        return "int" if self._key_is_int(column) else "text"
 
     @staticmethod
     def _key_is_int(column: Any) -> bool:

@@ -139,10 +139,10 @@ class _ShapedCanalTables(_CanalOutTables):
         )
         return signed, signed, wide, (1 << (bits - 1)) - 1
 
-    @staticmethod
-    def _key_kind(column: Any, shape: _Shape, typed: bool) -> str:
-        """How a key column's value is written in the key: ``text`` (its written JSON) or
-        ``int`` (the digits, a typed integer); anything else is Python's."""
+    def _key_kind(self, column: Any, shape: _Shape, typed: bool) -> str:
+        """How a key column's value is written in the key: ``text`` (its written JSON), ``int``
+        (the digits, a typed integer) or ``decimal`` (a typed DECIMAL's plain text as the message
+        has it, :func:`_plain_decimals`); anything else is Python's."""
         from cdc_smt.transforms.types import Kind
 
         i = shape.schema.columns.index(column)
@@ -151,6 +151,8 @@ class _ShapedCanalTables(_CanalOutTables):
             return "text"
         if column.mysql.kind is Kind.INT:
             return "int"
+        if column.mysql.kind is Kind.DECIMAL and mask is None and _plain_decimals(self.form, column):
+            return "decimal"
         raise _Unsupported("key")  # a typed key value orjson writes otherwise
 
     @staticmethod
@@ -411,23 +413,42 @@ class TextShaped(native._CanalTables):
                 raise _Unsupported("text")  # no text reads as the value, for this writer
         return texts
 
-    def _key_form(self, shape: _Shape, c: int, name: str, final: Any) -> tuple[bool, dict[str, str] | None]:
-        """How a key field is written: ``(number, labels)``, a typed integer's (or YEAR's) digits as a
-        number, else its text; ``labels``: an ENUM's label per Canal text (index or label), the typed
-        value once a transform typed the row (or the encoder types every row, :attr:`keys_typed`)."""
+    def _key_form(self, shape: _Shape, c: int, name: str, final: Any) -> tuple[str, dict[str, str] | None]:
+        """How a key field is written: ``(form, labels)``, ``form`` ``number`` (a typed integer's or
+        YEAR's digits), ``decimal`` (a typed DECIMAL's plain digits as a string, :func:`_plain_decimals`)
+        or ``text`` (its text); ``labels``: an ENUM's label per Canal text (index or label). The
+        typed value once a transform typed the row (or the encoder types every row, :attr:`keys_typed`)."""
         from cdc_smt.transforms.types import Kind
 
         column = final.schema.by_name[name]
         kind, mask = column.mysql.kind, shape.masks[c]
         if not (self.keys_typed or any(shape.typing)) or kind is Kind.STRING:
-            return False, None
+            return "text", None
         if kind in (Kind.INT, Kind.YEAR) and (mask is None or mask[0] != "hash"):
-            return True, None  # YEAR is typed as an integer too (the text written only when canonical)
+            return "number", None  # YEAR is typed as an integer too (the text written only when canonical)
+        if kind is Kind.DECIMAL and mask is None and _plain_decimals(self.form, column):
+            return "decimal", None  # a masked one's constant text may be padded: Python's
         if kind is Kind.ENUM and (mask is None or mask[0] != "hash") and (texts := _label_texts(column)) is not None:
             labels = {t: self.form.to_python(column, t) for t in texts if _reads(self.form, column, t)}
             if all(isinstance(label, str) for label in labels.values()):
-                return False, labels
+                return "text", labels
         raise _Unsupported("key")  # a typed key value orjson writes otherwise
+
+
+#: Plain DECIMAL texts of every form ``row_shape.rs`` writes as the key's string (sign, zero,
+#: scale, the widest integer and fraction digits).
+_PLAIN_DECIMALS = ("0", "-0", "7", "-12", "0.5", "-0.000", "12.340", "9" * 65 + "." + "0" * 29 + "1")
+
+
+def _plain_decimals(form: Any, column: Any) -> bool:
+    """Does the decoder's value form read a plain decimal text as the ``Decimal`` the key writes
+    as that text (``json_default``: ``format(d, "f")``)? A form that pads or rounds does not."""
+    from cdc_smt.transforms.formats.base import json_default
+
+    try:
+        return all(json_default(form.to_python(column, t)) == t for t in _PLAIN_DECIMALS)
+    except ValueError:
+        return False
 
 
 def _label_texts(column: Any) -> list[str] | None:

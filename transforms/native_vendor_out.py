@@ -65,7 +65,7 @@ from cdc_smt.transforms.native_debezium import (
     _with_reads,
     connect_columns,
 )
-from cdc_smt.transforms.native_rowxf import TextShaped, changes_rows, shaped_plan
+from cdc_smt.transforms.native_rowxf import TextShaped, _plain_decimals, changes_rows, shaped_plan
 
 _KINDS = ("INSERT", "UPDATE", "DELETE", "INIT")
 #: CloudCanal's ``action`` of each Canal op (a snapshot read is an insert).
@@ -144,6 +144,8 @@ def key_value(column: Any, form: Any) -> tuple[str, Any]:
         return "str", None
     if k is Kind.ENUM:
         return "enum", _enum_table(column, form)
+    if k is Kind.DECIMAL and _plain_decimals(form, column):
+        return "decimal", None  # format(Decimal(text), "f"): the plain texts as they are
     return "python", None
 
 

@@ -71,13 +71,26 @@ enum Added {
 type OpConsts = (Vec<Vec<u8>>, Vec<i64>);
 
 /// A table's rows as the transforms leave them.
+/// How a key field's value is written in the key.
+#[derive(Clone, Copy, PartialEq)]
+enum KeyKind {
+    /// The written value (its JSON) as it is.
+    Written,
+    /// A typed integer: the written text's digits as a number.
+    Int,
+    /// A typed DECIMAL: ``format(Decimal(text), "f")`` of the message's text, which is the
+    /// text itself when plain (``typed_json::plain_decimal``; other texts: Python's). The
+    /// written text may be padded to the column's scale, so the message's is used.
+    Decimal,
+}
+
 pub struct Shape {
     typed: bool,
     columns: Vec<Column>,
     /// ``"name"``, what it holds, ``"name":"type"``.
     added: Vec<(Vec<u8>, Added, Vec<u8>)>,
-    /// Key fields: ``"name"``, the column, written as a number (a typed integer).
-    key: Vec<(Vec<u8>, usize, bool)>,
+    /// Key fields: ``"name"``, the column, how its value is written.
+    key: Vec<(Vec<u8>, usize, KeyKind)>,
     /// The type maps are computed (the row does not name exactly the message's columns).
     computed: bool,
     per_op: [Option<OpConsts>; 4],
@@ -178,7 +191,13 @@ impl Shape {
             }
             let mut b = Vec::new();
             json::write_str(&mut b, &name);
-            key_cols.push((b, c, kind == "int"));
+            let kind = match kind.as_str() {
+                "int" => KeyKind::Int,
+                "decimal" => KeyKind::Decimal,
+                "text" => KeyKind::Written,
+                _ => return Err(bad("unknown key kind")),
+            };
+            key_cols.push((b, c, kind));
         }
         Ok(Shape { typed, columns: cols, added: added_cols, key: key_cols, computed: maps.is_some(), per_op: ops, pk_names, database, table, out_index })
     }
@@ -328,7 +347,7 @@ fn write_row(t: &Table, s: &Shape, m: &Message, op: usize, i: usize, row: &Row, 
         _ => value.extend_from_slice(fixed_old(m)),
     }
     value.extend_from_slice(&tail);
-    Ok((value, key(s, &sc.buf, &sc.after)))
+    Ok((value, key(s, t, row, &sc.buf, &sc.after)?))
 }
 
 /// ``,"old":[{...}]`` of an UPDATE row with ``old`` entries: the entries' columns still
@@ -377,23 +396,35 @@ fn write_old(t: &Table, s: &Shape, o: &Row, sc: &mut ShapeScratch, out: &mut Vec
     Ok(())
 }
 
-/// The record key: the key columns' written values (typed integers as numbers).
-fn key(s: &Shape, buf: &[u8], after: &[(usize, Option<(usize, usize)>)]) -> Option<Vec<u8>> {
+/// The record key: the key columns' written values (typed integers as numbers, typed
+/// DECIMALs as the message's plain text).
+fn key(s: &Shape, t: &Table, row: &Row, buf: &[u8], after: &[(usize, Option<(usize, usize)>)]) -> Result<Option<Vec<u8>>, Fallback> {
     if s.key.is_empty() {
-        return None;
+        return Ok(None);
     }
     let mut out = Vec::with_capacity(64);
     out.push(b'{');
-    for (n, (name, c, int)) in s.key.iter().enumerate() {
+    for (n, (name, c, kind)) in s.key.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
         let span = after.iter().find(|(a, _)| a == c).and_then(|&(_, span)| span);
         let text = span_text(buf, span);
-        entry(&mut out, name, if *int && span.is_some() { &text[1..text.len() - 1] } else { text });
+        match kind {
+            KeyKind::Decimal if span.is_some() => {
+                let found = row.0.iter().enumerate().find(|(n, (k, _))| t.column(*n, k.as_ref()) == Some(*c));
+                let raw = found.and_then(|(_, (_, v))| v.as_deref()).ok_or(Fallback)?;
+                crate::typed_json::plain_decimal(raw)?;
+                out.extend_from_slice(name);
+                out.push(b':');
+                json::write_str(&mut out, raw);
+            }
+            KeyKind::Int if span.is_some() => entry(&mut out, name, &text[1..text.len() - 1]),
+            _ => entry(&mut out, name, text),
+        }
     }
     out.push(b'}');
-    Some(out)
+    Ok(Some(out))
 }
 
 fn entry(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {

@@ -59,7 +59,7 @@ pub struct Table {
     index: HashMap<String, usize>,
     columns: Vec<Column>,
     /// Key fields: (``"name":``, name, the typed value's JSON from the text).
-    key: Vec<(Vec<u8>, String, Op)>,
+    key: Vec<(Vec<u8>, String, KeyOp)>,
     /// ``pks`` as written.
     pks: Vec<u8>,
     /// ``schema`` as written when the table's source has one (Debezium's), else the database.
@@ -144,10 +144,11 @@ impl Table {
             }
             json::write_str(&mut pks, &name);
             let op = match op.as_str() {
-                "int" => Op::Int,
-                "str" => Op::Str,
-                "enum" => Op::Enum(arg.bind(py).extract()?),
-                _ => Op::Python,
+                "int" => KeyOp::Value(Op::Int),
+                "str" => KeyOp::Value(Op::Str),
+                "enum" => KeyOp::Value(Op::Enum(arg.bind(py).extract()?)),
+                "decimal" => KeyOp::Decimal,
+                _ => KeyOp::Value(Op::Python),
             };
             let mut quoted = Vec::with_capacity(name.len() + 3);
             json::write_str(&mut quoted, &name);
@@ -293,13 +294,28 @@ impl Table {
             }
             out.extend_from_slice(quoted);
             match row.0.iter().find(|(k, _)| k.as_ref() == name.as_str()).and_then(|(_, v)| v.as_deref()) {
-                Some(text) => op.write(&mut out, text)?,
+                Some(text) => match op {
+                    KeyOp::Value(op) => op.write(&mut out, text)?,
+                    KeyOp::Decimal => {
+                        crate::typed_json::plain_decimal(text)?;
+                        json::write_str(&mut out, text);
+                    }
+                },
                 None => out.extend_from_slice(b"null"),
             }
         }
         out.push(b'}');
         Ok(Some(out))
     }
+}
+
+/// How a key field's text is written (the typed primary-key value as ``orjson`` with
+/// ``json_default`` writes it).
+enum KeyOp {
+    Value(Op),
+    /// A DECIMAL: ``format(Decimal(text), "f")``, the text itself when plain
+    /// (``typed_json::plain_decimal``; other texts: Python's).
+    Decimal,
 }
 
 /// ``format_float(float32(float(text)))`` where ``repr`` writes plain digits Rust writes alike.

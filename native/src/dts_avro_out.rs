@@ -108,8 +108,8 @@ pub struct Table {
     columns: Vec<Column>,
     /// ``version`` as written.
     version: Vec<u8>,
-    /// Key fields: (name as a JSON string, column, the value is a JSON integer).
-    key: Vec<(Vec<u8>, usize, bool)>,
+    /// Key fields: (name as a JSON string, column, how the typed value is written).
+    key: Vec<(Vec<u8>, usize, KeyKind)>,
     pub ops: [Entry; 4],
 }
 
@@ -138,12 +138,40 @@ fn val_of(op: &str) -> Option<(Val, i64)> {
     })
 }
 
+/// How a key field's typed value is written (``orjson`` with ``json_default``).
+#[derive(Clone, Copy)]
+enum KeyKind {
+    /// A JSON integer (its canonical digits).
+    Int,
+    /// Its text as a JSON string.
+    Text,
+    /// A DECIMAL: ``format(Decimal(text), "f")``, the text itself when plain
+    /// (``typed_json::plain_decimal``; other texts: Python's).
+    Decimal,
+}
+
+impl<'py> FromPyObject<'py> for KeyKind {
+    /// ``"int"``, ``"text"`` or ``"decimal"``; a bool (``is_int``, as ``_key_is_int`` gives it for
+    /// the Debezium reader's tables) as ``int`` or ``text``.
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(is_int) = ob.downcast::<pyo3::types::PyBool>() {
+            return Ok(if is_int.is_true() { KeyKind::Int } else { KeyKind::Text });
+        }
+        match ob.extract::<String>()?.as_str() {
+            "int" => Ok(KeyKind::Int),
+            "text" => Ok(KeyKind::Text),
+            "decimal" => Ok(KeyKind::Decimal),
+            other => Err(PyValueError::new_err(format!("unknown key kind {other:?}"))),
+        }
+    }
+}
+
 impl Table {
     /// A table's spec from Python: ``(version, columns, key, ops)`` where a column is
     /// ``(name, op, precision, scale, type_text, arg)`` (``type_text``: ``Character.charset``,
     /// ``BinaryObject.type`` or ``TextObject.type``, a TIMESTAMP's zone; ``arg``: an ENUM's labels by text, a
     /// SET's labels), ``key`` lists ``(name, column index,
-    /// is_int)``, and ``ops`` has four ``(what, variant, middle)``: 0 dropped, 1 Python, 2
+    /// kind)`` ([`KeyKind`]), and ``ops`` has four ``(what, variant, middle)``: 0 dropped, 1 Python, 2
     /// written with ``variant`` and ``middle``, the record's bytes from ``sourcePosition``
     /// to ``fields`` (as fastavro writes them for the op).
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<Table> {
@@ -151,7 +179,7 @@ impl Table {
         let (version, columns, key, ops): (
             i32,
             Vec<(String, String, i32, i32, String, Option<PyObject>)>,
-            Vec<(String, usize, bool)>,
+            Vec<(String, usize, KeyKind)>,
             Vec<(u8, Option<usize>, Option<Vec<u8>>)>,
         ) = spec.extract()?;
         let mut names = Vec::with_capacity(columns.len());
@@ -197,13 +225,13 @@ impl Table {
             cols.push(Column { val, head, tail });
         }
         let mut keys = Vec::with_capacity(key.len());
-        for (name, c, is_int) in key {
+        for (name, c, kind) in key {
             if c >= cols.len() {
                 return Err(PyValueError::new_err(format!("key column {name:?} is not a column")));
             }
             let mut b = Vec::new();
             json::write_str(&mut b, &name);
-            keys.push((b, c, is_int));
+            keys.push((b, c, kind));
         }
         if ops.len() != 4 {
             return Err(PyValueError::new_err("expected four op entries (c, u, d, r)"));
@@ -259,7 +287,7 @@ impl Table {
         }
         let mut out = Vec::with_capacity(64);
         out.push(b'{');
-        for (n, (name, c, is_int)) in self.key.iter().enumerate() {
+        for (n, (name, c, kind)) in self.key.iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
@@ -267,8 +295,14 @@ impl Table {
             out.push(b':');
             match values[*c] {
                 None => out.extend_from_slice(b"null"),
-                Some(text) if *is_int => json::write_int(&mut out, int_in_json_range(text)?),
-                Some(text) => json::write_str(&mut out, text),
+                Some(text) => match kind {
+                    KeyKind::Int => json::write_int(&mut out, int_in_json_range(text)?),
+                    KeyKind::Text => json::write_str(&mut out, text),
+                    KeyKind::Decimal => {
+                        crate::typed_json::plain_decimal(text)?;
+                        json::write_str(&mut out, text);
+                    }
+                },
             }
         }
         out.push(b'}');

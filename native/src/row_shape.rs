@@ -11,7 +11,8 @@
 //! SHA-256's hex, a constant's Canal text) and appends the added columns (constants per
 //! op, ``es``, ``ts``, the row index); ``database``, ``table`` and ``pkNames`` are the
 //! transformed event's. The key is the transformed row's: the texts, or once a transform
-//! typed the row, the typed values (integers and YEARs as numbers, ENUMs as their labels).
+//! typed the row, the typed values (integers and YEARs as numbers, ENUMs as their labels,
+//! DECIMALs as their plain digits' string).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -76,6 +77,9 @@ enum KeyForm {
     Number,
     /// As the JSON string of the ENUM label the text reads as (other texts: Python's).
     Label(HashMap<String, String>),
+    /// A typed DECIMAL's ``format(Decimal(text), "f")`` as a JSON string: the text itself
+    /// when it is plain (``typed_json::plain_decimal``; other texts: Python's).
+    Decimal,
 }
 
 #[allow(clippy::type_complexity)]
@@ -84,7 +88,7 @@ type ShapeSpec = (
     Vec<(String, String)>,
     Vec<Vec<Option<String>>>,
     (Option<String>, Option<String>, Vec<String>),
-    Vec<(String, bool, Option<HashMap<String, String>>)>,
+    Vec<(String, String, Option<HashMap<String, String>>)>,
     bool,
 );
 
@@ -94,7 +98,8 @@ impl RowShape {
     /// (``check``: a ``canal_text`` conversion, or with ``readable`` the texts that read;
     /// ``mask`` ``""``, ``null``, ``hash`` with the salt or
     /// ``const`` with the Canal text), ``added`` ``(name, const | es | ts | row)``,
-    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, as a number, ENUM labels by text | None)``,
+    /// ``consts`` per op the constant added columns' texts, ``key`` ``(name, form, ENUM labels by text | None)``
+    /// (``form``: ``text``, ``number`` or ``decimal``),
     /// ``before_keyed``: an UPDATE's record pairs keyed first by the before-image.
     pub fn from_spec(spec: &Bound<PyAny>) -> PyResult<RowShape> {
         let (columns, added, consts, (database, table, pk_names), key, before_keyed): ShapeSpec = spec.extract()?;
@@ -141,17 +146,19 @@ impl RowShape {
         }
         let key = key
             .into_iter()
-            .map(|(name, number, labels)| {
+            .map(|(name, form, labels)| {
                 let mut quoted = Vec::new();
                 json::write_str(&mut quoted, &name);
-                let form = match (number, labels) {
+                let form = match (form.as_str(), labels) {
                     (_, Some(labels)) => KeyForm::Label(labels),
-                    (true, None) => KeyForm::Number,
-                    (false, None) => KeyForm::Text,
+                    ("number", None) => KeyForm::Number,
+                    ("decimal", None) => KeyForm::Decimal,
+                    ("text", None) => KeyForm::Text,
+                    _ => return Err(bad("unknown key form")),
                 };
-                (quoted, name, form)
+                Ok((quoted, name, form))
             })
-            .collect();
+            .collect::<PyResult<_>>()?;
         Ok(RowShape { index, columns: cols, added, consts, database, table, pk_names, key, before_keyed })
     }
 
@@ -281,6 +288,10 @@ impl RowShape {
                         out.extend_from_slice(text.as_bytes());
                     }
                     KeyForm::Label(labels) => json::write_str(&mut out, labels.get(text).ok_or(Fallback)?),
+                    KeyForm::Decimal => {
+                        crate::typed_json::plain_decimal(text)?;
+                        json::write_str(&mut out, text);
+                    }
                     KeyForm::Text => json::write_str(&mut out, text),
                 },
             }

@@ -336,6 +336,16 @@ _DEBEZIUM_ROW_CHANGING = (
     {"type": "value_to_key", "fields": ["id"]},
 )
 
+#: Keys set on the workload's DECIMAL columns (customers' ``balance``, orders' ``amount``).
+_DECIMAL_KEYS = (
+    {
+        "type": "value_to_key",
+        "fields": ["balance", "id"],
+        "predicate": {"type": "table_matches", "pattern": r"shop\.customers"},
+    },
+    {"type": "value_to_key", "fields": ["amount"], "predicate": {"type": "table_matches", "pattern": r"shop\.orders"}},
+)
+
 #: ``mask_field``'s constant modes (``empty`` of every type the workload has, ``replace``).
 _CONSTANT_MASKS = (
     {"type": "mask_field", "fields": ["email", "name"], "mode": "empty", "on_missing": "ignore"},
@@ -470,6 +480,23 @@ NATIVE_TARGETS: dict[str, NativeTarget] = {
     "native:debezium-json>ticdc-canal-json+schema": NativeTarget(
         "debezium-json", "ticdc-canal-json", source_options=(("schemas_enable", True),)
     ),
+    # DECIMAL key columns (row_shape, canal_shape and the writers' own keys; from the schema part converted)
+    **{
+        f"native:{src}>{out}+decimal-key": NativeTarget(src, out, source_options=options, transforms=_DECIMAL_KEYS)
+        for src, out, options in (
+            ("canal-json", "cloudcanal-json", ()),
+            ("canal-json", "dts-avro", ()),
+            ("canal-json", "canal-json", ()),
+            ("debezium-json", "maxwell-json", (("schemas_enable", True),)),
+        )
+    },
+    # the schema part with the row-changing transforms into the vendor writers (and Canal's: SET bitmasks)
+    **{
+        f"native:debezium-json>{out}+schema+rowxf": NativeTarget(
+            "debezium-json", out, source_options=(("schemas_enable", True),), transforms=_DEBEZIUM_ROW_CHANGING
+        )
+        for out in ("canal-json", "cloudcanal-json", "ckafka-json", "dataworks-json", "tdsql-binlog-json")
+    },
     # the schema part read for the vendor writers (connect_in.rs, as for Maxwell; DataWorks in a DST zone)
     "native:debezium-json>cloudcanal-json+schema": NativeTarget(
         "debezium-json", "cloudcanal-json", source_options=(("schemas_enable", True),)
