@@ -164,6 +164,24 @@ def test_option_errors_surface_when_the_chain_is_built() -> None:
     assert info.value.path == "source.format"
 
 
+def test_null_is_refused_for_an_option_with_a_default_and_taken_where_the_default_is_null() -> None:
+    """``null`` is not the default: the Python path read ``tombstones_on_delete: null`` as false and
+    the native plan failed with a TypeError (found by the chain-loader fuzz target)."""
+    need("ckafka-json", "debezium-json")
+    text = "source: ckafka-json\nsink: {format: debezium-json, options: {tombstones_on_delete: null}}"
+    with pytest.raises(ConfigError) as info:
+        build_chain(load_config(text))
+    assert info.value.path == "sink.options.tombstones_on_delete"
+    assert "got null" in str(info.value) and "default, True" in str(info.value)
+    header = "source: canal-json\nsink: debezium-json\ntransforms:\n  - {type: insert_header, header: null, value: x}"
+    with pytest.raises(ConfigError) as info:
+        build_chain(load_config(header))
+    assert info.value.path == "transforms[0].header"  # a required option: no default to point to
+    assert "default" not in str(info.value)
+    route = "source: canal-json\nsink: debezium-json\ntransforms:\n  - {type: route, topic: x, regex: null}"
+    assert build_chain(load_config(route)).transforms[0].opts.regex is None  # null is its default
+
+
 def test_build_transforms_for_hosts() -> None:
     ts = build_transforms([{"type": "route", "topic": "x", "predicate": "p"}], predicates={"p": {"type": "is_ddl"}})
     assert ts[0].predicate is not None

@@ -54,6 +54,11 @@ class Option:
                 raise ValueError("expected an integer")
             if t is float and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
+            if value is None and self.default is not None:
+                # ``null`` would reach the codec as a value of no declared type, never the default
+                # (a native plan refused it with a TypeError; the Python path read it as false)
+                hint = "" if self.required else f" (leave the option out for its default, {self.default!r})"
+                raise ValueError(f"expected {t.__name__}, got null{hint}")
             if value is not None and not isinstance(value, t):
                 raise ValueError(f"expected {t.__name__}, got {type(value).__name__} {value!r}")
             if self.choices is not None and value not in self.choices:
