@@ -471,7 +471,9 @@ class NativePlan:
         python = [i for i, n in enumerate(counts) if n < 0] if min(counts, default=0) < 0 else []
         for at in (*python, len(records)):
             if at > done:
-                placed = self._place(records[done:at], counts[done:at], values, keys, variants, placed, outputs)
+                whole = (done, at) == (0, len(records))  # no copies of the batch's lists
+                run = (records, counts) if whole else (records[done:at], counts[done:at])
+                placed = self._place(*run, values, keys, variants, placed, outputs)
             if at < len(records):
                 one(records[at], result)
             done = at + 1
