@@ -1,5 +1,6 @@
 """``NativePlan.run``: placing a native plan's outputs as ``Record`` objects (the Python side
-of every native conversion), against the Python path.
+of every native conversion: the extension's ``place_records`` without header edits, the
+Python loop with them), against the Python path.
 
 Every shape the loop places is converted natively and on the Python path (``chain.native =
 None``), and the outputs compared field for field, types included (value, key, topic,
@@ -221,3 +222,18 @@ def test_random_streams(
         values.insert(min(at, len(values)), value)
     fast, slow = canal_chains(name)
     assert_loop_agrees(fast, slow, records_of(values))
+
+
+def test_counts_that_do_not_add_up_are_an_error_not_a_silent_drop() -> None:
+    """The extension's loop checks the plan's answer: a count per record, the counts adding
+    up to the outputs (a plan that got them wrong would lose or invent records)."""
+    from cdc_smt.transforms import native
+
+    assert native._native is not None
+    result = ChainResult()
+    records = records_of([b"a", b"b"])
+    place = native._native.place_records
+    with pytest.raises(ValueError, match="add up"):
+        place(Record, records, [1, 1], [b"x"] * 3, [None] * 3, [None], [0] * 3, None, result)
+    with pytest.raises(ValueError, match="one count per record"):
+        place(Record, records, [1], [b"x"], [None], [None], [0], None, result)

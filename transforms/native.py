@@ -460,60 +460,29 @@ class NativePlan:
     def run(self, records: Iterable[Record], one: Callable[[Record, Any], None], result: Any) -> None:
         """Convert ``records`` in order into ``result``; ``one`` is the chain's Python path.
 
-        The records between two the plan did not handle (all of them, usually) are placed by
-        one comprehension each (:meth:`_place`), not a loop of per-record bookkeeping: this
-        loop is Python's share of every native conversion."""
+        Without header edits (the common case) the extension places the outputs and hands
+        the records the plan did not handle to ``one`` (``place_records``: this loop, without
+        the interpreter's per-record bookkeeping, which is Python's share of every native
+        conversion)."""
         records = records if isinstance(records, list) else list(records)
         keys_in = [r.key for r in records] if self.needs_keys else None
         counts, values, keys, variants = self.plan.convert([r.value for r in records], keys_in)
-        outputs = result.outputs
-        done = placed = 0  # records processed, outputs placed
-        python = [i for i, n in enumerate(counts) if n < 0] if min(counts, default=0) < 0 else []
-        for at in (*python, len(records)):
-            if at > done:
-                whole = (done, at) == (0, len(records))  # no copies of the batch's lists
-                run = (records, counts) if whole else (records[done:at], counts[done:at])
-                placed = self._place(*run, values, keys, variants, placed, outputs)
-            if at < len(records):
-                one(records[at], result)
-            done = at + 1
-
-    def _place(
-        self,
-        records: list[Record],
-        counts: list[int],
-        values: list[bytes | None],
-        keys: list[bytes | None],
-        variants: list[int],
-        start: int,
-        outputs: list[Record],
-    ) -> int:
-        """Append the outputs of ``records`` (all handled, ``counts`` outputs each), which
-        begin at output ``start``; returns where the next record's begin."""
-        end = start + sum(counts)
-        if (start, end) != (0, len(values)):
-            values, keys, variants = values[start:end], keys[start:end], variants[start:end]
-        if end - start != len(records) or counts.count(1) != len(counts):  # some gave none or several
-            records = [r for r, n in zip(records, counts, strict=True) for _ in range(n)]
         table = self.variants
-        first = variants[0] if variants else 0
-        if len(table) == 1 or variants.count(first) == len(variants):
-            topic, edits = table[first] if table else (None, None)
-            if edits is None:  # the common case: one topic, no header edits
-                outputs.extend(
-                    [
-                        Record(value=v, key=k, topic=topic, headers=list(h) if (h := r.headers) else [])
-                        for r, v, k in zip(records, values, keys, strict=True)
-                    ]
-                )
-                return end
-        outputs.extend(
-            [
-                Record(value=v, key=k, topic=(variant := table[x])[0], headers=_edited(r.headers, variant[1]))
-                for r, v, k, x in zip(records, values, keys, variants, strict=True)
-            ]
-        )
-        return end
+        if _native is not None and all(edits is None for _, edits in table):
+            topics = [topic for topic, _ in table]
+            _native.place_records(Record, records, counts, values, keys, topics, variants, one, result)
+            return
+        append = result.outputs.append
+        start = 0
+        for record, n in zip(records, counts, strict=True):
+            if n < 0:
+                one(record, result)
+                continue
+            headers = record.headers
+            for i in range(start, start + n):
+                topic, edits = table[variants[i]]
+                append(Record(value=values[i], key=keys[i], topic=topic, headers=_edited(headers, edits)))
+            start += n
 
 
 def _edited(headers: list[tuple[str, bytes]], edits: tuple[HeaderEdit, ...] | None) -> list[tuple[str, bytes]]:
