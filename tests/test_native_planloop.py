@@ -1,6 +1,5 @@
 """``NativePlan.run``: placing a native plan's outputs as ``Record`` objects (the Python side
-of every native conversion: the extension's ``place_records`` without header edits, the
-Python loop with them), against the Python path.
+of every native conversion: the extension's ``place_records``), against the Python path.
 
 Every shape the loop places is converted natively and on the Python path (``chain.native =
 None``), and the outputs compared field for field, types included (value, key, topic,
@@ -234,6 +233,8 @@ def test_counts_that_do_not_add_up_are_an_error_not_a_silent_drop() -> None:
     records = records_of([b"a", b"b"])
     place = native._native.place_records
     with pytest.raises(ValueError, match="add up"):
-        place(Record, records, [1, 1], [b"x"] * 3, [None] * 3, [None], [0] * 3, None, result)
+        place(Record, records, [1, 1], [b"x"] * 3, [None] * 3, [(None, None)], [0] * 3, None, None, result)
     with pytest.raises(ValueError, match="one count per record"):
-        place(Record, records, [1], [b"x"], [None], [None], [0], None, result)
+        place(Record, records, [1], [b"x"], [None], [(None, None)], [0], None, None, result)
+    with pytest.raises(ValueError, match="variant"):
+        place(Record, records, [1, 1], [b"x"] * 2, [None] * 2, [(None, None)], [0, 1], None, None, result)

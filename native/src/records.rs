@@ -1,8 +1,8 @@
-//! ``NativePlan.run``'s loop (``transforms/native.py``) for plans without header edits: the
-//! output ``Record`` objects made here, and the records the plan did not handle given to the
-//! chain's Python path at their place, rather than by the interpreter (its loop was about a
-//! fifth of the Python side of a native conversion). Each record exactly as
-//! ``Record(value=, key=, topic=, headers=)`` makes it in Python.
+//! ``NativePlan.run``'s loop (``transforms/native.py``): the output ``Record`` objects made
+//! here, and the records the plan did not handle given to the chain's Python path at their
+//! place, rather than by the interpreter (its loop was about a fifth of the Python side of a
+//! native conversion). Each record exactly as ``Record(value=, key=, topic=, headers=)``
+//! makes it in Python; header edits stay Python's (``edit``).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -37,9 +37,10 @@ fn call_by_keyword<'py>(py: Python<'py>, callable: &Bound<'py, PyAny>, names: &B
 
 /// For each of ``records`` in order: ``counts[i] < 0``: ``one(record, result)`` (the chain's
 /// Python path, which appends to ``result``); else its ``counts[i]`` outputs appended to
-/// ``result.outputs``, each ``record_type(value=, key=, topic=topics[variant], headers=)``
-/// from the plan's next value, key and variant, its headers a new list of the record's
-/// (``list(h) if h else []``: a host may mutate them).
+/// ``result.outputs``, each ``record_type(value=, key=, topic=, headers=)`` from the plan's
+/// next value, key and variant (``table[variant]``: its topic and header edits), its headers
+/// a new list of the record's (``list(h) if h else []``: a host may mutate them), edited by
+/// ``edit(headers, edits)`` where the variant has edits (Python's, the worker's too).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn place_records<'py>(
@@ -49,14 +50,17 @@ pub(crate) fn place_records<'py>(
     counts: &Bound<'py, PyList>,
     values: &Bound<'py, PyList>,
     keys: &Bound<'py, PyList>,
-    topics: &Bound<'py, PyList>,
+    table: &Bound<'py, PyList>,
     variants: &Bound<'py, PyList>,
+    edit: &Bound<'py, PyAny>,
     one: &Bound<'py, PyAny>,
     result: &Bound<'py, PyAny>,
 ) -> PyResult<()> {
     if counts.len() != records.len() || keys.len() != values.len() || variants.len() != values.len() {
         return Err(PyValueError::new_err("one count per record, one key and variant per value"));
     }
+    // Per variant: its topic, and its header edits (``None``: none).
+    let table = table.iter().map(|v| Ok((v.get_item(0)?, Some(v.get_item(1)?).filter(|e| !e.is_none())))).collect::<PyResult<Vec<_>>>()?;
     let outputs = result.getattr(intern!(py, "outputs"))?.downcast_into::<PyList>()?;
     let names = PyTuple::new(py, [intern!(py, "value"), intern!(py, "key"), intern!(py, "topic"), intern!(py, "headers")])?;
     let headers_name = intern!(py, "headers");
@@ -70,15 +74,19 @@ pub(crate) fn place_records<'py>(
         let source_headers = record.getattr(headers_name)?;
         let copy = source_headers.is_truthy()?;
         for _ in 0..count {
-            let headers = if copy {
+            let mut headers = if copy {
                 // SAFETY: PySequence_List returns a new reference or NULL with an exception set.
                 unsafe { Bound::from_owned_ptr_or_err(py, ffi::PySequence_List(source_headers.as_ptr()))? }
             } else {
                 PyList::empty(py).into_any()
             };
-            let topic = topics.get_item(variants.get_item(next)?.extract::<usize>()?)?;
+            let variant = variants.get_item(next)?.extract::<usize>()?;
+            let (topic, edits) = table.get(variant).ok_or_else(|| PyValueError::new_err("a variant the plan does not have"))?;
+            if let Some(edits) = edits {
+                headers = edit.call1((headers, edits))?;
+            }
             let (value, key) = (values.get_item(next)?, keys.get_item(next)?);
-            outputs.append(call_by_keyword(py, record_type, &names, [&value, &key, &topic, &headers])?)?;
+            outputs.append(call_by_keyword(py, record_type, &names, [&value, &key, topic, &headers])?)?;
             next += 1;
         }
     }

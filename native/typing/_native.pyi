@@ -48,13 +48,14 @@ def place_records(
     counts: list[int],
     values: list[bytes | None],
     keys: list[bytes | None],
-    topics: list[str | None],
+    table: list[tuple[str | None, Any]],
     variants: list[int],
+    edit: Callable[[list[tuple[str, bytes]], Any], list[tuple[str, bytes]]],
     one: Callable[[Any, Any], None],
     result: Any,
 ) -> None:
-    """``NativePlan.run``'s loop without header edits: per record, ``one(record, result)``
-    (count -1) or its outputs appended to ``result.outputs`` (``native/src/records.rs``)."""
+    """``NativePlan.run``'s loop: per record, ``one(record, result)`` (count -1) or its outputs
+    appended to ``result.outputs``, topic and header edits by variant (``native/src/records.rs``)."""
 
 class KafkaBatch:
     """An uncompressed Kafka v2 record batch filled from ``(key, value, timestamp, headers)``
