@@ -238,3 +238,23 @@ def test_counts_that_do_not_add_up_are_an_error_not_a_silent_drop() -> None:
         place(Record, records, [1], [b"x"], [None], [(None, None)], [0], None, None, result)
     with pytest.raises(ValueError, match="variant"):
         place(Record, records, [1, 1], [b"x"] * 2, [None] * 2, [(None, None)], [0, 1], None, None, result)
+
+
+HEADERS = st.lists(st.tuples(st.sampled_from(["h", "src", "table", "x"]), st.binary(max_size=4)), max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(CHAINS)),
+    headers=st.lists(HEADERS, min_size=len(REGULAR), max_size=len(REGULAR)),
+    as_tuple=st.booleans(),
+)
+def test_source_headers_of_any_content(name: str, headers: list[list[tuple[str, bytes]]], as_tuple: bool) -> None:
+    """Each record's own headers (repeated names, the names the chains edit, none; as a
+    tuple where a host passes one) copied and edited as Python does."""
+    records = [
+        Record(value=v, key=b"k", headers=tuple(h) if as_tuple else h)  # type: ignore[arg-type]  # a host's tuple
+        for v, h in zip(REGULAR, headers, strict=True)
+    ]
+    fast, slow = canal_chains(name)
+    assert assert_loop_agrees(fast, slow, records) == len(records)
