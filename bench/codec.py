@@ -24,6 +24,10 @@ rows), in a child process per plan, generating the input chunk by chunk, and
 prints the peak RSS after 10 %, 50 % and 100 % of them: flat when the plan
 keeps nothing per message.
 
+``--split`` also times each native row's plan alone (its ``convert`` over the same batches)
+and prints the difference per message: the Python side of the row (making the output
+``Record`` objects in ``NativePlan.run``, and what Python converts itself).
+
 Rows whose codecs are not registered print as ``missing``. To benchmark more
 conversions, add a :class:`Row` to :data:`ROWS`.
 
@@ -450,6 +454,8 @@ class Result:
     status: str = "ok"  # ok | missing | error
     detail: str = ""
     errors: int = 0
+    #: ``--split``: the native plan's ``convert`` alone over the same batches (no records made)
+    convert_rate: float | None = None
 
 
 def best_seconds(fn: Callable[[], Any], runs: int) -> float:
@@ -511,7 +517,7 @@ class Inputs:
         return self._cache[key]
 
 
-def measure(row: Row, inputs: Inputs, runs: int) -> Result:
+def measure(row: Row, inputs: Inputs, runs: int, split: bool = False) -> Result:
     known = registry()
     absent = [f for f in (row.source, row.sink, SOURCE_FORMAT) if f not in known]
     if absent:
@@ -535,6 +541,7 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
             errors += len(chain.flush().dead_letters)
 
         seconds = best_seconds(once, runs)
+        convert_seconds = best_seconds(lambda: convert_only(row, records, catalog), runs) if split and native else None
         floor = None
         if row.sink_floor:  # the sink's own orjson floor, on the messages the conversion writes
             written = [r.value for r in inputs.records(row.sink, row.sink_options) if r.value is not None]
@@ -547,7 +554,23 @@ def measure(row: Row, inputs: Inputs, runs: int) -> Result:
     except CdcSmtError as exc:
         return Result(row.label, status="error", detail=str(exc))
     label = row.label + (" [native]" if native else "")
-    return Result(label, rate=len(records) / seconds, errors=errors, floor_rate=floor)
+    result = Result(label, rate=len(records) / seconds, errors=errors, floor_rate=floor)
+    if convert_seconds:
+        result.convert_rate = len(records) / convert_seconds
+    return result
+
+
+def convert_only(row: Row, records: Sequence[Record], catalog: Any) -> None:
+    """The row's native plan over its batches, as ``process_batch`` calls it, without the
+    Python side around it (records made, records Python converts): ``--split``."""
+    chain = Chain(
+        get_codec(row.source, row.source_options, catalog=catalog), get_codec(row.sink, row.sink_options), [], "all"
+    )
+    plan = chain.native
+    assert plan is not None
+    for start in range(0, len(records), CHUNK):
+        batch = records[start : start + CHUNK]
+        plan.plan.convert([r.value for r in batch], [r.key for r in batch] if plan.needs_keys else None)
 
 
 @dataclass
@@ -716,7 +739,11 @@ def _cells(result: Result, floor_rate: float) -> tuple[str, str, str]:
     if result.errors:
         cost += f" ({result.errors} errors!)"
     own = f" (own floor {floor:,.0f}/s)" if result.floor_rate else ""
-    return f"{result.rate:,.0f}", cost, f"{result.rate / floor:.2f}×{own}"
+    split = ""
+    if result.convert_rate:  # the Python side: what process_batch adds to the plan's convert
+        python_ns = 1e9 / result.rate - 1e9 / result.convert_rate
+        split = f"; convert alone {result.convert_rate:,.0f}/s, Python side {python_ns:,.0f} ns/msg"
+    return f"{result.rate:,.0f}", cost, f"{result.rate / floor:.2f}×{own}{split}"
 
 
 def markdown_table(results: list[Result], floor_rate: float) -> str:
@@ -934,6 +961,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="TEXTS",
         help="only the conversion rows whose label contains one of these comma-separated texts ('→ canal-json')",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="for native rows also time the plan's convert alone: the Python side is the difference",
+    )
     parser.add_argument("--rss-child", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child is not None:
@@ -958,7 +990,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in ROWS:
         if not selected(row.label, args.rows):
             continue
-        result = measure(row, inputs, args.runs)
+        result = measure(row, inputs, args.runs, args.split)
         results.append(result)
         rate, cost, speed = _cells(result, floor_rate)
         unit = " msgs/s" if result.rate is not None else ""

@@ -31,6 +31,7 @@ mod maxwell_out;
 mod ogg_in;
 mod ogg_out;
 mod partition;
+mod records;
 mod row_shape;
 mod scratch;
 mod tdsql_in;
@@ -1097,6 +1098,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zone_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(partition::murmur2, m)?)?;
     m.add_function(wrap_pyfunction!(partition::partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(records::place_records, m)?)?;
     m.add_class::<kafka_batch::KafkaBatch>()?;
     m.add_function(wrap_pyfunction!(kafka_batch::place_rows, m)?)?;
     m.add_class::<kafka_batch::ArrowPart>()?;

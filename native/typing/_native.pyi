@@ -42,6 +42,20 @@ def dumps_str(s: str) -> bytes: ...
 def zone_offsets(zone: str, instants: Sequence[int]) -> list[int] | None: ...
 def murmur2(data: bytes) -> int: ...
 def partitions(keys: list[bytes | None], n: int, keyless: int = 0) -> list[int]: ...
+def place_records(
+    record_type: type,
+    records: list[Any],
+    counts: list[int],
+    values: list[bytes | None],
+    keys: list[bytes | None],
+    table: list[tuple[str | None, Any]],
+    variants: list[int],
+    edit: Callable[[list[tuple[str, bytes]], Any], list[tuple[str, bytes]]],
+    one: Callable[[Any, Any], None],
+    result: Any,
+) -> None:
+    """``NativePlan.run``'s loop: per record, ``one(record, result)`` (count -1) or its outputs
+    appended to ``result.outputs``, topic and header edits by variant (``native/src/records.rs``)."""
 
 class KafkaBatch:
     """An uncompressed Kafka v2 record batch filled from ``(key, value, timestamp, headers)``
