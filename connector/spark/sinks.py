@@ -23,7 +23,9 @@ its transaction, then reads the stream's markers (read_committed): when this
 batch's marker is there, the earlier attempt committed and the stream writes
 nothing again. The driver fences every stream's id before the first batch of a
 run (:func:`connector.kafka.produce.fence`), so no transaction a killed process
-left open holds back read_committed readers of the commit topic.
+left open holds back read_committed readers of the commit topic; a marker read
+held back by one opened later (a killed run's orphaned Python worker, a failed
+attempt) fences its writer once no live one can hold it (:func:`stale_writer`).
 
 File output is laid out for lakehouse loading and for idempotent retries::
 
