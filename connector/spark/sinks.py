@@ -46,6 +46,7 @@ import logging
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -428,6 +429,7 @@ class Transactional:
     batch_id: int
     commit_topic: str
     timeout_s: int
+    attempt: str | None = None  # this invocation of the run (ExactlyOnce.attempt), written in each marker
 
     @property
     def transactional_id(self) -> str:
@@ -461,11 +463,12 @@ def stale_writer(holder: OpenMarker, tx: Transactional, held_s: float, live_s: f
     Only this run's writers are ended, never ``tx``'s own stream (its producer is the newest of that
     id: an open transaction there belongs to one that fenced it, and fencing would end this task).
     A marker of an earlier batch has no live writer: a batch starts once every task of the one before
-    it ended, so it was left by a killed run's orphaned Python worker or a failed attempt. One of
-    this batch may be a concurrent task between its marker and its commit: it is waited for as long
-    as a live writer may take (``live_s``). Ending a transaction never loses or repeats output: it is
-    aborted (its writer's commit fails, and its share is written again), or completes if its commit
-    had already begun.
+    it ended, so it was left by a killed run's orphaned Python worker or a failed attempt; nor has
+    one written by another invocation of the run (``attempt``: a killed run's orphan, re-running the
+    batch this one re-runs). Any other marker of this batch may be a concurrent task between its
+    marker and its commit: it is waited for as long as a live writer may take (``live_s``). Ending a
+    transaction never loses or repeats output: it is aborted (its writer's commit fails, and its
+    share is written again), or completes if its commit had already begun.
     """
     if holder.key is None or holder.value is None:
         return None  # not a marker of this module: nothing to say whose it is
@@ -473,7 +476,9 @@ def stale_writer(holder: OpenMarker, tx: Transactional, held_s: float, live_s: f
     batch = holder.value.get("batch")
     if run_id != tx.run_id or not stream or stream == tx.stream or not isinstance(batch, int):
         return None
-    if batch < tx.batch_id or held_s >= live_s:
+    attempt = holder.value.get("attempt")
+    earlier_attempt = tx.attempt is not None and attempt is not None and attempt != tx.attempt
+    if batch < tx.batch_id or earlier_attempt or held_s >= live_s:
         return transactional_id(run_id, stream)
     return None
 
@@ -490,10 +495,12 @@ def commit_topic(spec: SinkSpec, job_id: str) -> str:
 
 @dataclass(frozen=True)
 class ExactlyOnce:
-    """The driver's part of exactly-once output, handed to every task: the run's id and the commit topic."""
+    """The driver's part of exactly-once output, handed to every task: the run's id, the commit topic,
+    and this invocation's id (``attempt``: new at each start, a resumed run's too; see :func:`stale_writer`)."""
 
     run_id: str
     commit_topic: str
+    attempt: str | None = None
 
 
 def prepare_exactly_once(job: Any, spec: SinkSpec, streams: Iterable[str], state_dir: Path) -> ExactlyOnce | None:
@@ -526,7 +533,7 @@ def prepare_exactly_once(job: Any, spec: SinkSpec, streams: Iterable[str], state
     asyncio.run(create_topics(job.kafka, {topic: 1}, replication_factor=replication, config=COMMIT_TOPIC_CONFIG))
     ids = [transactional_id(run_id, name) for name in streams]
     asyncio.run(fence(job.kafka, ids, timeout=spec.delivery_timeout_s))
-    return ExactlyOnce(run_id, topic)
+    return ExactlyOnce(run_id, topic, uuid.uuid4().hex[:16])
 
 
 def _run_id(state_dir: Path) -> str:
@@ -534,8 +541,6 @@ def _run_id(state_dir: Path) -> str:
     path = state_dir / "run-id"
     if path.is_file():
         return path.read_text().strip()
-    import uuid
-
     state_dir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:16]
     tmp = path.with_name(".run-id.tmp")
@@ -673,6 +678,8 @@ class KafkaOutput:
 
                 tx = self._require_tx()
                 marker = {"batch": tx.batch_id, "stream": tx.stream, **(summary or {})}
+                if tx.attempt is not None:
+                    marker["attempt"] = tx.attempt
                 parts = self._producer.partitions(tx.commit_topic)
                 self._producer.send([marker_record(tx.commit_topic, parts, tx.marker_key, marker)])
                 self._producer.commit()

@@ -209,10 +209,10 @@ def _holder(key: bytes | None, value: dict | None) -> Any:
     return OpenMarker(7, key, value)
 
 
-def _tx(stream: str = "a", batch: int = 3) -> Any:
+def _tx(stream: str = "a", batch: int = 3, attempt: str | None = "now") -> Any:
     from cdc_smt.connector.spark.sinks import Transactional
 
-    return Transactional("run1", stream, batch, "job.backfill-commits", 900)
+    return Transactional("run1", stream, batch, "job.backfill-commits", 900, attempt)
 
 
 @pytest.mark.parametrize("batch", [0, 2])
@@ -231,6 +231,18 @@ def test_this_batchs_open_marker_is_waited_for_as_long_as_a_live_writer_may_take
     assert stale_writer(holder, _tx(), held_s=120.0, live_s=120.0) == transactional_id("run1", "b")
     later = _holder(b"run1/b", {"batch": 4})  # a later batch than this task's: only its age ends it
     assert stale_writer(later, _tx(), held_s=5.0, live_s=120.0) is None
+
+
+def test_this_batchs_open_marker_of_a_killed_invocation_is_ended_at_once() -> None:
+    from cdc_smt.connector.spark.sinks import stale_writer, transactional_id
+
+    orphan = _holder(b"run1/b", {"batch": 3, "attempt": "killed"})
+    assert stale_writer(orphan, _tx(), held_s=0.0, live_s=120.0) == transactional_id("run1", "b")
+    concurrent = _holder(b"run1/b", {"batch": 3, "attempt": "now"})
+    assert stale_writer(concurrent, _tx(), held_s=0.0, live_s=120.0) is None
+    # Without both attempts (markers of an older cdc-smt, a task plan without one) only age tells.
+    assert stale_writer(_holder(b"run1/b", {"batch": 3}), _tx(), held_s=0.0, live_s=120.0) is None
+    assert stale_writer(orphan, _tx(attempt=None), held_s=0.0, live_s=120.0) is None
 
 
 @pytest.mark.parametrize(
