@@ -143,7 +143,7 @@ async def read_markers(
         stall = _Stall(stall_s)
         while True:
             batch = await consumer.getmany(tp, timeout_ms=200, max_records=10_000)
-            found.extend(orjson.loads(m.value) for m in batch.get(tp, ()) if m.key == raw and m.value is not None)
+            found.extend(_markers_of(batch, tp, raw))
             if target is None:
                 target = consumer.highwater(tp)  # known after the first fetch answer
             position = await consumer.position(tp)
@@ -159,11 +159,25 @@ async def read_markers(
                 )
             if on_stall is not None and lso is not None and position >= lso and stall.due(lso):
                 stall.holder = await open_marker(conn, tp, lso, timeout=max(min(deadline - time.monotonic(), 10), 1))
-                if stall.holder is not None and await on_stall(stall.holder, stall.held()):
-                    stall.ended()
+                if stall.holder is not None and await _still_held(consumer, tp, lso, found, raw):
+                    if await on_stall(stall.holder, stall.held()):
+                        stall.ended()
             await asyncio.sleep(0)
     finally:
         await stop_consumer(consumer)
+
+
+def _markers_of(batch: Mapping[Any, Any], tp: Any, raw: bytes) -> list[dict[str, Any]]:
+    """The markers of key ``raw`` in a ``getmany`` answer."""
+    return [orjson.loads(m.value) for m in batch.get(tp, ()) if m.key == raw and m.value is not None]
+
+
+async def _still_held(consumer: Any, tp: Any, lso: int, found: list[dict[str, Any]], raw: bytes) -> bool:
+    """Is the read still held at ``lso`` (a fresh fetch answer), so the holder looked up there is the
+    one holding it now? Markers of ``raw`` fetched meanwhile are kept in ``found``."""
+    batch = await consumer.getmany(tp, timeout_ms=200, max_records=10_000)
+    found.extend(_markers_of(batch, tp, raw))
+    return consumer.last_stable_offset(tp) == lso
 
 
 class _Stall:

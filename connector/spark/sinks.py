@@ -613,7 +613,11 @@ class KafkaOutput:
             "writer; fencing it",
             tx.stream, tx.batch_id, tid, tx.commit_topic, holder.offset, held_s,
         )  # fmt: skip
-        await fence(conn, [tid], timeout=self._delivery_s)
+        try:
+            await fence(conn, [tid], timeout=self._delivery_s)
+        except Exception as exc:  # noqa: BLE001 - the read waits on (and its timeout names the holder)
+            log.warning("%s: fencing %s failed (%s: %s); waiting on", tx.stream, tid, type(exc).__name__, exc)
+            return False
         return True
 
     def begin(self) -> None:
