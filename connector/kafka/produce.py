@@ -19,6 +19,7 @@ from cdc_smt.connector.kafka.admin import bootstrap_addresses, wait_until_ready
 from cdc_smt.connector.kafka.errors import KafkaUnavailable
 from cdc_smt.connector.kafka.partitioner import partition_for
 from cdc_smt.connector.kafka.settings import Conn, client_kwargs, producer_kwargs
+from cdc_smt.connector.kafka.transactions import CHECKED_AIOKAFKA, retry_coordinator_lookups
 from cdc_smt.transforms import native
 from cdc_smt.transforms.errors import CdcSmtError
 from cdc_smt.transforms.model import Record
@@ -196,10 +197,6 @@ def _batches_checked(producer: Any) -> bool:
     return aiokafka.__version__.startswith(CHECKED_AIOKAFKA) and hasattr(producer, "create_batch")
 
 
-#: aiokafka releases whose producer internals ``NativeBatch`` was checked against.
-CHECKED_AIOKAFKA = ("0.14.",)
-
-
 #: Seconds a send, start or transaction step may ride out an unreachable broker by default.
 DEFAULT_DELIVERY_TIMEOUT_S = 60.0
 #: Seconds one transaction may stay open by default (the broker's default ``transaction.max.timeout.ms``).
@@ -284,7 +281,7 @@ class BlockingProducer:
 
         deadline = time.monotonic() + self._timeout
         while True:
-            producer = AIOKafkaProducer(**self._producer_kwargs())
+            producer = retry_coordinator_lookups(AIOKafkaProducer(**self._producer_kwargs()))
             try:
                 await producer.start()
                 if self._transactional_id is not None:
@@ -466,6 +463,7 @@ async def fence(conn: Conn, transactional_ids: Iterable[str], *, timeout: float 
     async def one(tid: str) -> None:
         async with gate:
             producer = AIOKafkaProducer(**client_kwargs(conn), transactional_id=tid, enable_idempotence=True)
+            retry_coordinator_lookups(producer)
             try:
                 await producer.start()
                 await asyncio.wait_for(producer._txn_manager.wait_for_pid(), timeout)  # noqa: SLF001

@@ -64,12 +64,50 @@ def new_transactional_producer(
 
     kwargs = producer_kwargs(producer)
     kwargs["acks"] = "all"  # idempotence, which transactions imply, needs acks=all
-    return AIOKafkaProducer(
+    producer = AIOKafkaProducer(
         **kafka.aiokafka_kwargs(),
         **kwargs,
         transactional_id=txn_id,
         transaction_timeout_ms=transaction_timeout_ms,
     )
+    return retry_coordinator_lookups(producer)
+
+
+def retry_coordinator_lookups(producer: Any) -> Any:
+    """``producer`` (an unstarted ``AIOKafkaProducer``), its coordinator lookups retried while no broker answers.
+
+    aiokafka (0.14) retries a ``FindCoordinator`` that fails with an error code, but one that cannot
+    reach a broker (a broker restarting: connection refused or closed) ends its sender task, and with
+    it every later transaction step: a commit under way when the broker went down never ended, and
+    its open transaction held every read_committed reader of the partitions it wrote (a CI failure of
+    the exactly-once backfill). Java's client retries such a lookup; so does this wrapper, with the
+    client's backoff, for as long as the caller waits (the caller bounds every step).
+    Producers of other aiokafka versions are returned as they are.
+    """
+    import aiokafka
+    from aiokafka import errors as E
+
+    sender: Any = getattr(producer, "_sender", None)
+    lookup = getattr(sender, "_find_coordinator", None)
+    if lookup is None or not aiokafka.__version__.startswith(CHECKED_AIOKAFKA):
+        return producer
+
+    async def find_coordinator(coordinator_type: Any, coordinator_key: Any) -> Any:
+        while True:
+            try:
+                return await lookup(coordinator_type, coordinator_key)
+            except E.KafkaError as exc:
+                if not isinstance(exc.__cause__, E.KafkaConnectionError | E.NodeNotReadyError):
+                    raise
+            await asyncio.sleep(sender._retry_backoff)  # noqa: SLF001 - the client's retry_backoff_ms
+
+    sender._find_coordinator = find_coordinator  # noqa: SLF001 - the sender looks it up on itself
+    return producer
+
+
+#: aiokafka releases whose producer internals were checked: the sender's coordinator lookup
+#: (:func:`retry_coordinator_lookups`) and the accumulator's batches (``produce.NativeBatch``).
+CHECKED_AIOKAFKA = ("0.14.",)
 
 
 async def probe(kafka: KafkaSettings, producer: ProducerSettings, *, timeout: float = PROBE_TIMEOUT_S) -> None:
@@ -113,10 +151,12 @@ async def _one_transaction(p: Any) -> None:
 
 
 __all__ = [
+    "CHECKED_AIOKAFKA",
     "PROBE_TIMEOUT_S",
     "TransactionsUnsupported",
     "fatal_errors",
     "new_transactional_producer",
     "probe",
+    "retry_coordinator_lookups",
     "transactional_id",
 ]

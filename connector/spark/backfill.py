@@ -464,6 +464,7 @@ def task_plan(job: Any, settings: BackfillSettings, plan: Plan, spark: Any, eos:
         retry_s=settings.source.retry_timeout_s,
         run_id=eos.run_id if eos else None,
         commit_topic=eos.commit_topic if eos else None,
+        attempt=eos.attempt if eos else None,
     )
 
 

@@ -140,6 +140,7 @@ class TaskPlan:
     retry_s: float = DEFAULT_RETRY_S
     run_id: str | None = None  # exactly-once Kafka output: the run's id (transactional ids, markers)
     commit_topic: str | None = None  # exactly-once Kafka output: where the markers go
+    attempt: str | None = None  # exactly-once Kafka output: this invocation of the run (in its markers)
 
 
 @dataclass
@@ -387,7 +388,9 @@ class Task:
         if spec.exactly_once:
             if plan.run_id is None or plan.commit_topic is None:
                 raise RuntimeError("exactly-once backfill task plan has no run id or commit topic")
-            tx = Transactional(plan.run_id, name, plan.batch_id, plan.commit_topic, spec.transaction_timeout_s)
+            tx = Transactional(
+                plan.run_id, name, plan.batch_id, plan.commit_topic, spec.transaction_timeout_s, plan.attempt
+            )
         return KafkaOutput(_connection(plan), plan.job.producer, spec, tx)
 
     def sink_topic(self, source_topic: str) -> str:

@@ -23,7 +23,9 @@ its transaction, then reads the stream's markers (read_committed): when this
 batch's marker is there, the earlier attempt committed and the stream writes
 nothing again. The driver fences every stream's id before the first batch of a
 run (:func:`connector.kafka.produce.fence`), so no transaction a killed process
-left open holds back read_committed readers of the commit topic.
+left open holds back read_committed readers of the commit topic; a marker read
+held back by one opened later (a killed run's orphaned Python worker, a failed
+attempt) fences its writer once no live one can hold it (:func:`stale_writer`).
 
 File output is laid out for lakehouse loading and for idempotent retries::
 
@@ -40,19 +42,27 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cdc_smt.connector.spark.settings import SinkSpec
+
+if TYPE_CHECKING:
+    from cdc_smt.connector.kafka.markers import OpenMarker
 from cdc_smt.transforms.chain import DeadLetter
 from cdc_smt.transforms.model import Record
+
+log = logging.getLogger("cdc_smt.backfill")
 
 #: Output records sent to Kafka per acknowledged chunk.
 KAFKA_CHUNK = 5_000
@@ -419,6 +429,7 @@ class Transactional:
     batch_id: int
     commit_topic: str
     timeout_s: int
+    attempt: str | None = None  # this invocation of the run (ExactlyOnce.attempt), written in each marker
 
     @property
     def transactional_id(self) -> str:
@@ -427,6 +438,49 @@ class Transactional:
     @property
     def marker_key(self) -> str:
         return f"{self.run_id}/{self.stream}"
+
+
+def live_marker_s(delivery_timeout_s: float) -> float:
+    """The longest a live writer keeps its marker's transaction open on the commit topic: it sends
+    the marker, then commits, each step riding out an unreachable broker for the delivery timeout."""
+    return 2 * delivery_timeout_s
+
+
+def marker_read_timeout_s(delivery_timeout_s: float) -> float:
+    """How long a task's marker read may wait on open transactions before it fails the task: what a
+    live writer may take (:func:`live_marker_s`), then one fence of a writer gone past it
+    (:func:`stale_writer`), and the read's own first wait before it asks who holds it."""
+    from cdc_smt.connector.kafka.markers import STALL_S
+
+    return live_marker_s(delivery_timeout_s) + delivery_timeout_s + STALL_S
+
+
+def stale_writer(holder: OpenMarker, tx: Transactional, held_s: float, live_s: float) -> str | None:
+    """The transactional id whose open transaction a marker read of ``tx`` may end by fencing it, or
+    ``None`` to wait for its writer. ``holder``: the marker of the transaction holding the read back,
+    open for at least ``held_s``.
+
+    Only this run's writers are ended, never ``tx``'s own stream (its producer is the newest of that
+    id: an open transaction there belongs to one that fenced it, and fencing would end this task).
+    A marker of an earlier batch has no live writer: a batch starts once every task of the one before
+    it ended, so it was left by a killed run's orphaned Python worker or a failed attempt; nor has
+    one written by another invocation of the run (``attempt``: a killed run's orphan, re-running the
+    batch this one re-runs). Any other marker of this batch may be a concurrent task between its
+    marker and its commit: it is waited for as long as a live writer may take (``live_s``). Ending a
+    transaction never loses or repeats output: it is aborted (its writer's commit fails, and its
+    share is written again), or completes if its commit had already begun.
+    """
+    if holder.key is None or holder.value is None:
+        return None  # not a marker of this module: nothing to say whose it is
+    run_id, _, stream = holder.key.decode(errors="replace").partition("/")
+    batch = holder.value.get("batch")
+    if run_id != tx.run_id or not stream or stream == tx.stream or not isinstance(batch, int):
+        return None
+    attempt = holder.value.get("attempt")
+    earlier_attempt = tx.attempt is not None and attempt is not None and attempt != tx.attempt
+    if batch < tx.batch_id or earlier_attempt or held_s >= live_s:
+        return transactional_id(run_id, stream)
+    return None
 
 
 def transactional_id(run_id: str, stream: str) -> str:
@@ -441,10 +495,12 @@ def commit_topic(spec: SinkSpec, job_id: str) -> str:
 
 @dataclass(frozen=True)
 class ExactlyOnce:
-    """The driver's part of exactly-once output, handed to every task: the run's id and the commit topic."""
+    """The driver's part of exactly-once output, handed to every task: the run's id, the commit topic,
+    and this invocation's id (``attempt``: new at each start, a resumed run's too; see :func:`stale_writer`)."""
 
     run_id: str
     commit_topic: str
+    attempt: str | None = None
 
 
 def prepare_exactly_once(job: Any, spec: SinkSpec, streams: Iterable[str], state_dir: Path) -> ExactlyOnce | None:
@@ -477,7 +533,7 @@ def prepare_exactly_once(job: Any, spec: SinkSpec, streams: Iterable[str], state
     asyncio.run(create_topics(job.kafka, {topic: 1}, replication_factor=replication, config=COMMIT_TOPIC_CONFIG))
     ids = [transactional_id(run_id, name) for name in streams]
     asyncio.run(fence(job.kafka, ids, timeout=spec.delivery_timeout_s))
-    return ExactlyOnce(run_id, topic)
+    return ExactlyOnce(run_id, topic, uuid.uuid4().hex[:16])
 
 
 def _run_id(state_dir: Path) -> str:
@@ -485,8 +541,6 @@ def _run_id(state_dir: Path) -> str:
     path = state_dir / "run-id"
     if path.is_file():
         return path.read_text().strip()
-    import uuid
-
     state_dir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:16]
     tmp = path.with_name(".run-id.tmp")
@@ -512,6 +566,7 @@ class KafkaOutput:
 
         self._conn = conn
         self._tx = transactional
+        self._delivery_s = spec.delivery_timeout_s
         self._producer = BlockingProducer(
             settings_from_json(conn),
             producer_settings,
@@ -535,8 +590,35 @@ class KafkaOutput:
 
         tx = self._require_tx()
         self._producer.start()  # fences the producer of an earlier attempt and ends its transaction
-        markers = asyncio.run(read_markers(settings_from_json(self._conn), tx.commit_topic, tx.marker_key))
+        conn = settings_from_json(self._conn)
+        read = read_markers(
+            conn,
+            tx.commit_topic,
+            tx.marker_key,
+            timeout=marker_read_timeout_s(self._delivery_s),
+            on_stall=partial(self._end_stale, conn, tx),
+        )
+        markers = asyncio.run(read)
         return next((m for m in reversed(markers) if m.get("batch") == tx.batch_id), None)
+
+    async def _end_stale(self, conn: Any, tx: Transactional, holder: OpenMarker, held_s: float) -> bool:
+        """Fence the writer holding the marker read back when :func:`stale_writer` says no live one will end it."""
+        from cdc_smt.connector.kafka.produce import fence
+
+        tid = stale_writer(holder, tx, held_s, live_marker_s(self._delivery_s))
+        if tid is None:
+            return False
+        log.warning(
+            "%s: batch %s: a transaction of %s (its marker at %s[%s] open for %.0f s or more) has no live "
+            "writer; fencing it",
+            tx.stream, tx.batch_id, tid, tx.commit_topic, holder.offset, held_s,
+        )  # fmt: skip
+        try:
+            await fence(conn, [tid], timeout=self._delivery_s)
+        except Exception as exc:  # noqa: BLE001 - the read waits on (and its timeout names the holder)
+            log.warning("%s: fencing %s failed (%s: %s); waiting on", tx.stream, tid, type(exc).__name__, exc)
+            return False
+        return True
 
     def begin(self) -> None:
         self._require_tx()
@@ -600,6 +682,8 @@ class KafkaOutput:
 
                 tx = self._require_tx()
                 marker = {"batch": tx.batch_id, "stream": tx.stream, **(summary or {})}
+                if tx.attempt is not None:
+                    marker["attempt"] = tx.attempt
                 parts = self._producer.partitions(tx.commit_topic)
                 self._producer.send([marker_record(tx.commit_topic, parts, tx.marker_key, marker)])
                 self._producer.commit()
@@ -626,6 +710,9 @@ __all__ = [
     "KafkaOutput",
     "Transactional",
     "commit_topic",
+    "live_marker_s",
+    "marker_read_timeout_s",
+    "stale_writer",
     "transactional_id",
     "batch_dir",
     "clear_batch",

@@ -319,6 +319,69 @@ def test_exactly_once_backfill_killed_mid_batch_twice_then_through_a_broker_rest
     )
 
 
+# -- a transaction an orphaned worker left open --------------------------------------------------------
+
+
+def test_exactly_once_backfill_ends_a_transaction_a_killed_runs_orphaned_worker_opened_after_its_fence(
+    spark, apache, tmp_path, monkeypatch
+) -> None:
+    """A killed run's Spark Python workers outlive its JVM for a moment (pyspark's daemon gives them a
+    process group of their own): one that opens a stream's transaction after the resumed run's driver
+    fenced every stream, sends its marker and dies holds back every marker read of the commit topic.
+    The run's tasks end it (a marker of another invocation of the run) and finish exactly once."""
+    from cdc_smt.connector.jobconfig import ProducerSettings
+    from cdc_smt.connector.kafka.markers import marker_record
+    from cdc_smt.connector.kafka.produce import BlockingProducer
+    from cdc_smt.connector.kafka.settings import KafkaSettings
+    from cdc_smt.connector.spark import sinks
+
+    name = "eos-orphan"
+    bootstrap = apache.bootstrap
+    commits = f"{name}.backfill-commits"
+    run_async(kafka.create_topics(bootstrap, {f"{name}.out": OUT_PARTITIONS, f"{name}.dlq": 1}))
+    run_async(kafka.create_topics(bootstrap, {commits: 1}, config={"cleanup.policy": "compact"}))
+    src, total = source_files(tmp_path, name, files=6, per_file=700)
+    backfill = {"source": {"type": "jsonl", "path": str(src), "max_files_per_batch": 3}}
+    path = write_job(tmp_path, name, bootstrap, backfill, "exactly_once")
+    job, _ = load(path)
+    orphans: list[BlockingProducer] = []
+    prepare = sinks.prepare_exactly_once
+
+    def prepare_then_orphan(*args: Any, **kwargs: Any) -> Any:
+        eos = prepare(*args, **kwargs)  # every stream fenced: what the orphan does next is not ended by it
+        stream = "part4.canal"  # written in batch 1: its own task cannot end the orphan before batch 0 reads
+        orphan = BlockingProducer(
+            KafkaSettings(bootstrap_servers=(bootstrap,)),
+            ProducerSettings(),
+            transactional_id=sinks.transactional_id(eos.run_id, stream),
+        )
+        orphans.append(orphan)
+        orphan.begin()
+        marker = {"batch": 0, "stream": stream, "attempt": "killed-run", "records": 700}
+        orphan.send([marker_record(commits, 1, f"{eos.run_id}/{stream}", marker)])
+        return eos  # the orphan is never heard of again: its transaction stays open
+
+    monkeypatch.setattr(sinks, "prepare_exactly_once", prepare_then_orphan)
+    progress_out = _Progress()
+    thread, result = in_thread(spark, path, progress_out)
+    try:
+        progress = finish(thread, result, progress_out)
+        assert len(orphans) == 1
+        with pytest.raises(Exception, match="[Ff]enced|[Ee]poch"):
+            orphans[0].commit()  # ended by the run: its share was written by the run's own task
+    finally:
+        for orphan in orphans:
+            orphan.close()
+    assert progress.totals.records == total
+
+    markers = [orjson.loads(r.value or b"") for r in run_async(read_topic(bootstrap, commits, "read_committed"))]
+    assert all(m.get("attempt") != "killed-run" for m in markers)  # the orphan's marker was aborted
+    shares = Counter((m["stream"], m["batch"]) for m in markers)
+    assert len(shares) == 6 and max(shares.values()) == 1
+    assert sum(m["records"] for m in markers) == total
+    assert_exactly_once(job, bootstrap, expected_from_files(job, src))
+
+
 # -- at-least-once through a broker restart -------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -197,3 +198,108 @@ def test_explain_finds_the_halting_record_inside_a_spark_trace():
         "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone\n"
     )
     assert explain(RuntimeError(other)) == "cdc_smt.connector.spark.kafkaio.KafkaRangeError: t[0]: gone"
+
+
+# -- exactly-once: whose open transaction a marker read may end --------------------------------------
+
+
+def _holder(key: bytes | None, value: dict | None) -> Any:
+    from cdc_smt.connector.kafka.markers import OpenMarker
+
+    return OpenMarker(7, key, value)
+
+
+def _tx(stream: str = "a", batch: int = 3, attempt: str | None = "now") -> Any:
+    from cdc_smt.connector.spark.sinks import Transactional
+
+    return Transactional("run1", stream, batch, "job.backfill-commits", 900, attempt)
+
+
+@pytest.mark.parametrize("batch", [0, 2])
+def test_an_earlier_batchs_open_marker_is_ended_at_once(batch: int) -> None:
+    from cdc_smt.connector.spark.sinks import stale_writer, transactional_id
+
+    holder = _holder(b"run1/part-1.jsonl", {"batch": batch, "stream": "part-1.jsonl"})
+    assert stale_writer(holder, _tx(), held_s=0.0, live_s=120.0) == transactional_id("run1", "part-1.jsonl")
+
+
+def test_this_batchs_open_marker_is_waited_for_as_long_as_a_live_writer_may_take() -> None:
+    from cdc_smt.connector.spark.sinks import stale_writer, transactional_id
+
+    holder = _holder(b"run1/b", {"batch": 3})
+    assert stale_writer(holder, _tx(), held_s=119.9, live_s=120.0) is None
+    assert stale_writer(holder, _tx(), held_s=120.0, live_s=120.0) == transactional_id("run1", "b")
+    later = _holder(b"run1/b", {"batch": 4})  # a later batch than this task's: only its age ends it
+    assert stale_writer(later, _tx(), held_s=5.0, live_s=120.0) is None
+
+
+def test_this_batchs_open_marker_of_a_killed_invocation_is_ended_at_once() -> None:
+    from cdc_smt.connector.spark.sinks import stale_writer, transactional_id
+
+    orphan = _holder(b"run1/b", {"batch": 3, "attempt": "killed"})
+    assert stale_writer(orphan, _tx(), held_s=0.0, live_s=120.0) == transactional_id("run1", "b")
+    concurrent = _holder(b"run1/b", {"batch": 3, "attempt": "now"})
+    assert stale_writer(concurrent, _tx(), held_s=0.0, live_s=120.0) is None
+    # Without both attempts (markers of an older cdc-smt, a task plan without one) only age tells.
+    assert stale_writer(_holder(b"run1/b", {"batch": 3}), _tx(), held_s=0.0, live_s=120.0) is None
+    assert stale_writer(orphan, _tx(attempt=None), held_s=0.0, live_s=120.0) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (b"run2/b", {"batch": 0}),  # another run's writer
+        (b"run1/a", {"batch": 0}),  # this task's own stream: a newer producer of its id
+        (None, {"batch": 0}),
+        (b"run1/b", None),  # not a marker object
+        (b"run1/b", {"stream": "b"}),  # no batch
+        (b"run1/b", {"batch": "0"}),
+        (b"run1", {"batch": 0}),  # no stream
+    ],
+)
+def test_a_holder_that_is_not_this_runs_other_writer_is_never_ended(key: bytes | None, value: dict | None) -> None:
+    from cdc_smt.connector.spark.sinks import stale_writer
+
+    assert stale_writer(_holder(key, value), _tx(), held_s=1e9, live_s=120.0) is None
+
+
+def test_a_marker_read_waits_longer_than_a_live_writer_may_hold_it() -> None:
+    from cdc_smt.connector.kafka.markers import STALL_S
+    from cdc_smt.connector.spark.sinks import live_marker_s, marker_read_timeout_s
+
+    for delivery in (1.0, 60.0, 90.0):
+        assert live_marker_s(delivery) >= 2 * delivery  # the marker sent, then the commit, each ridden out
+        assert marker_read_timeout_s(delivery) >= live_marker_s(delivery) + delivery + STALL_S
+
+
+def test_coordinator_lookups_that_lose_their_connection_are_retried_and_other_errors_are_not() -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaConnectionError, KafkaError, NodeNotReadyError, TransactionalIdAuthorizationFailed
+
+    from cdc_smt.connector.kafka.transactions import retry_coordinator_lookups
+
+    async def go() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:9", transactional_id="t", retry_backoff_ms=1)
+        calls: list[str] = []
+        failures = [KafkaConnectionError("closed"), NodeNotReadyError(1), TransactionalIdAuthorizationFailed("t")]
+
+        async def lookup(kind: Any, key: Any) -> int:
+            calls.append(key)
+            if failures:
+                err = failures.pop(0)
+                raise KafkaError(repr(err)) from err  # as aiokafka's Sender._find_coordinator wraps them
+            return 1
+
+        producer._sender._find_coordinator = lookup
+        sender = retry_coordinator_lookups(producer)._sender
+        try:
+            with pytest.raises(KafkaError):  # the third failure is not about the connection: raised
+                await sender._find_coordinator(1, "t")
+            assert len(calls) == 3
+            assert await sender._find_coordinator(1, "t") == 1
+        finally:
+            await producer.stop()
+
+    asyncio.run(go())
