@@ -310,7 +310,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
 /// The single-pass reading (``json_scan``) of what the deserializers above read: the same
 /// [`Envelope`], or ``None`` when serde must decide (anything unusual: escapes serde
 /// decodes, values an image leaves to Python, a repeated field, malformed text).
-fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
+fn scan_envelope<'t>(text: &'t str, sources: &mut SourceTemplate) -> Option<Envelope<'t>> {
     let mut scan = Scan::new(text);
     let mut e = Envelope::default();
     scan.object(|scan, name| {
@@ -339,7 +339,7 @@ fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
             2 => e.before = scan_image(scan, true)?,
             4 => e.after = scan_image(scan, true)?,
             8 => {
-                let (source, raw) = scan.spanned(scan_source)?;
+                let (source, raw) = scan.spanned(|scan| scan_source_with(scan, sources))?;
                 e.source = Some(source);
                 e.source_raw = Some(raw);
             }
@@ -393,68 +393,211 @@ fn scan_value<'a>(scan: &mut Scan<'a>, objects: bool) -> Option<Value<'a>> {
     }
 }
 
-/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``).
-fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
+/// A ``source`` field's bit in [`scan_source`]'s set of those met (0: a field it does not know).
+fn source_bit(name: &str) -> u32 {
+    match name {
+        "db" => 1,
+        "table" => 2,
+        "connector" => 4,
+        "schema" => 8,
+        "ts_ms" => 16,
+        "txId" => 32,
+        "file" => 64,
+        "pos" => 128,
+        "server_id" => 256,
+        "gtid" => 512,
+        // Debezium's other fields (MySQL's and the common ones): checked, not kept.
+        "version" => 1 << 10,
+        "name" => 1 << 11,
+        "snapshot" => 1 << 12,
+        "sequence" => 1 << 13,
+        "row" => 1 << 14,
+        "thread" => 1 << 15,
+        "query" => 1 << 16,
+        "ts_us" => 1 << 17,
+        "ts_ns" => 1 << 18,
+        _ => 0,
+    }
+}
+
+/// The fields [`Source`] keeps (bits of [`source_bit`]).
+const KEPT_SOURCE_FIELDS: u32 = (1 << 10) - 1;
+
+/// A known field's value read into ``s`` (bit of [`source_bit`]; not kept: checked and skipped).
+fn read_source_field<'a>(scan: &mut Scan<'a>, s: &mut Source<'a>, bit: u32) -> Option<()> {
+    match bit {
+        1 => s.db = scan.optional_string()?,
+        2 => s.table = scan.optional_string()?,
+        4 => s.connector = scan.optional_string()?,
+        8 => s.schema = scan.optional_string()?,
+        16 => s.ts_ms = scan.optional_i64()?,
+        32 => {
+            let raw = scan.value()?;
+            s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
+            s.tx_id_raw = Some(raw);
+        }
+        64 => s.file = Some(scan.value()?),
+        128 => s.pos = Some(scan.value()?),
+        256 => s.server_id = Some(scan.value()?),
+        512 => s.gtid = Some(scan.value()?),
+        _ => {
+            scan.value()?;
+        }
+    }
+    Some(())
+}
+
+/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``); ``spans``, when
+/// given, receives each kept field's bit and its value's span (from its first byte, past
+/// whitespace, to its end) in the text.
+fn scan_source<'a>(scan: &mut Scan<'a>, mut spans: Option<&mut Vec<(u32, usize, usize)>>) -> Option<Source<'a>> {
     let mut s = Source::default();
     let mut known: u32 = 0;
     let mut others: Vec<Cow<'a, str>> = Vec::new();
     scan.object(|scan, name| {
-        let bit = match name.as_ref() {
-            "db" => 1,
-            "table" => 2,
-            "connector" => 4,
-            "schema" => 8,
-            "ts_ms" => 16,
-            "txId" => 32,
-            "file" => 64,
-            "pos" => 128,
-            "server_id" => 256,
-            "gtid" => 512,
-            // Debezium's other fields (MySQL's and the common ones): checked, not kept.
-            "version" => 1 << 10,
-            "name" => 1 << 11,
-            "snapshot" => 1 << 12,
-            "sequence" => 1 << 13,
-            "row" => 1 << 14,
-            "thread" => 1 << 15,
-            "query" => 1 << 16,
-            "ts_us" => 1 << 17,
-            "ts_ns" => 1 << 18,
-            _ => {
-                if others.contains(&name) {
-                    return None;
-                }
-                s.scn |= name == "scn";
-                others.push(name);
-                return scan.value().map(drop);
+        let bit = source_bit(&name);
+        if bit == 0 {
+            if others.contains(&name) {
+                return None;
             }
-        };
+            s.scn |= name == "scn";
+            others.push(name);
+            return scan.value().map(drop);
+        }
         if known & bit != 0 {
             return None;
         }
         known |= bit;
-        match bit {
-            1 => s.db = scan.optional_string()?,
-            2 => s.table = scan.optional_string()?,
-            4 => s.connector = scan.optional_string()?,
-            8 => s.schema = scan.optional_string()?,
-            16 => s.ts_ms = scan.optional_i64()?,
-            32 => {
-                let raw = scan.value()?;
-                s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
-                s.tx_id_raw = Some(raw);
-            }
-            64 => s.file = Some(scan.value()?),
-            128 => s.pos = Some(scan.value()?),
-            256 => s.server_id = Some(scan.value()?),
-            512 => s.gtid = Some(scan.value()?),
-            _ => {
-                scan.value()?;
-            }
+        scan.peek()?;
+        let start = scan.position();
+        read_source_field(scan, &mut s, bit)?;
+        if let Some(spans) = spans.as_deref_mut().filter(|_| bit & KEPT_SOURCE_FIELDS != 0) {
+            spans.push((bit, start, scan.position()));
         }
         Some(())
     })?;
     Some(s)
+}
+
+/// The fields of a block that change from message to message (the event's time and
+/// position): read again from each block matched with the [`SourceTemplate`].
+const VARYING_SOURCE_FIELDS: u32 = 16 | 32 | 64 | 128 | 512;
+
+/// One kept field of a [`SourceTemplate`]: its bit, its value's span in the block, and
+/// whether it is read again (else placed: its bytes are the template's).
+struct TemplateField {
+    bit: u32,
+    start: usize,
+    end: usize,
+    read: bool,
+}
+
+/// The last ``source`` block scanned in full. Debezium repeats it nearly unchanged from
+/// message to message (callgrind: its scan was a sixth of a with-schema message), so a
+/// block whose bytes equal this one's, but for the values of the varying fields
+/// ([`VARYING_SOURCE_FIELDS`]), is not scanned again: its bytes are compared with the
+/// template's between those values, which are read as the full scan reads them; the other
+/// kept fields' values are placed from their equal bytes (a plain string or null, or a value
+/// kept as written). Equal bytes in the same place scan alike, so the result is the full
+/// scan's; any other block is scanned in full and becomes the template.
+#[derive(Default)]
+pub(crate) struct SourceTemplate {
+    /// The block as written, from its ``{`` to its ``}``.
+    bytes: Vec<u8>,
+    /// Its kept fields in block order.
+    fields: Vec<TemplateField>,
+    /// An ``scn`` field (a name the template's bytes hold).
+    scn: bool,
+}
+
+impl SourceTemplate {
+    /// The block at the cursor read by comparison with the template (the cursor then past
+    /// it); ``None`` (the cursor anywhere) when it differs outside the varying fields' values.
+    fn read<'a>(&self, scan: &mut Scan<'a>) -> Option<Source<'a>> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        scan.peek()?;
+        let mut s = Source { scn: self.scn, ..Default::default() };
+        let mut done = 0; // template bytes matched so far
+        for f in &self.fields {
+            let upto = if f.read { f.start } else { f.end };
+            if !scan.rest().starts_with(&self.bytes[done..upto]) {
+                return None;
+            }
+            scan.advance(f.start - done)?;
+            if f.read {
+                read_source_field(scan, &mut s, f.bit)?;
+            } else {
+                let value = scan.ahead(f.end - f.start)?;
+                place_source_field(&mut s, f.bit, value);
+                scan.advance(f.end - f.start)?;
+            }
+            done = f.end;
+        }
+        let tail = &self.bytes[done..];
+        if !scan.rest().starts_with(tail) {
+            return None;
+        }
+        scan.advance(tail.len())?;
+        Some(s)
+    }
+
+    /// ``block`` (a block [`scan_source`] read, with the ``spans`` of its kept fields,
+    /// offsets in ``block``) as the template.
+    fn remember(&mut self, block: &str, spans: &[(u32, usize, usize)], scn: bool) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(block.as_bytes());
+        self.fields.clear();
+        for &(bit, start, end) in spans {
+            // Placed: a value kept as written, or a string's text without escapes (or null).
+            let value = &block[start..end];
+            let plain_string = value == "null" || (value.starts_with('"') && !value.contains('\\'));
+            let read = bit & VARYING_SOURCE_FIELDS != 0 || (bit & (1 | 2 | 4 | 8) != 0 && !plain_string);
+            self.fields.push(TemplateField { bit, start, end, read });
+        }
+        self.scn = scn;
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.fields.clear();
+    }
+}
+
+/// A kept field's value from bytes equal to those the template's scan read (what
+/// [`read_source_field`] reads of them): a string without escapes, null, or the value as written.
+fn place_source_field<'a>(s: &mut Source<'a>, bit: u32, value: &'a str) {
+    let text = || (value != "null").then(|| Cow::Borrowed(&value[1..value.len() - 1]));
+    match bit {
+        1 => s.db = text(),
+        2 => s.table = text(),
+        4 => s.connector = text(),
+        8 => s.schema = text(),
+        256 => s.server_id = Some(value),
+        _ => unreachable!("only these fields are placed"),
+    }
+}
+
+/// The ``source`` block at the cursor: by the template when it matches, else scanned in full
+/// (and then the template).
+fn scan_source_with<'a>(scan: &mut Scan<'a>, template: &mut SourceTemplate) -> Option<Source<'a>> {
+    let mut probe = scan.clone();
+    if let Some(source) = template.read(&mut probe) {
+        *scan = probe;
+        return Some(source);
+    }
+    scan.peek()?;
+    let start = scan.position();
+    let mut spans = Vec::with_capacity(12);
+    let source = scan_source(scan, Some(&mut spans))?;
+    let block = scan.text_from(start);
+    for span in &mut spans {
+        span.1 -= start;
+        span.2 -= start;
+    }
+    template.remember(block, &spans, source.scn);
+    Some(source)
 }
 
 /// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path
@@ -761,6 +904,8 @@ pub struct Reader {
     /// The schema parts record keys started with lately (each checked to be exactly
     /// ``{"schema":<one JSON value>`` when remembered).
     key_heads: Heads,
+    /// The last ``source`` block scanned in full (the next ones read by comparison).
+    sources: SourceTemplate,
 }
 
 /// Schema parts met lately, the latest first: a message that starts with one of them and
@@ -804,7 +949,7 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None, heads: Heads(Vec::with_capacity(RECENT_HEADS)), key_heads: Heads(Vec::with_capacity(RECENT_HEADS)) }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None, heads: Heads(Vec::with_capacity(RECENT_HEADS)), key_heads: Heads(Vec::with_capacity(RECENT_HEADS)), sources: SourceTemplate::default() }
     }
 
     pub fn clear(&mut self) {
@@ -813,6 +958,7 @@ impl Reader {
         self.last_python_head = None;
         self.heads.0.clear();
         self.key_heads.0.clear();
+        self.sources.clear();
     }
 
     /// Does ``value``'s schema part (as [`split_head`] cuts it) make it Python's? The last
@@ -912,7 +1058,7 @@ impl Reader {
             return Ok(false); // the schema part's values are Python's: the payload is not read
         }
         let Some(pk) = self.key_names(key) else { return Ok(false) };
-        let Some((head, e)) = parse(value, &mut self.heads) else { return Ok(false) };
+        let Some((head, e)) = parse(value, &mut self.heads, &mut self.sources) else { return Ok(false) };
         let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
         let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
         if e.wrapped {
@@ -1430,7 +1576,7 @@ fn split_head(value: &[u8]) -> Option<&[u8]> {
 /// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
 /// else ``None``. A schema part among ``heads`` is cut without a search (its text was
 /// checked when it was remembered), any other is remembered.
-fn parse<'v>(value: &'v [u8], heads: &mut Heads) -> Option<(Option<Arc<[u8]>>, Envelope<'v>)> {
+fn parse<'v>(value: &'v [u8], heads: &mut Heads, sources: &mut SourceTemplate) -> Option<(Option<Arc<[u8]>>, Envelope<'v>)> {
     if value.starts_with(HEAD) {
         let head = match heads.known(value) {
             Some(head) => head,
@@ -1442,18 +1588,18 @@ fn parse<'v>(value: &'v [u8], heads: &mut Heads) -> Option<(Option<Arc<[u8]>>, E
         };
         let rest = std::str::from_utf8(&value[head.len() + SEP.len()..]).ok()?;
         let body = rest.trim_end_matches([' ', '\t', '\n', '\r']).strip_suffix('}')?;
-        return Some((Some(head), envelope(body)?));
+        return Some((Some(head), envelope(body, sources)?));
     }
     let text = std::str::from_utf8(value).ok()?;
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    Some((None, envelope(text)?))
+    Some((None, envelope(text, sources)?))
 }
 
 /// The envelope in ``text``: scanned in one pass, or by serde where the scanner stops.
-fn envelope(text: &str) -> Option<Envelope<'_>> {
-    scan_envelope(text).or_else(|| serde_json::from_str(text).ok())
+fn envelope<'t>(text: &'t str, sources: &mut SourceTemplate) -> Option<Envelope<'t>> {
+    scan_envelope(text, sources).or_else(|| serde_json::from_str(text).ok())
 }
 

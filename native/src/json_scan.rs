@@ -20,6 +20,7 @@ pub(crate) struct Number<'a> {
 }
 
 /// A cursor over one JSON text (valid UTF-8: the caller checked it).
+#[derive(Clone)]
 pub(crate) struct Scan<'a> {
     text: &'a str,
     pos: usize,
@@ -35,6 +36,32 @@ impl<'a> Scan<'a> {
 
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
+    }
+
+    /// The cursor's offset in the text (after any whitespace [`Scan::peek`] skipped).
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The text from the cursor on.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.bytes()[self.pos..]
+    }
+
+    /// The text from ``start`` to the cursor.
+    pub(crate) fn text_from(&self, start: usize) -> &'a str {
+        &self.text[start..self.pos]
+    }
+
+    /// Moves the cursor ``n`` bytes on, over text the caller has already checked (compared
+    /// byte for byte with text a scan accepted in the same place); past the end: ``None``.
+    pub(crate) fn advance(&mut self, n: usize) -> Option<()> {
+        (self.pos + n <= self.text.len()).then(|| self.pos += n)
+    }
+
+    /// ``n`` bytes from the cursor, as text (``None`` past the end or off a character boundary).
+    pub(crate) fn ahead(&self, n: usize) -> Option<&'a str> {
+        self.text.get(self.pos..self.pos + n)
     }
 
     /// The next byte after any JSON whitespace (not consumed).
