@@ -480,26 +480,38 @@ fn scan_source<'a>(scan: &mut Scan<'a>, mut spans: Option<&mut Vec<(u32, usize, 
 }
 
 /// The fields of a block that change from message to message (the event's time and
-/// position): read again from each block matched with the [`SourceTemplate`].
+/// position): read again from each block matched with the [`SourceTemplate`] where their
+/// bytes differ from the template's.
 const VARYING_SOURCE_FIELDS: u32 = 16 | 32 | 64 | 128 | 512;
 
-/// One kept field of a [`SourceTemplate`]: its bit, its value's span in the block, and
-/// whether it is read again (else placed: its bytes are the template's).
+/// How a [`SourceTemplate`] field's value is had from a block that matches it.
+#[derive(Clone, Copy, PartialEq)]
+enum FieldKind {
+    /// Placed from its bytes, equal to the template's (a plain string or null, a raw value).
+    Placed,
+    /// A varying field: placed where its bytes equal the template's, else read again.
+    Varying,
+    /// Read again (a kept string with escapes: its text is decoded).
+    Read,
+}
+
+/// One kept field of a [`SourceTemplate`]: its bit, its value's span in the block, its kind.
 struct TemplateField {
     bit: u32,
     start: usize,
     end: usize,
-    read: bool,
+    kind: FieldKind,
 }
 
 /// The last ``source`` block scanned in full. Debezium repeats it nearly unchanged from
 /// message to message (callgrind: its scan was a sixth of a with-schema message), so a
 /// block whose bytes equal this one's, but for the values of the varying fields
 /// ([`VARYING_SOURCE_FIELDS`]), is not scanned again: its bytes are compared with the
-/// template's between those values, which are read as the full scan reads them; the other
-/// kept fields' values are placed from their equal bytes (a plain string or null, or a value
-/// kept as written). Equal bytes in the same place scan alike, so the result is the full
-/// scan's; any other block is scanned in full and becomes the template.
+/// template's in stretches up to each varying field's end (else its start, and that value is
+/// read as the full scan reads it), and the kept fields' values in equal stretches are placed
+/// from their bytes. Equal bytes in the same place scan alike (a value's end is fixed by the
+/// equal bytes after it: a separator or the block's end), so the result is the full scan's; any
+/// other block is scanned in full and becomes the template.
 #[derive(Default)]
 pub(crate) struct SourceTemplate {
     /// The block as written, from its ``{`` to its ``}``.
@@ -508,6 +520,8 @@ pub(crate) struct SourceTemplate {
     fields: Vec<TemplateField>,
     /// An ``scn`` field (a name the template's bytes hold).
     scn: bool,
+    /// Its ``ts_ms`` as read (placed with its bytes).
+    ts_ms: Option<i64>,
 }
 
 impl SourceTemplate {
@@ -518,64 +532,87 @@ impl SourceTemplate {
             return None;
         }
         scan.peek()?;
+        let base = scan.position();
+        let text = scan.rest();
         let mut s = Source { scn: self.scn, ..Default::default() };
-        let mut done = 0; // template bytes matched so far
-        for f in &self.fields {
-            let upto = if f.read { f.start } else { f.end };
-            if !scan.rest().starts_with(&self.bytes[done..upto]) {
+        // Template bytes checked so far, where the block is at that point, the first field not set.
+        let (mut done, mut at, mut next) = (0, 0, 0);
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.kind == FieldKind::Placed {
+                continue;
+            }
+            if f.kind == FieldKind::Varying && text.get(at..at + f.end - done) == Some(&self.bytes[done..f.end]) {
+                self.place(scan, &mut s, &self.fields[next..=i], base + at, done)?;
+                (at, done, next) = (at + f.end - done, f.end, i + 1);
+                continue;
+            }
+            if text.get(at..at + f.start - done) != Some(&self.bytes[done..f.start]) {
                 return None;
             }
-            scan.advance(f.start - done)?;
-            if f.read {
-                read_source_field(scan, &mut s, f.bit)?;
-            } else {
-                let value = scan.ahead(f.end - f.start)?;
-                place_source_field(&mut s, f.bit, value);
-                scan.advance(f.end - f.start)?;
-            }
-            done = f.end;
+            self.place(scan, &mut s, &self.fields[next..i], base + at, done)?;
+            scan.seek(base + at + f.start - done)?;
+            read_source_field(scan, &mut s, f.bit)?;
+            (at, done, next) = (scan.position() - base, f.end, i + 1);
         }
         let tail = &self.bytes[done..];
-        if !scan.rest().starts_with(tail) {
+        if text.get(at..at + tail.len()) != Some(tail) {
             return None;
         }
-        scan.advance(tail.len())?;
+        self.place(scan, &mut s, &self.fields[next..], base + at, done)?;
+        scan.seek(base + at + tail.len())?;
         Some(s)
     }
 
-    /// ``block`` (a block [`scan_source`] read, with the ``spans`` of its kept fields,
-    /// offsets in ``block``) as the template.
-    fn remember(&mut self, block: &str, spans: &[(u32, usize, usize)], scn: bool) {
+    /// The values of ``fields`` (after template offset ``done``) placed from the block's text
+    /// (bytes checked equal to the template's), ``done`` being at ``origin`` in the scanned text.
+    fn place<'a>(&self, scan: &Scan<'a>, s: &mut Source<'a>, fields: &[TemplateField], origin: usize, done: usize) -> Option<()> {
+        for f in fields {
+            let value = scan.slice(origin + (f.start - done), origin + (f.end - done))?;
+            let text = || (value != "null").then(|| Cow::Borrowed(&value[1..value.len() - 1]));
+            match f.bit {
+                1 => s.db = text(),
+                2 => s.table = text(),
+                4 => s.connector = text(),
+                8 => s.schema = text(),
+                16 => s.ts_ms = self.ts_ms,
+                32 => {
+                    s.tx_id = !value.bytes().all(|b| b.is_ascii_digit());
+                    s.tx_id_raw = Some(value);
+                }
+                64 => s.file = Some(value),
+                128 => s.pos = Some(value),
+                256 => s.server_id = Some(value),
+                512 => s.gtid = Some(value),
+                _ => return None, // not a kept field: not reached
+            }
+        }
+        Some(())
+    }
+
+    /// ``block`` (a block [`scan_source`] read as ``source``, with the ``spans`` of its kept
+    /// fields, offsets in ``block``) as the template.
+    fn remember(&mut self, block: &str, spans: &[(u32, usize, usize)], source: &Source) {
         self.bytes.clear();
         self.bytes.extend_from_slice(block.as_bytes());
         self.fields.clear();
         for &(bit, start, end) in spans {
-            // Placed: a value kept as written, or a string's text without escapes (or null).
             let value = &block[start..end];
-            let plain_string = value == "null" || (value.starts_with('"') && !value.contains('\\'));
-            let read = bit & VARYING_SOURCE_FIELDS != 0 || (bit & (1 | 2 | 4 | 8) != 0 && !plain_string);
-            self.fields.push(TemplateField { bit, start, end, read });
+            let kind = if bit & VARYING_SOURCE_FIELDS != 0 {
+                FieldKind::Varying
+            } else if bit & (1 | 2 | 4 | 8) != 0 && value.contains('\\') {
+                FieldKind::Read // a string with escapes: its text decoded by the reader
+            } else {
+                FieldKind::Placed
+            };
+            self.fields.push(TemplateField { bit, start, end, kind });
         }
-        self.scn = scn;
+        self.scn = source.scn;
+        self.ts_ms = source.ts_ms;
     }
 
     fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
-    }
-}
-
-/// A kept field's value from bytes equal to those the template's scan read (what
-/// [`read_source_field`] reads of them): a string without escapes, null, or the value as written.
-fn place_source_field<'a>(s: &mut Source<'a>, bit: u32, value: &'a str) {
-    let text = || (value != "null").then(|| Cow::Borrowed(&value[1..value.len() - 1]));
-    match bit {
-        1 => s.db = text(),
-        2 => s.table = text(),
-        4 => s.connector = text(),
-        8 => s.schema = text(),
-        256 => s.server_id = Some(value),
-        _ => unreachable!("only these fields are placed"),
     }
 }
 
@@ -596,7 +633,7 @@ fn scan_source_with<'a>(scan: &mut Scan<'a>, template: &mut SourceTemplate) -> O
         span.1 -= start;
         span.2 -= start;
     }
-    template.remember(block, &spans, source.scn);
+    template.remember(block, &spans, &source);
     Some(source)
 }
 

@@ -53,15 +53,15 @@ impl<'a> Scan<'a> {
         &self.text[start..self.pos]
     }
 
-    /// Moves the cursor ``n`` bytes on, over text the caller has already checked (compared
-    /// byte for byte with text a scan accepted in the same place); past the end: ``None``.
-    pub(crate) fn advance(&mut self, n: usize) -> Option<()> {
-        (self.pos + n <= self.text.len()).then(|| self.pos += n)
+    /// Moves the cursor to ``pos`` (text a caller compared with text a scan accepted in the
+    /// same place, or a value's start); past the end: ``None``.
+    pub(crate) fn seek(&mut self, pos: usize) -> Option<()> {
+        (pos <= self.text.len()).then(|| self.pos = pos)
     }
 
-    /// ``n`` bytes from the cursor, as text (``None`` past the end or off a character boundary).
-    pub(crate) fn ahead(&self, n: usize) -> Option<&'a str> {
-        self.text.get(self.pos..self.pos + n)
+    /// The text from ``start`` to ``end`` (``None`` past the end or off a character boundary).
+    pub(crate) fn slice(&self, start: usize, end: usize) -> Option<&'a str> {
+        self.text.get(start..end)
     }
 
     /// The next byte after any JSON whitespace (not consumed).
