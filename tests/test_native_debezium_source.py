@@ -209,3 +209,23 @@ def test_the_regular_stream_is_read_natively() -> None:
     (the template serves all but the first)."""
     pairs = [(insert(block(ts_ms=1_700_000_000_000 + n), n), KEY) for n in range(50)]
     assert assert_same(keyed(pairs), WRITERS[5], {}) == 50
+
+
+def test_schema_parts_changing_by_one_byte() -> None:
+    """Messages whose schema part differs from the last one's by one byte (a struct's name, a
+    field's optionality) among regular ones, with source blocks changing too: each schema part
+    is recognised by its own bytes (the remembered parts compared whole), both paths agree."""
+    pairs = with_schema([(insert(block(ts_ms=1_700_000_000_000 + n, pos=n), n), key(n)) for n in range(8)])
+    mutated: list[tuple[bytes | None, bytes | None]] = []
+    for n, (value, k) in enumerate(pairs):
+        assert value is not None
+        if n % 3 == 1:
+            value = value.replace(b'"name":"cdc_smt.shop.t.Value"', b'"name":"cdc_smt.shop.t.Valud"', 1)
+        elif n % 3 == 2:
+            value = value.replace(b'"optional":true', b'"optional":fals', 1)  # not JSON: Python's
+        mutated.append((value, k))
+    assert sum(v != p[0] for (v, _), p in zip(mutated, pairs, strict=True)) >= 4
+    for writer in (WRITERS[0], WRITERS[5]):
+        assert assert_same(keyed(mutated), writer, {"schemas_enable": True}) == sum(
+            b'"optional":fals,' not in (v or b"") for v, _ in mutated
+        )
