@@ -229,3 +229,23 @@ def test_schema_parts_changing_by_one_byte() -> None:
         assert assert_same(keyed(mutated), writer, {"schemas_enable": True}) == sum(
             b'"optional":fals,' not in (v or b"") for v, _ in mutated
         )
+
+
+#: A fuzz finding (``native:debezium-json>debezium-json``): under a schema part, a struct value
+#: whose number orjson re-writes (``0.90`` as ``0.9``) was copied as written by the Debezium writer.
+FUZZ_STRUCT = (
+    b'{"schema":{"":"","":[{"":[{"":"","":false,"":"","":true,"":""}],"":true,"":""},{"":"","":['
+    b'{"":""},{"":"","":false,"":"","":""},{"":""}],"":"","":[{"":"","":"","":false,"":"","":fal'
+    b'se,"":true,"":"","":{"":""},"":"","":false,"":""},{"":"","":false,"":"","":false,"":""},{"'
+    b'":""},{"":"","":true,"":""}],"":false,"":"","":false,"":"","":true,"":"","":[{"":""},{"":"'
+    b'","":false,"":""},{"":""}],"":""}],"":false,"":""},"payload":{"before":null,"after":{"d":1'
+    b',"":{"":["",0.90]},"n":"","e":4},"source":{"v":"","c":"","e":"","ts_ms":1,"":"","db":"","s'
+    b'":"","table":"","d":1,"l":0,"n":null},"op":"r","ts_ms":1,"":null}}'
+)
+
+
+def test_struct_values_orjson_rewrites() -> None:
+    """The fuzz finding's event: both paths agree (its struct is Python's)."""
+    records = keyed([(FUZZ_STRUCT, b'{"":1}')])
+    for writer in WRITERS[:2]:
+        assert_same(records, writer, {})

@@ -915,11 +915,14 @@ impl DebeziumOut {
     /// Are the images' values ones this writer copies (no objects, whose text orjson may
     /// re-write; no exact re-read of numbers)?
     fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
+        // Objects are Python's whatever the exact columns (their text copied as written where
+        // orjson writes ``0.90`` as ``0.9``: a fuzz finding, ``&&`` once bound before ``||``).
         let objects = images.iter().flatten().any(|image| image.iter().any(|(_, v)| v.kind == Kind::Obj));
-        !objects && self.exact.is_empty()
-            || images.iter().flatten().all(|image| {
-                image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
-            })
+        !objects
+            && (self.exact.is_empty()
+                || images.iter().flatten().all(|image| {
+                    image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
+                }))
     }
 }
 
