@@ -9,7 +9,6 @@
 //! below; every value whose JSON kind or range the Python decoder would read otherwise
 //! (or refuse) goes to Python.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -80,33 +79,45 @@ impl Connect {
         })
     }
 
-    /// The value's Canal text (``Ok(None)``: null); ``Err``: Python's (another JSON kind,
-    /// out of range, not canonical base64, ...).
-    pub(crate) fn text<'a>(&self, v: &'a Value<'a>) -> Result<Option<Cow<'a, str>>, ()> {
-        let Some(text) = v.text.as_deref() else { return Ok(None) };
+    /// The value's Canal text: null, the value's own text, or written at the end of ``out``
+    /// (one buffer for a message's texts, reused: no allocation per value); ``Err``: Python's
+    /// (another JSON kind, out of range, not canonical base64, ...).
+    pub(crate) fn write(&self, v: &Value<'_>, out: &mut String) -> Result<Place, ()> {
+        let Some(text) = v.text.as_deref() else { return Ok(Place::Null) };
         if (v.kind == Kind::Obj) != (*self == Connect::VariableScale) {
             return Err(()); // an object where a scalar belongs, or the other way round: Python's
         }
         let int = || if v.kind == Kind::Int { text.parse::<i64>().map_err(|_| ()) } else { Err(()) };
         let string = || if v.kind == Kind::Str { Ok(text) } else { Err(()) };
-        let owned = match self {
-            Connect::Text => return Ok(Some(Cow::Borrowed(text))),
-            Connect::Days => days_text(int()?).ok_or(())?,
-            Connect::Decimal(scale) => with_b64(string()?, |bytes| decimal_text(bytes, *scale as usize))?,
-            Connect::Epoch(n) => datetime_text(micros(int()?, *n)?)?,
-            Connect::Zoned(zone) => zoned_text(string()?, zone.as_ref(), false)?,
-            Connect::ZonedUnfolded(zone) => zoned_text(string()?, Some(zone), true)?,
-            Connect::Time(n) => time_text(micros(int()?, *n)?)?,
-            Connect::Base64 => b64(string()?)?.iter().map(|&b| b as char).collect(),
+        let start = out.len();
+        match self {
+            Connect::Text => return Ok(Place::Own),
+            Connect::Days => push_days(out, int()?)?,
+            Connect::Decimal(scale) => with_b64(string()?, |bytes| push_decimal(out, bytes, *scale as usize))?,
+            Connect::Epoch(n) => push_datetime(out, micros(int()?, *n)?)?,
+            Connect::Zoned(zone) => push_zoned(out, string()?, zone.as_ref(), false)?,
+            Connect::ZonedUnfolded(zone) => push_zoned(out, string()?, Some(zone), true)?,
+            Connect::Time(n) => push_time(out, micros(int()?, *n)?)?,
+            Connect::Base64 => out.extend(b64(string()?)?.iter().map(|&b| b as char)),
             // A JSON integer's text (no leading zeros) is its number's: not negative, as it is.
-            Connect::Unsigned64 if int()? >= 0 && !text.starts_with('-') => return Ok(Some(Cow::Borrowed(text))),
-            Connect::Unsigned64 => itoa::Buffer::new().format(int()? as u64).to_owned(),
-            Connect::Bits => bits_text(&b64(string()?)?)?,
-            Connect::VariableScale => variable_scale_text(text)?,
-            Connect::SetBits(labels) => set_bits_text(labels, string()?)?,
-        };
-        Ok(Some(Cow::Owned(owned)))
+            Connect::Unsigned64 if int()? >= 0 && !text.starts_with('-') => return Ok(Place::Own),
+            Connect::Unsigned64 => out.push_str(itoa::Buffer::new().format(int()? as u64)),
+            Connect::Bits => out.push_str(&bits_text(&b64(string()?)?)?),
+            Connect::VariableScale => push_variable_scale(out, text)?,
+            Connect::SetBits(labels) => out.push_str(&set_bits_text(labels, string()?)?),
+        }
+        Ok(Place::Written(start, out.len()))
     }
+}
+
+/// Where [`Connect::write`] put a value's Canal text.
+#[derive(Clone, Copy)]
+pub(crate) enum Place {
+    Null,
+    /// The value's own text (``Value::text``).
+    Own,
+    /// ``out[start..end]``.
+    Written(usize, usize),
 }
 
 fn per_second(arg: &str) -> Option<i64> {
@@ -147,11 +158,12 @@ fn with_b64<T>(text: &str, read: impl FnOnce(&[u8]) -> T) -> Result<T, ()> {
 /// A ``VariableScaleDecimal`` struct's decimal text: ``scale`` a JSON integer (0 to 1000),
 /// ``value`` canonical base64 (the last of repeated fields, as orjson reads them); any other
 /// form (Python's ``int()`` also reads ``2.0`` or ``"2"``) is Python's.
-fn variable_scale_text(raw: &str) -> Result<String, ()> {
+fn push_variable_scale(out: &mut String, raw: &str) -> Result<(), ()> {
     let object: serde_json::Value = serde_json::from_str(raw).map_err(|_| ())?;
     let scale = object.get("scale").and_then(serde_json::Value::as_u64).filter(|s| *s <= 1000).ok_or(())?;
     let value = object.get("value").and_then(serde_json::Value::as_str).ok_or(())?;
-    Ok(decimal_text(&b64(value)?, scale as usize))
+    push_decimal(out, &b64(value)?, scale as usize);
+    Ok(())
 }
 
 /// The unsigned little-endian integer of ``bytes`` (``int.from_bytes(b, "little")``) as
@@ -181,9 +193,10 @@ fn set_bits_text(labels: &[String], text: &str) -> Result<String, ()> {
 }
 
 /// ``YYYY-MM-DD`` of a count of days since 1970-01-01 (``None`` outside years 1 to 9999).
-pub(crate) fn days_text(days: i64) -> Option<String> {
-    let (year, month, day) = civil(days)?;
-    stamp(year, month, day, None).ok()
+fn push_days(out: &mut String, days: i64) -> Result<(), ()> {
+    let (year, month, day) = civil(days).ok_or(())?;
+    push_stamp(out, year, month, day, None);
+    Ok(())
 }
 
 /// The (year, month, day) of a count of days since 1970-01-01, years 1 to 9999 only.
@@ -199,7 +212,7 @@ fn civil(days: i64) -> Option<(u32, u32, u32)> {
 /// microseconds), each field written digit by digit into one fixed buffer: a date and clock
 /// through a formatter per field (``itoa`` and seven pushes) cost about three times as many
 /// instructions per with-schema message (callgrind).
-fn stamp(year: u32, month: u32, day: u32, clock: Option<(u32, u32)>) -> Result<String, ()> {
+fn push_stamp(out: &mut String, year: u32, month: u32, day: u32, clock: Option<(u32, u32)>) {
     let mut text = *b"0000-00-00 00:00:00.000000";
     put_digits(&mut text[0..4], year);
     put_digits(&mut text[5..7], month);
@@ -217,7 +230,7 @@ fn stamp(year: u32, month: u32, day: u32, clock: Option<(u32, u32)>) -> Result<S
     debug_assert!(text.is_ascii());
     // SAFETY: ASCII only (the template's punctuation and ``put_digits``' digits), so UTF-8;
     // checking it again cost 90 instructions a value (callgrind), a third of the conversion.
-    Ok(unsafe { String::from_utf8_unchecked(text[..len].to_vec()) })
+    out.push_str(unsafe { std::str::from_utf8_unchecked(&text[..len]) });
 }
 
 /// ``n`` in decimal, zero-padded to ``width`` digits: ``format!("{n:0width$}")`` without the
@@ -243,35 +256,35 @@ fn push_clock(out: &mut String, seconds: u64, fraction: u64) {
 }
 
 /// ``YYYY-MM-DD HH:MM:SS.ffffff`` of microseconds since 1970-01-01 (years 1 to 9999).
-fn datetime_text(micros: i64) -> Result<String, ()> {
+fn push_datetime(out: &mut String, micros: i64) -> Result<(), ()> {
     let days = micros.div_euclid(86_400_000_000);
     let day_micros = micros.rem_euclid(86_400_000_000); // not negative, below a day's
     let (year, month, day) = civil(days).ok_or(())?;
     let seconds = u32::try_from(day_micros / 1_000_000).map_err(drop)?;
     let fraction = u32::try_from(day_micros % 1_000_000).map_err(drop)?;
-    stamp(year, month, day, Some((seconds, fraction)))
+    push_stamp(out, year, month, day, Some((seconds, fraction)));
+    Ok(())
 }
 
 /// ``[-]HH:MM:SS.ffffff`` of a signed count of microseconds (at most 999 hours).
-fn time_text(micros: i64) -> Result<String, ()> {
+fn push_time(out: &mut String, micros: i64) -> Result<(), ()> {
     let abs = micros.unsigned_abs();
     let (seconds, fraction) = (abs / 1_000_000, abs % 1_000_000);
     if seconds / 3600 > 999 {
         return Err(());
     }
-    let mut out = String::with_capacity(17);
     if micros < 0 {
         out.push('-');
     }
-    push_clock(&mut out, seconds, fraction);
-    Ok(out)
+    push_clock(out, seconds, fraction);
+    Ok(())
 }
 
 /// ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]`` then ``Z`` or ``±HH:MM`` (what ``fromisoformat`` reads
 /// alike; any other form is Python's) as the wall clock ``YYYY-MM-DD HH:MM:SS.ffffff`` of the
 /// instant in ``zone`` (``None``: UTC, years 1 to 9999; a zone: years 1900 to 2037, where
 /// the zone databases agree); ``unfolded``: a wall clock the zone repeats is an error.
-fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Result<String, ()> {
+fn push_zoned(out: &mut String, text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Result<(), ()> {
     use chrono::{NaiveDate, TimeZone};
     let b = text.as_bytes();
     let digits = |r: std::ops::Range<usize>| -> Result<u32, ()> {
@@ -317,7 +330,8 @@ fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Resul
         if !(1..=9999).contains(&year) {
             return Err(());
         }
-        return stamp(year, month, day, Some((hour * 3600 + minute * 60 + second, micros)));
+        push_stamp(out, year, month, day, Some((hour * 3600 + minute * 60 + second, micros)));
+        return Ok(());
     }
     let utc = local.checked_sub_signed(chrono::TimeDelta::seconds(offset_seconds)).ok_or(())?;
     let wall = match zone {
@@ -336,18 +350,18 @@ fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Resul
     };
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or(())?.and_hms_opt(0, 0, 0).ok_or(())?;
     let us = (wall - epoch).num_microseconds().ok_or(())?;
-    datetime_text(us)
+    push_datetime(out, us)
 }
 
 /// The decimal text of a big-endian two's complement integer at ``scale``: what
 /// ``Decimal(n).scaleb(-scale)`` is (``0.05``, ``-12.30``, ``0.00``).
-fn decimal_text(bytes: &[u8], scale: usize) -> String {
+fn push_decimal(out: &mut String, bytes: &[u8], scale: usize) {
     let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
     if bytes.len() <= 16 {
         // Sign-extended into 128 bits: no copy of the bytes, the digits on the stack.
         let n = bytes.iter().fold(if negative { u128::MAX } else { 0 }, |n, &b| n << 8 | u128::from(b));
         let mut buf = itoa::Buffer::new();
-        return with_point(negative, buf.format((n as i128).unsigned_abs()), scale);
+        return push_point(out, negative, buf.format((n as i128).unsigned_abs()), scale);
     }
     let mut magnitude: Vec<u8> = bytes.to_vec();
     if negative {
@@ -363,12 +377,11 @@ fn decimal_text(bytes: &[u8], scale: usize) -> String {
             }
         }
     }
-    with_point(negative, &decimal_digits(magnitude), scale)
+    push_point(out, negative, &decimal_digits(magnitude), scale);
 }
 
 /// ``digits`` (a magnitude) as a decimal at ``scale``: zeros before it up to one integer digit.
-fn with_point(negative: bool, digits: &str, scale: usize) -> String {
-    let mut out = String::with_capacity(digits.len() + scale + 3);
+fn push_point(out: &mut String, negative: bool, digits: &str, scale: usize) {
     if negative {
         out.push('-');
     }
@@ -379,7 +392,7 @@ fn with_point(negative: bool, digits: &str, scale: usize) -> String {
             out.push('0');
         }
         out.push_str(digits);
-        return out;
+        return;
     }
     let point = digits.len() - scale;
     out.push_str(&digits[..point]);
@@ -387,7 +400,6 @@ fn with_point(negative: bool, digits: &str, scale: usize) -> String {
         out.push('.');
         out.push_str(&digits[point..]);
     }
-    out
 }
 
 /// An unsigned big-endian integer's decimal digits (``0`` for none): up to 16 bytes (38
@@ -429,6 +441,36 @@ fn long_decimal_digits(mut magnitude: Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pushed text of ``push`` as a value of its own.
+    fn pushed<E>(push: impl FnOnce(&mut String) -> Result<(), E>) -> Result<String, E> {
+        let mut out = String::new();
+        push(&mut out).map(|()| out)
+    }
+
+    fn decimal_text(bytes: &[u8], scale: usize) -> String {
+        pushed::<()>(|out| Ok(push_decimal(out, bytes, scale))).unwrap()
+    }
+
+    fn datetime_text(micros: i64) -> Result<String, ()> {
+        pushed(|out| push_datetime(out, micros))
+    }
+
+    fn time_text(micros: i64) -> Result<String, ()> {
+        pushed(|out| push_time(out, micros))
+    }
+
+    fn days_text(days: i64) -> Option<String> {
+        pushed(|out| push_days(out, days)).ok()
+    }
+
+    fn zoned_text(text: &str, zone: Option<&chrono_tz::Tz>, unfolded: bool) -> Result<String, ()> {
+        pushed(|out| push_zoned(out, text, zone, unfolded))
+    }
+
+    fn variable_scale_text(raw: &str) -> Result<String, ()> {
+        pushed(|out| push_variable_scale(out, raw))
+    }
 
     #[test]
     fn decimals() {

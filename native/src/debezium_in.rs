@@ -38,7 +38,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::canal::{self, Checked, Text, FIELD_DATABASE, FIELD_ES, FIELD_OLD, FIELD_PK_NAMES, FIELD_TABLE, FIELD_TS};
-use crate::connect_in::Connect;
+use crate::connect_in::{Connect, Place};
 use crate::json_scan::Scan;
 use crate::typed_in::Tables;
 use crate::{canal_out, canon, dts_avro_out, maxwell_out, ogg_out, ticdc_out, typed_json, Encoder, Output};
@@ -310,7 +310,7 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
 /// The single-pass reading (``json_scan``) of what the deserializers above read: the same
 /// [`Envelope`], or ``None`` when serde must decide (anything unusual: escapes serde
 /// decodes, values an image leaves to Python, a repeated field, malformed text).
-fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
+fn scan_envelope<'t>(text: &'t str, sources: &mut SourceTemplate) -> Option<Envelope<'t>> {
     let mut scan = Scan::new(text);
     let mut e = Envelope::default();
     scan.object(|scan, name| {
@@ -339,7 +339,7 @@ fn scan_envelope(text: &str) -> Option<Envelope<'_>> {
             2 => e.before = scan_image(scan, true)?,
             4 => e.after = scan_image(scan, true)?,
             8 => {
-                let (source, raw) = scan.spanned(scan_source)?;
+                let (source, raw) = scan.spanned(|scan| scan_source_with(scan, sources))?;
                 e.source = Some(source);
                 e.source_raw = Some(raw);
             }
@@ -393,68 +393,248 @@ fn scan_value<'a>(scan: &mut Scan<'a>, objects: bool) -> Option<Value<'a>> {
     }
 }
 
-/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``).
-fn scan_source<'a>(scan: &mut Scan<'a>) -> Option<Source<'a>> {
+/// A ``source`` field's bit in [`scan_source`]'s set of those met (0: a field it does not know).
+fn source_bit(name: &str) -> u32 {
+    match name {
+        "db" => 1,
+        "table" => 2,
+        "connector" => 4,
+        "schema" => 8,
+        "ts_ms" => 16,
+        "txId" => 32,
+        "file" => 64,
+        "pos" => 128,
+        "server_id" => 256,
+        "gtid" => 512,
+        // Debezium's other fields (MySQL's and the common ones): checked, not kept.
+        "version" => 1 << 10,
+        "name" => 1 << 11,
+        "snapshot" => 1 << 12,
+        "sequence" => 1 << 13,
+        "row" => 1 << 14,
+        "thread" => 1 << 15,
+        "query" => 1 << 16,
+        "ts_us" => 1 << 17,
+        "ts_ns" => 1 << 18,
+        _ => 0,
+    }
+}
+
+/// The fields [`Source`] keeps (bits of [`source_bit`]).
+const KEPT_SOURCE_FIELDS: u32 = (1 << 10) - 1;
+
+/// A known field's value read into ``s`` (bit of [`source_bit`]; not kept: checked and skipped).
+fn read_source_field<'a>(scan: &mut Scan<'a>, s: &mut Source<'a>, bit: u32) -> Option<()> {
+    match bit {
+        1 => s.db = scan.optional_string()?,
+        2 => s.table = scan.optional_string()?,
+        4 => s.connector = scan.optional_string()?,
+        8 => s.schema = scan.optional_string()?,
+        16 => s.ts_ms = scan.optional_i64()?,
+        32 => {
+            let raw = scan.value()?;
+            s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
+            s.tx_id_raw = Some(raw);
+        }
+        64 => s.file = Some(scan.value()?),
+        128 => s.pos = Some(scan.value()?),
+        256 => s.server_id = Some(scan.value()?),
+        512 => s.gtid = Some(scan.value()?),
+        _ => {
+            scan.value()?;
+        }
+    }
+    Some(())
+}
+
+/// The ``source`` block as [`Source`] reads it (a repeated field: ``None``); ``spans``, when
+/// given, receives each kept field's bit and its value's span (from its first byte, past
+/// whitespace, to its end) in the text.
+fn scan_source<'a>(scan: &mut Scan<'a>, mut spans: Option<&mut Vec<(u32, usize, usize)>>) -> Option<Source<'a>> {
     let mut s = Source::default();
     let mut known: u32 = 0;
     let mut others: Vec<Cow<'a, str>> = Vec::new();
     scan.object(|scan, name| {
-        let bit = match name.as_ref() {
-            "db" => 1,
-            "table" => 2,
-            "connector" => 4,
-            "schema" => 8,
-            "ts_ms" => 16,
-            "txId" => 32,
-            "file" => 64,
-            "pos" => 128,
-            "server_id" => 256,
-            "gtid" => 512,
-            // Debezium's other fields (MySQL's and the common ones): checked, not kept.
-            "version" => 1 << 10,
-            "name" => 1 << 11,
-            "snapshot" => 1 << 12,
-            "sequence" => 1 << 13,
-            "row" => 1 << 14,
-            "thread" => 1 << 15,
-            "query" => 1 << 16,
-            "ts_us" => 1 << 17,
-            "ts_ns" => 1 << 18,
-            _ => {
-                if others.contains(&name) {
-                    return None;
-                }
-                s.scn |= name == "scn";
-                others.push(name);
-                return scan.value().map(drop);
+        let bit = source_bit(&name);
+        if bit == 0 {
+            if others.contains(&name) {
+                return None;
             }
-        };
+            s.scn |= name == "scn";
+            others.push(name);
+            return scan.value().map(drop);
+        }
         if known & bit != 0 {
             return None;
         }
         known |= bit;
-        match bit {
-            1 => s.db = scan.optional_string()?,
-            2 => s.table = scan.optional_string()?,
-            4 => s.connector = scan.optional_string()?,
-            8 => s.schema = scan.optional_string()?,
-            16 => s.ts_ms = scan.optional_i64()?,
-            32 => {
-                let raw = scan.value()?;
-                s.tx_id = !raw.bytes().all(|b| b.is_ascii_digit());
-                s.tx_id_raw = Some(raw);
-            }
-            64 => s.file = Some(scan.value()?),
-            128 => s.pos = Some(scan.value()?),
-            256 => s.server_id = Some(scan.value()?),
-            512 => s.gtid = Some(scan.value()?),
-            _ => {
-                scan.value()?;
-            }
+        scan.peek()?;
+        let start = scan.position();
+        read_source_field(scan, &mut s, bit)?;
+        if let Some(spans) = spans.as_deref_mut().filter(|_| bit & KEPT_SOURCE_FIELDS != 0) {
+            spans.push((bit, start, scan.position()));
         }
         Some(())
     })?;
     Some(s)
+}
+
+/// The fields of a block that change from message to message (the event's time and
+/// position): read again from each block matched with the [`SourceTemplate`] where their
+/// bytes differ from the template's.
+const VARYING_SOURCE_FIELDS: u32 = 16 | 32 | 64 | 128 | 512;
+
+/// How a [`SourceTemplate`] field's value is had from a block that matches it.
+#[derive(Clone, Copy, PartialEq)]
+enum FieldKind {
+    /// Placed from its bytes, equal to the template's (a plain string or null, a raw value).
+    Placed,
+    /// A varying field: placed where its bytes equal the template's, else read again.
+    Varying,
+    /// Read again (a kept string with escapes: its text is decoded).
+    Read,
+}
+
+/// One kept field of a [`SourceTemplate`]: its bit, its value's span in the block, its kind.
+struct TemplateField {
+    bit: u32,
+    start: usize,
+    end: usize,
+    kind: FieldKind,
+}
+
+/// The last ``source`` block scanned in full. Debezium repeats it nearly unchanged from
+/// message to message (callgrind: its scan was a sixth of a with-schema message), so a
+/// block whose bytes equal this one's, but for the values of the varying fields
+/// ([`VARYING_SOURCE_FIELDS`]), is not scanned again: its bytes are compared with the
+/// template's in stretches up to each varying field's end (else its start, and that value is
+/// read as the full scan reads it), and the kept fields' values in equal stretches are placed
+/// from their bytes. Equal bytes in the same place scan alike (a value's end is fixed by the
+/// equal bytes after it: a separator or the block's end), so the result is the full scan's; any
+/// other block is scanned in full and becomes the template.
+#[derive(Default)]
+pub(crate) struct SourceTemplate {
+    /// The block as written, from its ``{`` to its ``}``.
+    bytes: Vec<u8>,
+    /// Its kept fields in block order.
+    fields: Vec<TemplateField>,
+    /// An ``scn`` field (a name the template's bytes hold).
+    scn: bool,
+    /// Its ``ts_ms`` as read (placed with its bytes).
+    ts_ms: Option<i64>,
+}
+
+impl SourceTemplate {
+    /// The block at the cursor read by comparison with the template (the cursor then past
+    /// it); ``None`` (the cursor anywhere) when it differs outside the varying fields' values.
+    fn read<'a>(&self, scan: &mut Scan<'a>) -> Option<Source<'a>> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        scan.peek()?;
+        let base = scan.position();
+        let text = scan.rest();
+        let mut s = Source { scn: self.scn, ..Default::default() };
+        // Template bytes checked so far, where the block is at that point, the first field not set.
+        let (mut done, mut at, mut next) = (0, 0, 0);
+        for (i, f) in self.fields.iter().enumerate() {
+            if f.kind == FieldKind::Placed {
+                continue;
+            }
+            if f.kind == FieldKind::Varying && text.get(at..at + f.end - done) == Some(&self.bytes[done..f.end]) {
+                self.place(scan, &mut s, &self.fields[next..=i], base + at, done)?;
+                (at, done, next) = (at + f.end - done, f.end, i + 1);
+                continue;
+            }
+            if text.get(at..at + f.start - done) != Some(&self.bytes[done..f.start]) {
+                return None;
+            }
+            self.place(scan, &mut s, &self.fields[next..i], base + at, done)?;
+            scan.seek(base + at + f.start - done)?;
+            read_source_field(scan, &mut s, f.bit)?;
+            (at, done, next) = (scan.position() - base, f.end, i + 1);
+        }
+        let tail = &self.bytes[done..];
+        if text.get(at..at + tail.len()) != Some(tail) {
+            return None;
+        }
+        self.place(scan, &mut s, &self.fields[next..], base + at, done)?;
+        scan.seek(base + at + tail.len())?;
+        Some(s)
+    }
+
+    /// The values of ``fields`` (after template offset ``done``) placed from the block's text
+    /// (bytes checked equal to the template's), ``done`` being at ``origin`` in the scanned text.
+    fn place<'a>(&self, scan: &Scan<'a>, s: &mut Source<'a>, fields: &[TemplateField], origin: usize, done: usize) -> Option<()> {
+        for f in fields {
+            let value = scan.slice(origin + (f.start - done), origin + (f.end - done))?;
+            let text = || (value != "null").then(|| Cow::Borrowed(&value[1..value.len() - 1]));
+            match f.bit {
+                1 => s.db = text(),
+                2 => s.table = text(),
+                4 => s.connector = text(),
+                8 => s.schema = text(),
+                16 => s.ts_ms = self.ts_ms,
+                32 => {
+                    s.tx_id = !value.bytes().all(|b| b.is_ascii_digit());
+                    s.tx_id_raw = Some(value);
+                }
+                64 => s.file = Some(value),
+                128 => s.pos = Some(value),
+                256 => s.server_id = Some(value),
+                512 => s.gtid = Some(value),
+                _ => return None, // not a kept field: not reached
+            }
+        }
+        Some(())
+    }
+
+    /// ``block`` (a block [`scan_source`] read as ``source``, with the ``spans`` of its kept
+    /// fields, offsets in ``block``) as the template.
+    fn remember(&mut self, block: &str, spans: &[(u32, usize, usize)], source: &Source) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(block.as_bytes());
+        self.fields.clear();
+        for &(bit, start, end) in spans {
+            let value = &block[start..end];
+            let kind = if bit & VARYING_SOURCE_FIELDS != 0 {
+                FieldKind::Varying
+            } else if bit & (1 | 2 | 4 | 8) != 0 && value.contains('\\') {
+                FieldKind::Read // a string with escapes: its text decoded by the reader
+            } else {
+                FieldKind::Placed
+            };
+            self.fields.push(TemplateField { bit, start, end, kind });
+        }
+        self.scn = source.scn;
+        self.ts_ms = source.ts_ms;
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.fields.clear();
+    }
+}
+
+/// The ``source`` block at the cursor: by the template when it matches, else scanned in full
+/// (and then the template).
+fn scan_source_with<'a>(scan: &mut Scan<'a>, template: &mut SourceTemplate) -> Option<Source<'a>> {
+    let mut probe = scan.clone();
+    if let Some(source) = template.read(&mut probe) {
+        *scan = probe;
+        return Some(source);
+    }
+    scan.peek()?;
+    let start = scan.position();
+    let mut spans = Vec::with_capacity(12);
+    let source = scan_source(scan, Some(&mut spans))?;
+    let block = scan.text_from(start);
+    for span in &mut spans {
+        span.1 -= start;
+        span.2 -= start;
+    }
+    template.remember(block, &spans, &source);
+    Some(source)
 }
 
 /// The key names of a plain JSON object key (``json_scan``; ``None``: [`key_names`]' serde path
@@ -735,11 +915,14 @@ impl DebeziumOut {
     /// Are the images' values ones this writer copies (no objects, whose text orjson may
     /// re-write; no exact re-read of numbers)?
     fn copies(&self, images: [Option<&Cells>; 2]) -> bool {
+        // Objects are Python's whatever the exact columns (their text copied as written where
+        // orjson writes ``0.90`` as ``0.9``: a fuzz finding, ``&&`` once bound before ``||``).
         let objects = images.iter().flatten().any(|image| image.iter().any(|(_, v)| v.kind == Kind::Obj));
-        !objects && self.exact.is_empty()
-            || images.iter().flatten().all(|image| {
-                image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
-            })
+        !objects
+            && (self.exact.is_empty()
+                || images.iter().flatten().all(|image| {
+                    image.iter().all(|(name, v)| matches!(v.kind, Kind::Null | Kind::Str) || !self.exact.iter().any(|c| c == name))
+                }))
     }
 }
 
@@ -761,6 +944,12 @@ pub struct Reader {
     /// The schema parts record keys started with lately (each checked to be exactly
     /// ``{"schema":<one JSON value>`` when remembered).
     key_heads: Heads,
+    /// The last ``source`` block scanned in full (the next ones read by comparison).
+    sources: SourceTemplate,
+    /// The Connect values' converted texts of the message being read, and their places
+    /// ([`connect_rows`]), reused from message to message.
+    texts: String,
+    places: Vec<Place>,
 }
 
 /// Schema parts met lately, the latest first: a message that starts with one of them and
@@ -804,7 +993,7 @@ fn op_index(code: &str) -> Option<usize> {
 
 impl Reader {
     pub fn new(compile: PyObject, max_message_bytes: usize, tombstones_on_delete: bool) -> Reader {
-        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None, heads: Heads(Vec::with_capacity(RECENT_HEADS)), key_heads: Heads(Vec::with_capacity(RECENT_HEADS)) }
+        Reader { compile, max_message_bytes, tombstones_on_delete, tables: Tables::new(), python_heads: HashSet::new(), last_python_head: None, heads: Heads(Vec::with_capacity(RECENT_HEADS)), key_heads: Heads(Vec::with_capacity(RECENT_HEADS)), sources: SourceTemplate::default(), texts: String::new(), places: Vec::new() }
     }
 
     pub fn clear(&mut self) {
@@ -813,6 +1002,7 @@ impl Reader {
         self.last_python_head = None;
         self.heads.0.clear();
         self.key_heads.0.clear();
+        self.sources.clear();
     }
 
     /// Does ``value``'s schema part (as [`split_head`] cuts it) make it Python's? The last
@@ -912,7 +1102,7 @@ impl Reader {
             return Ok(false); // the schema part's values are Python's: the payload is not read
         }
         let Some(pk) = self.key_names(key) else { return Ok(false) };
-        let Some((head, e)) = parse(value, &mut self.heads) else { return Ok(false) };
+        let Some((head, e)) = parse(value, &mut self.heads, &mut self.sources) else { return Ok(false) };
         let (Some(op), Some(source), Some(ts)) = (e.op.as_deref().and_then(op_index), &e.source, e.ts_ms) else { return Ok(false) };
         let (Some(database), Some(table), Some(es)) = (source.db.as_deref(), source.table.as_deref(), source.ts_ms) else { return Ok(false) };
         if e.wrapped {
@@ -987,11 +1177,8 @@ impl Reader {
         if head.is_some() && connect.len() != row.len() {
             return Ok(false); // values in the schema's representations the compiler did not name
         }
-        let Some(data) = connect_row(row, connect) else { return Ok(false) };
-        let old_row = match old.map(|b| connect_row(b, connect)) {
-            Some(None) => return Ok(false), // a value Python reads otherwise, or refuses
-            row => row.flatten(),
-        };
+        // A value Python reads otherwise, or refuses, in either image: Python's.
+        let Some((data, old_row)) = connect_rows(row, old, connect, &mut self.texts, &mut self.places) else { return Ok(false) };
         let m = canal::Message {
             data: Some(vec![data]),
             old: old_row.map(|b| vec![b]),
@@ -1364,18 +1551,42 @@ pub(crate) fn text_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)]) -> canal::Row
     canal::Row(image.iter().map(|(k, v)| (Cow::Borrowed(k.as_ref()), v.text.as_deref().map(Cow::Borrowed))).collect())
 }
 
-/// An image as the Canal rows the writer reads, each value converted from its Connect
-/// representation (``connect``, per column: ``connect_in``); ``None``: Python's.
-fn connect_row<'b>(image: &'b [(Cow<'_, str>, Value<'_>)], connect: &[Connect]) -> Option<canal::Row<'b>> {
+/// An image and an UPDATE's before-image as the Canal rows the writer reads, each value
+/// converted from its Connect representation (``connect``, per column: ``connect_in``);
+/// ``None``: Python's. The converted texts are written into ``texts`` first (their places
+/// into ``places``), both reused from message to message, and the rows then borrow them:
+/// an owned text per converted value cost an allocation and its free (callgrind).
+fn connect_rows<'b>(
+    row: &'b Cells<'_>,
+    old: Option<&'b Cells<'_>>,
+    connect: &[Connect],
+    texts: &'b mut String,
+    places: &mut Vec<Place>,
+) -> Option<(canal::Row<'b>, Option<canal::Row<'b>>)> {
     if connect.iter().all(|c| *c == Connect::Text) {
-        return Some(text_row(image));
+        return Some((text_row(row), old.map(text_row)));
     }
-    let mut row = Vec::with_capacity(image.len());
-    for (n, (k, v)) in image.iter().enumerate() {
-        let text = connect.get(n).unwrap_or(&Connect::Text).text(v).ok()?;
-        row.push((Cow::Borrowed(k.as_ref()), text));
+    texts.clear();
+    places.clear();
+    for image in std::iter::once(row).chain(old) {
+        for (n, (_, v)) in image.iter().enumerate() {
+            places.push(connect.get(n).unwrap_or(&Connect::Text).write(v, texts).ok()?);
+        }
     }
-    Some(canal::Row(row))
+    let texts: &'b String = texts;
+    let placed = |image: &'b Cells<'_>, places: &[Place]| {
+        let cells = image.iter().zip(places).map(|((k, v), place)| {
+            let text = match *place {
+                Place::Null => None,
+                Place::Own => v.text.as_deref().map(Cow::Borrowed),
+                Place::Written(start, end) => Some(Cow::Borrowed(&texts[start..end])),
+            };
+            (Cow::Borrowed(k.as_ref()), text)
+        });
+        canal::Row(cells.collect())
+    };
+    let (row_places, old_places) = places.split_at(row.len());
+    Some((placed(row, row_places), old.map(|b| placed(b, old_places))))
 }
 
 /// ``orjson.dumps({name: row.get(name) for name in pk})`` of the raw values (``None``
@@ -1430,7 +1641,7 @@ fn split_head(value: &[u8]) -> Option<&[u8]> {
 /// Python decoder splits ``{"schema":...,"payload":...}`` (at the first ``,"payload":``),
 /// else ``None``. A schema part among ``heads`` is cut without a search (its text was
 /// checked when it was remembered), any other is remembered.
-fn parse<'v>(value: &'v [u8], heads: &mut Heads) -> Option<(Option<Arc<[u8]>>, Envelope<'v>)> {
+fn parse<'v>(value: &'v [u8], heads: &mut Heads, sources: &mut SourceTemplate) -> Option<(Option<Arc<[u8]>>, Envelope<'v>)> {
     if value.starts_with(HEAD) {
         let head = match heads.known(value) {
             Some(head) => head,
@@ -1442,18 +1653,18 @@ fn parse<'v>(value: &'v [u8], heads: &mut Heads) -> Option<(Option<Arc<[u8]>>, E
         };
         let rest = std::str::from_utf8(&value[head.len() + SEP.len()..]).ok()?;
         let body = rest.trim_end_matches([' ', '\t', '\n', '\r']).strip_suffix('}')?;
-        return Some((Some(head), envelope(body)?));
+        return Some((Some(head), envelope(body, sources)?));
     }
     let text = std::str::from_utf8(value).ok()?;
     let first = value.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
     }
-    Some((None, envelope(text)?))
+    Some((None, envelope(text, sources)?))
 }
 
 /// The envelope in ``text``: scanned in one pass, or by serde where the scanner stops.
-fn envelope(text: &str) -> Option<Envelope<'_>> {
-    scan_envelope(text).or_else(|| serde_json::from_str(text).ok())
+fn envelope<'t>(text: &'t str, sources: &mut SourceTemplate) -> Option<Envelope<'t>> {
+    scan_envelope(text, sources).or_else(|| serde_json::from_str(text).ok())
 }
 

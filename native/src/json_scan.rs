@@ -20,6 +20,7 @@ pub(crate) struct Number<'a> {
 }
 
 /// A cursor over one JSON text (valid UTF-8: the caller checked it).
+#[derive(Clone)]
 pub(crate) struct Scan<'a> {
     text: &'a str,
     pos: usize,
@@ -35,6 +36,32 @@ impl<'a> Scan<'a> {
 
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
+    }
+
+    /// The cursor's offset in the text (after any whitespace [`Scan::peek`] skipped).
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The text from the cursor on.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.bytes()[self.pos..]
+    }
+
+    /// The text from ``start`` to the cursor.
+    pub(crate) fn text_from(&self, start: usize) -> &'a str {
+        &self.text[start..self.pos]
+    }
+
+    /// Moves the cursor to ``pos`` (text a caller compared with text a scan accepted in the
+    /// same place, or a value's start); past the end: ``None``.
+    pub(crate) fn seek(&mut self, pos: usize) -> Option<()> {
+        (pos <= self.text.len()).then(|| self.pos = pos)
+    }
+
+    /// The text from ``start`` to ``end`` (``None`` past the end or off a character boundary).
+    pub(crate) fn slice(&self, start: usize, end: usize) -> Option<&'a str> {
+        self.text.get(start..end)
     }
 
     /// The next byte after any JSON whitespace (not consumed).
